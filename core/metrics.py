@@ -1,0 +1,122 @@
+"""Metrics of a Run over a window of steps, and a head-to-head comparison of two runs on the same traffic."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .run import Run
+
+PERCENTILES = (50, 90, 99)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """What a run achieved in steps [0, window); latencies in steps, shares as fractions of slot-steps."""
+
+    window: int
+    completed: int
+    requests: int
+    useful_tokens: int
+    utilisation: float
+    padding_share: float
+    idle_share: float
+    avg_latency: float | None
+    p50_latency: float | None
+    p90_latency: float | None
+    p99_latency: float | None
+    avg_wait: float | None
+    drain_steps: int
+    throughput: float  # tokens per step over the whole run: all tokens / drain
+
+    def as_dict(self) -> dict:
+        """Return the metrics as a plain JSON-ready dict."""
+        return asdict(self)
+
+
+def _clipped_len(lo: np.ndarray, hi: np.ndarray, window: int) -> int:
+    return int(np.maximum(np.minimum(hi, window) - np.minimum(lo, window), 0).sum())
+
+
+def _mean(values: np.ndarray) -> float | None:
+    return float(values.mean()) if len(values) else None
+
+
+def _percentile(values: np.ndarray, q: float) -> float | None:
+    # Linear interpolation between order statistics (numpy's default), so p50 is the median.
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+def compute_metrics(run: Run, window: int | None = None) -> Metrics:
+    """Return the run's metrics over steps [0, window); the window defaults to the drain time."""
+    window = run.drain if window is None else int(window)
+    if window < 0:
+        raise ValueError(f"window must be >= 0, got {window}")
+    slot_steps = window * run.slots
+    useful = _clipped_len(run.start, run.finish, window)
+    padding = _clipped_len(run.finish, run.release, window)
+    done = run.finish <= window
+    latency = (run.finish - run.arrival)[done]
+    wait = (run.start - run.arrival)[run.start < window]
+    share = (lambda cells: cells / slot_steps) if slot_steps else (lambda cells: 0.0)
+    total_tokens = int((run.finish - run.start).sum())
+    return Metrics(
+        window=window,
+        completed=int(done.sum()),
+        requests=len(run.requests),
+        useful_tokens=useful,
+        utilisation=share(useful),
+        padding_share=share(padding),
+        idle_share=share(slot_steps - useful - padding),
+        avg_latency=_mean(latency),
+        p50_latency=_percentile(latency, 50),
+        p90_latency=_percentile(latency, 90),
+        p99_latency=_percentile(latency, 99),
+        avg_wait=_mean(wait),
+        drain_steps=run.drain,
+        throughput=total_tokens / run.drain if run.drain else 0.0,
+    )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Static against continuous on the same traffic and slots, each over its own drain."""
+
+    static: Metrics
+    continuous: Metrics
+
+    @property
+    def drain_ratio(self) -> float:
+        """Return static drain / continuous drain (how many times faster continuous empties the queue)."""
+        return self.static.drain_steps / self.continuous.drain_steps if self.continuous.drain_steps else 1.0
+
+    @property
+    def throughput_ratio(self) -> float:
+        """Return continuous throughput / static throughput."""
+        return self.continuous.throughput / self.static.throughput if self.static.throughput else 1.0
+
+    @property
+    def utilisation_ratio(self) -> float:
+        """Return continuous utilisation / static utilisation."""
+        s, c = self.static.utilisation, self.continuous.utilisation
+        return c / s if s else 1.0
+
+    def as_dict(self) -> dict:
+        """Return the CLI's `compare --json` object."""
+        return {
+            "static": self.static.as_dict(),
+            "continuous": self.continuous.as_dict(),
+            "ratios": {
+                "drain": self.drain_ratio,
+                "throughput": self.throughput_ratio,
+                "utilisation": self.utilisation_ratio,
+            },
+        }
+
+
+def compare(static: Run, continuous: Run) -> Comparison:
+    """Return the head-to-head comparison of a static and a continuous run (each over its own drain)."""
+    if static.requests != continuous.requests or static.slots != continuous.slots:
+        raise ValueError("compare needs two runs of the same requests on the same number of slots")
+    return Comparison(compute_metrics(static), compute_metrics(continuous))

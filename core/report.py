@@ -1,0 +1,106 @@
+"""Plain-text and JSON renderings of runs, comparisons and sweeps for the command line."""
+
+from __future__ import annotations
+
+from .metrics import Comparison, Metrics
+from .run import Run
+from .sweep import SweepPoint
+
+MAX_TEXT_STEPS = 120
+
+
+def run_json(run: Run, metrics: Metrics, window: int | None) -> dict:
+    """Return the `simulate --json` object (DESIGN.md's contract); with a window, unreached times are null."""
+    rows = []
+    for i, r in enumerate(run.requests):
+        start, finish = int(run.start[i]), int(run.finish[i])
+        started = window is None or start < window
+        rows.append(
+            {
+                "id": r.id,
+                "arrival": r.arrival,
+                "output_tokens": r.output_tokens,
+                "start": start if started else None,
+                "finish": finish if window is None or finish <= window else None,
+                "slot": int(run.slot[i]) if started else None,
+            }
+        )
+    return {
+        "policy": run.policy,
+        "slots": run.slots,
+        "batch_timeout": run.batch_timeout,
+        "requests": rows,
+        "timeline": run.timeline_strings(window),
+        "metrics": metrics.as_dict(),
+    }
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def run_text(run: Run, metrics: Metrics) -> str:
+    """Return the timeline (first steps) and the metrics as text."""
+    shown = min(metrics.window, MAX_TEXT_STEPS)
+    lines = [
+        f"{run.policy} batching, {run.slots} slots, window {metrics.window} steps (G generating, P padding, . idle)"
+    ]
+    lines += [f"slot{i:<3} {row}" for i, row in enumerate(run.timeline_strings(shown))]
+    if shown < metrics.window:
+        lines.append(f"(first {shown} of {metrics.window} steps shown)")
+    lines += [
+        f"completed        {metrics.completed}/{metrics.requests}",
+        f"useful tokens    {metrics.useful_tokens}",
+        f"GPU utilisation  {metrics.utilisation:.1%}   padding {metrics.padding_share:.1%}"
+        f"   idle {metrics.idle_share:.1%}",
+        f"latency (steps)  mean {_fmt(metrics.avg_latency)}  p50 {_fmt(metrics.p50_latency)}"
+        f"  p90 {_fmt(metrics.p90_latency)}  p99 {_fmt(metrics.p99_latency)}",
+        f"avg queue wait   {_fmt(metrics.avg_wait)} steps    drain {metrics.drain_steps} steps",
+    ]
+    return "\n".join(lines)
+
+
+def comparison_text(comparison: Comparison, workload: str, slots: int) -> str:
+    """Return the chapter's side-by-side table: throughput, utilisation, padding, drain, latency percentiles."""
+    s, c = comparison.static, comparison.continuous
+    rows = [
+        ("throughput (tokens/step)", f"{s.throughput:.2f}", f"{c.throughput:.2f}"),
+        ("GPU utilisation", f"{s.utilisation:.1%}", f"{c.utilisation:.1%}"),
+        ("padding waste (slot-time)", f"{s.padding_share:.1%}", f"{c.padding_share:.1%}"),
+        ("idle (slot-time)", f"{s.idle_share:.1%}", f"{c.idle_share:.1%}"),
+        ("drain time (steps)", f"{s.drain_steps}", f"{c.drain_steps}"),
+        ("latency p50 (steps)", _fmt(s.p50_latency), _fmt(c.p50_latency)),
+        ("latency p90 (steps)", _fmt(s.p90_latency), _fmt(c.p90_latency)),
+        ("latency p99 (steps)", _fmt(s.p99_latency), _fmt(c.p99_latency)),
+        ("latency mean (steps)", _fmt(s.avg_latency), _fmt(c.avg_latency)),
+        ("queue wait mean (steps)", _fmt(s.avg_wait), _fmt(c.avg_wait)),
+    ]
+    lines = [f"workload: {workload}; {slots} slots", "", f"{'':27}{'static':>12}{'continuous':>12}"]
+    lines += [f"{name:27}{a:>12}{b:>12}" for name, a, b in rows]
+    lines += [
+        "",
+        f"continuous drains {comparison.drain_ratio:.2f}x faster; throughput x{comparison.throughput_ratio:.2f}; "
+        f"padding {s.padding_share:.0%} -> {c.padding_share:.0%} of slot-time",
+    ]
+    return "\n".join(lines)
+
+
+def sweep_text(points: list[SweepPoint], knee: SweepPoint | None, target_ms: float) -> str:
+    """Return the sweep table and the knee."""
+    lines = [
+        f"{'batch':>6}{'step ms':>10}{'tokens/s':>11}{'p99 lat s':>11}{'mean lat s':>11}{'util':>7}"
+        f"  ITL<={target_ms:g}ms"
+    ]
+    for p in points:
+        lines.append(
+            f"{p.batch:>6}{p.step_ms:>10.1f}{p.tokens_per_s:>11.0f}{p.p99_latency_ms / 1e3:>11.2f}"
+            f"{p.avg_latency_ms / 1e3:>11.2f}{p.utilisation:>7.0%}  {'yes' if p.meets_target else 'no'}"
+        )
+    if knee is None:
+        lines.append(f"knee: no batch size meets the {target_ms:g} ms inter-token latency target")
+    else:
+        lines.append(
+            f"knee: batch {knee.batch} is the largest that meets {target_ms:g} ms per token "
+            f"({knee.step_ms:.1f} ms per step, {knee.tokens_per_s:.0f} tokens/s)"
+        )
+    return "\n".join(lines)

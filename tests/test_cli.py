@@ -1,0 +1,134 @@
+"""The command line: the JSON contracts, the chapter's figures, and one-line errors with exit status 2."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core import TrafficConfig, compute_metrics, generate, simulate
+from core.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _run_json(capsys, *argv: str) -> dict:
+    code, out, err = _run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_simulate_json_contract_from_a_trace(capsys):
+    """Simulate --json has the contract's keys, per-request rows and one timeline string per slot."""
+    doc = _run_json(capsys, "simulate", "--trace", str(FIXTURES / "tiny.csv"), "--slots", "2", "--policy", "static")
+    assert {"policy", "slots", "requests", "timeline", "metrics"} <= doc.keys()
+    assert doc["requests"][0] == {"id": "q1", "arrival": 0, "output_tokens": 3, "start": 0, "finish": 3, "slot": 0}
+    assert doc["timeline"] == ["GGGPPGG", "GGGGG.."]
+    for key in (
+        "completed",
+        "useful_tokens",
+        "utilisation",
+        "padding_share",
+        "idle_share",
+        "avg_latency",
+        "p50_latency",
+        "p90_latency",
+        "p99_latency",
+        "avg_wait",
+        "drain_steps",
+    ):
+        assert key in doc["metrics"]
+
+
+def test_simulate_generator_flags_match_the_python_api(capsys):
+    """Generator flags reproduce exactly the requests and schedule the app shows for the same settings."""
+    doc = _run_json(capsys, "simulate", "--seed", "7", "--requests", "20", "--slots", "3", "--window", "64")
+    run = simulate(generate(TrafficConfig(seed=7, requests=20)), 3, "continuous")
+    assert doc["timeline"] == run.timeline_strings(64)
+    assert doc["metrics"] == compute_metrics(run, 64).as_dict()
+    assert all(len(row) == 64 for row in doc["timeline"])
+
+
+def test_window_nulls_what_did_not_happen(capsys):
+    """With --window, a request not started in the window has null start, finish and slot."""
+    doc = _run_json(capsys, "simulate", "--trace", str(FIXTURES / "tiny.csv"), "--slots", "1", "--window", "4")
+    late = doc["requests"][1]  # q2 starts at 3 and finishes at 8
+    assert (late["start"], late["finish"]) == (3, None)
+    assert doc["requests"][2]["start"] is None and doc["requests"][2]["slot"] is None
+
+
+def test_compare_default_lands_near_the_chapters_figures(capsys):
+    """The default workload: continuous drains 2.5-3.5x faster and static pads 55-80% of slot-time."""
+    doc = _run_json(capsys, "compare")
+    assert 2.5 <= doc["ratios"]["drain"] <= 3.5
+    assert 0.55 <= doc["static"]["padding_share"] <= 0.8
+    assert doc["continuous"]["padding_share"] == 0
+
+
+def test_compare_uniform_lengths_shrink_the_gain(capsys):
+    """Exercise 2: with uniform lengths the advantage mostly disappears."""
+    heavy = _run_json(capsys, "compare")["ratios"]["drain"]
+    uniform = _run_json(capsys, "compare", "--lengths", "uniform")["ratios"]["drain"]
+    assert uniform < 1.6 < heavy
+
+
+def test_compare_text_has_the_side_by_side_table(capsys):
+    """The human table lists both policies and the percentile rows."""
+    code, out, _ = _run(capsys, "compare", "--requests", "40")
+    assert code == 0
+    for row in ("static", "continuous", "latency p50", "latency p90", "latency p99", "padding waste", "drains"):
+        assert row in out
+
+
+def test_sweep_reports_a_knee(capsys):
+    """Sweep: bigger batches cost more per step; the knee is the largest meeting the ITL target."""
+    doc = _run_json(capsys, "sweep", "--requests", "300", "--batches", "1,8,64,512")
+    steps = [p["step_ms"] for p in doc["points"]]
+    assert steps == sorted(steps)
+    meeting = [p["batch"] for p in doc["points"] if p["step_ms"] <= 50]
+    assert doc["knee"] == max(meeting)
+    tight = _run_json(capsys, "sweep", "--requests", "300", "--batches", "1,8,64,512", "--itl-target-ms", "1")
+    assert tight["knee"] is None
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["simulate", "--slots", "0"], "argument --slots: expected an integer in 1..4096, got '0'"),
+        (["simulate", "--policy", "fifo"], "argument --policy: invalid choice: 'fifo'"),
+        (["compare", "--seed", "x"], "argument --seed: expected an integer in 0..4294967295, got 'x'"),
+        (["simulate", "--trace", "__missing__.csv"], "__missing__.csv:0:0: cannot read the file"),
+        (["sweep", "--batches", "1,a"], "--batches: expected comma-separated integers"),
+        (["sweep", "--mem-bw-gbs", "0"], "mem_bw_gbs must be > 0"),
+    ],
+)
+def test_bad_input_is_one_line_and_status_2(capsys, argv, message):
+    """Bad flags and files print one line naming what was wrong, and exit with status 2."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse rejects flags by exiting
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_bad_trace_line_via_the_console_script(tmp_path):
+    """A bad trace row through the installed entry point: file:line:column on stderr, status 2, no traceback."""
+    bad = tmp_path / "bad.csv"
+    bad.write_text("arrival,output_tokens\n0,4\n3,-2\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "core", "simulate", "--trace", str(bad)], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"batchviz simulate: error: {bad}:3:2: output_tokens must be an integer >= 1, got '-2'"
+    )
