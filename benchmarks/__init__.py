@@ -1,0 +1,1 @@
+"""Benchmarks: each prints its figures (and ratios side by side) from one run; none is a test."""
