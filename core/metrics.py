@@ -81,7 +81,7 @@ def compute_metrics(run: Run, window: int | None = None) -> Metrics:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Static against continuous on the same traffic and slots, each over its own drain."""
+    """Static against continuous on the same traffic and slots."""
 
     static: Metrics
     continuous: Metrics
@@ -115,8 +115,8 @@ class Comparison:
         }
 
 
-def compare(static: Run, continuous: Run) -> Comparison:
-    """Return the head-to-head comparison of a static and a continuous run (each over its own drain)."""
+def compare(static: Run, continuous: Run, window: int | None = None) -> Comparison:
+    """Return static vs continuous on the same traffic, over `window` steps (default: each over its own drain)."""
     if static.requests != continuous.requests or static.slots != continuous.slots:
         raise ValueError("compare needs two runs of the same requests on the same number of slots")
-    return Comparison(compute_metrics(static), compute_metrics(continuous))
+    return Comparison(compute_metrics(static, window), compute_metrics(continuous, window))

@@ -1,0 +1,28 @@
+"""Colours and words for the slot states: Okabe-Ito (colour-blind safe), hatching so padding reads without colour."""
+
+GENERATING_COLOR = "#0072B2"  # blue
+PADDING_COLOR = "#E69F00"  # orange, hatched
+IDLE_COLOR = "#D9D9D9"  # light grey
+FUTURE_COLOR = "#FFFFFF"  # not yet played: the playback curtain
+PADDING_HATCH = "#A86F00"  # darker orange: nearer to orange than to any other state colour
+LABEL_COLOR = "#FFFFFF"
+
+LEGEND = {
+    "G": ("generating a token", GENERATING_COLOR),
+    "P": ("padding — finished, still occupying the slot", PADDING_COLOR),
+    ".": ("idle slot", IDLE_COLOR),
+}
+
+STATIC_COLOR = "#D55E00"  # vermillion, for static in the head-to-head bars
+CONTINUOUS_COLOR = "#009E73"  # bluish green
+
+CAPTIONS = {
+    "static": (
+        "Static batching: a batch forms only when every slot is free, and runs until its longest request "
+        "finishes. Finished requests keep their slot as padding; newcomers wait for the whole batch."
+    ),
+    "continuous": (
+        "Continuous batching: between forward passes, finished requests leave and waiting ones take the "
+        "free slots at once. No padding; a slot is idle only when nobody is waiting."
+    ),
+}

@@ -1,0 +1,218 @@
+"""Pure plot builders: a Run to the slot-timeline figure's data and figure, and the head-to-head bars."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from bokeh.models import (
+    BoxAnnotation,
+    ColumnDataSource,
+    FixedTicker,
+    HoverTool,
+    Range1d,
+    Span,
+)
+from bokeh.plotting import figure
+
+from core import Metrics, Run
+
+from . import palette
+
+ROW_PX = 30
+MIN_LABEL_CELLS = 2
+
+
+def timeline_data(run: Run, window: int) -> dict[str, dict[str, list]]:
+    """Return the timeline's glyph data: one rectangle per run of generating or padding, one idle row per slot."""
+    shown = run.start < window
+    idx = np.flatnonzero(shown)
+    arrival = run.arrival
+    gen = {
+        "left": run.start[idx].tolist(),
+        "right": np.minimum(run.finish[idx], window).tolist(),
+        "bottom": run.slot[idx].tolist(),
+        "top": (run.slot[idx] + 1).tolist(),
+        "id": [run.requests[i].id for i in idx],
+        "arrival": arrival[idx].tolist(),
+        "start": run.start[idx].tolist(),
+        "finish": run.finish[idx].tolist(),
+        "latency": (run.finish - arrival)[idx].tolist(),
+        "wait": (run.start - arrival)[idx].tolist(),
+        "label_x": (run.start[idx] + 0.12).tolist(),
+        "label_y": (run.slot[idx] + 0.06).tolist(),
+        "label": [
+            run.requests[i].id if min(run.finish[i], window) - run.start[i] >= MIN_LABEL_CELLS else "" for i in idx
+        ],
+    }
+    padded = np.flatnonzero((run.release > run.finish) & (run.finish < window))
+    pad = {
+        "left": run.finish[padded].tolist(),
+        "right": np.minimum(run.release[padded], window).tolist(),
+        "bottom": run.slot[padded].tolist(),
+        "top": (run.slot[padded] + 1).tolist(),
+        "id": [run.requests[i].id for i in padded],
+    }
+    idle = {
+        "left": [0] * run.slots,
+        "right": [window] * run.slots,
+        "bottom": list(range(run.slots)),
+        "top": list(range(1, run.slots + 1)),
+    }
+    return {"generating": gen, "padding": pad, "idle": idle}
+
+
+@dataclass
+class TimelinePlot:
+    """The timeline figure and the models playback and updates touch."""
+
+    figure: object
+    sources: dict[str, ColumnDataSource]
+    curtain: BoxAnnotation
+    cursor: Span
+
+
+def _style_axes(fig, slots: int, window: int) -> None:
+    fig.y_range.start, fig.y_range.end = slots, 0  # slot0 on top
+    fig.x_range.start, fig.x_range.end = 0, window
+    fig.yaxis.ticker = FixedTicker(ticks=[i + 0.5 for i in range(slots)])
+    fig.yaxis.major_label_overrides = {i + 0.5: f"slot{i}" for i in range(slots)}
+    fig.frame_height = max(ROW_PX * slots, 60) if slots <= 8 else 22 * slots
+
+
+def timeline_figure(run: Run, window: int, step: int, name: str) -> TimelinePlot:
+    """Return a new timeline figure for `run` over `window` steps, revealed up to `step`."""
+    data = timeline_data(run, window)
+    sources = {key: ColumnDataSource(value) for key, value in data.items()}
+    fig = figure(
+        name=name,
+        x_range=Range1d(0, window),
+        y_range=Range1d(run.slots, 0),
+        height=None,
+        sizing_mode="stretch_width",
+        frame_height=ROW_PX * 4,
+        toolbar_location=None,
+        tools="",
+        x_axis_label="step (one forward pass)",
+        min_border_left=56,
+        min_border_right=16,
+        min_border_top=8,
+        min_border_bottom=8,
+    )
+    fig.xgrid.visible = fig.ygrid.visible = False
+    fig.outline_line_color = None
+    fig.quad(
+        source=sources["idle"],
+        left="left",
+        right="right",
+        bottom="bottom",
+        top="top",
+        fill_color=palette.IDLE_COLOR,
+        line_color=None,
+    )
+    fig.quad(
+        source=sources["padding"],
+        left="left",
+        right="right",
+        bottom="bottom",
+        top="top",
+        fill_color=palette.PADDING_COLOR,
+        line_color=None,
+        hatch_pattern="/",
+        hatch_color=palette.PADDING_HATCH,
+        hatch_scale=10,
+        hatch_weight=1,
+    )
+    gen = fig.quad(
+        source=sources["generating"],
+        left="left",
+        right="right",
+        bottom="bottom",
+        top="top",
+        fill_color=palette.GENERATING_COLOR,
+        line_color="white",
+        line_width=1,
+    )
+    fig.text(
+        source=sources["generating"],
+        x="label_x",
+        y="label_y",
+        text="label",
+        text_font_size="9px",
+        text_baseline="top",
+        text_color=palette.LABEL_COLOR,
+    )
+    fig.add_tools(
+        HoverTool(
+            renderers=[gen],
+            tooltips=[
+                ("request", "@id"),
+                ("arrival", "@arrival"),
+                ("start", "@start"),
+                ("finish", "@finish"),
+                ("latency", "@latency steps"),
+                ("wait", "@wait steps"),
+            ],
+        )
+    )
+    curtain = BoxAnnotation(
+        left=step, right=window, fill_color=palette.FUTURE_COLOR, fill_alpha=1.0, line_color=None, level="overlay"
+    )
+    cursor = Span(location=step, dimension="height", line_color="#222222", line_width=2, line_dash="dashed")
+    fig.add_layout(curtain)
+    fig.add_layout(cursor)
+    _style_axes(fig, run.slots, window)
+    return TimelinePlot(fig, sources, curtain, cursor)
+
+
+def update_timeline(plot: TimelinePlot, run: Run, window: int, step: int) -> None:
+    """Refresh an existing timeline in place (data, axes, playback position) for a new run."""
+    for key, value in timeline_data(run, window).items():
+        plot.sources[key].data = value
+    _style_axes(plot.figure, run.slots, window)
+    plot.curtain.left, plot.curtain.right = step, window
+    plot.cursor.location = step
+
+
+def head_to_head_figure(static: Metrics, continuous: Metrics) -> object:
+    """Return paired bars (static vs continuous) for completed, GPU utilisation and average latency."""
+    groups = ["completed", "GPU utilisation %", "avg latency (steps)"]
+    values = {
+        "static": [static.completed, 100 * static.utilisation, static.avg_latency or 0.0],
+        "continuous": [continuous.completed, 100 * continuous.utilisation, continuous.avg_latency or 0.0],
+    }
+    fig = figure(
+        name="head-to-head",
+        height=200,
+        sizing_mode="stretch_width",
+        toolbar_location=None,
+        tools="",
+        y_range=Range1d(3, 0),
+        x_range=Range1d(0, 1.15),
+        min_border_left=130,
+    )
+    rows = []
+    for g in range(len(groups)):
+        top = max(values["static"][g], values["continuous"][g]) or 1.0
+        for k, (policy, color) in enumerate(
+            (("static", palette.STATIC_COLOR), ("continuous", palette.CONTINUOUS_COLOR))
+        ):
+            v = values[policy][g]
+            rows.append(
+                {
+                    "y": g + 0.3 + 0.38 * k,
+                    "w": v / top,
+                    "color": color,
+                    "policy": policy,
+                    "text": f"{policy}: {v:.0f}" if g != 2 else f"{policy}: {v:.1f}",
+                }
+            )
+    source = ColumnDataSource({k: [r[k] for r in rows] for k in rows[0]})
+    fig.hbar(source=source, y="y", right="w", height=0.34, fill_color="color", line_color=None)
+    fig.text(source=source, x="w", y="y", text="text", x_offset=4, text_baseline="middle", text_font_size="11px")
+    fig.yaxis.ticker = FixedTicker(ticks=[0.5, 1.5, 2.5])
+    fig.yaxis.major_label_overrides = {0.5 + i: g for i, g in enumerate(groups)}
+    fig.xaxis.visible = False
+    fig.xgrid.visible = fig.ygrid.visible = False
+    fig.outline_line_color = None
+    return fig

@@ -1,0 +1,59 @@
+"""Per-step text for playback: computed once in Python so the browser only indexes by step (no round trip)."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from core import GENERATING, IDLE, PADDING, Run
+
+
+def _cumulative_cells(run: Run, window: int, state: int) -> np.ndarray:
+    """Return, for t = 0..window, how many cells of `state` lie in steps [0, t)."""
+    grid = np.zeros((run.slots, window), dtype=np.uint8)
+    shown = min(window, run.drain)
+    grid[:, :shown] = run.timeline[:, :shown]
+    per_step = (grid == state).sum(axis=0)
+    return np.concatenate([[0], np.cumsum(per_step)])
+
+
+def stats_html(completed: int, total: int, useful: int, utilisation: float, avg_latency: float | None) -> str:
+    """Return the live-stats block; each number carries a data-stat attribute for tests and assistive tech."""
+    latency = "–" if avg_latency is None else f"{avg_latency:.1f}"
+    items = [
+        ("completed", "Completed", f"{completed}/{total}"),
+        ("useful_tokens", "Useful tokens", f"{useful}"),
+        ("utilisation", "GPU utilisation", f"{utilisation:.0%}"),
+        ("avg_latency", "Avg latency (steps)", latency),
+    ]
+    cells = "".join(
+        f'<div class="bv-stat"><div class="bv-stat-label">{label}</div>'
+        f'<div class="bv-stat-value" data-stat="{key}">{value}</div></div>'
+        for key, label, value in items
+    )
+    return f'<div class="bv-stats">{cells}</div>'
+
+
+def progress_table(run: Run, window: int) -> dict[str, list[str]]:
+    """Return, for each step t = 0..window, the readout, live stats, waste meter and decision-log texts."""
+    useful = _cumulative_cells(run, window, GENERATING)
+    padding = _cumulative_cells(run, window, PADDING)
+    idle = _cumulative_cells(run, window, IDLE)
+    latency = run.finish - run.arrival
+    order = np.argsort(run.finish, kind="stable")
+    finish_sorted, latency_sorted = run.finish[order], latency[order]
+    latency_cum = np.concatenate([[0], np.cumsum(latency_sorted)])
+    table: dict[str, list[str]] = {"readout": [], "stats": [], "waste": [], "log": []}
+    for t in range(window + 1):
+        done = int(np.searchsorted(finish_sorted, t, side="right"))
+        avg = latency_cum[done] / done if done else None
+        util = useful[t] / (t * run.slots) if t else 0.0
+        table["readout"].append(f"step {t} / {window}")
+        table["stats"].append(stats_html(done, len(run.requests), int(useful[t]), util, avg))
+        table["waste"].append(
+            f'<span class="bv-waste">Waste so far: <b data-waste="padding">{padding[t]}</b> padding + '
+            f'<b data-waste="idle">{idle[t]}</b> idle slot-steps</span>'
+        )
+        table["log"].append(html.escape(run.describe_step(t)))
+    return table

@@ -1,0 +1,91 @@
+"""The whole app: controls beside the timeline and the head-to-head panel, deep links, and trace upload."""
+
+from __future__ import annotations
+
+import panel as pn
+import param
+
+from .state import SimState
+from .style import CSS
+from .upload import read_upload
+from .url import parse_query, query_of
+from .views import Controls, HeadToHeadView, Messages, TimelineView
+
+
+class App(pn.viewable.Viewer):
+    """The batchviz simulator: `App()` in a notebook, `App().servable()` when served."""
+
+    state = param.ClassSelector(class_=SimState)
+
+    def __init__(self, query: dict | None = None, **params):
+        params.setdefault("state", SimState())
+        super().__init__(**params)
+        self.messages = Messages()
+        if query:
+            self._apply_query(query)
+        self.controls = Controls(state=self.state)
+        self.timeline = TimelineView(state=self.state)
+        self.head_to_head = HeadToHeadView(state=self.state)
+        self.upload = pn.widgets.FileInput(accept=".csv,.txt", multiple=False, name="Trace file (CSV or Azure)")
+        self.upload.param.watch(self._on_upload, "value")
+        self.reset_trace = pn.widgets.Button(name="Use generated traffic", button_type="light", visible=False)
+        self.reset_trace.on_click(self._clear_trace)
+
+    def _apply_query(self, query: dict) -> None:
+        values, messages = parse_query(query, self.state)
+        if "window" in values and "step" not in values:
+            values["step"] = values["window"]
+        self.state.param.update(**values)
+        self.messages.text = " ".join(messages)
+
+    def _on_upload(self, event) -> None:
+        requests, message = read_upload(event.new, self.upload.filename)
+        if requests is None:
+            self.messages.text = message
+            return
+        self.messages.text = ""
+        self.state.param.update(trace=requests, trace_name=self.upload.filename or "upload")
+        self.reset_trace.visible = True
+
+    def _clear_trace(self, _event=None) -> None:
+        self.state.param.update(trace=None, trace_name="")
+        self.reset_trace.visible = False
+
+    def sync_url(self) -> None:
+        """Keep the browser's URL in step with the state, so a view can be shared as a deep link."""
+        if pn.state.location is None:
+            return
+
+        def push(*_events):
+            pn.state.location.search = "?" + "&".join(f"{k}={v}" for k, v in query_of(self.state).items())
+
+        self.state.param.watch(
+            push, ["mode", "slots", "seed", "step", "requests", "lengths", "window", "batch_timeout", "arrival_window"]
+        )
+
+    def __panel__(self):
+        controls = self.controls.__panel__()
+        self.timeline.link_player(self.controls.player)
+        sidebar = pn.Column(
+            controls,
+            pn.pane.Markdown("**Load a trace**"),
+            self.upload,
+            self.reset_trace,
+            width=310,
+            css_classes=["bv-sidebar"],
+        )
+        main = pn.Column(
+            self.messages,
+            self.timeline,
+            self.head_to_head,
+            css_classes=["bv-main"],
+            styles={"flex": "1 1 560px", "min-width": "300px"},
+        )
+        header = pn.pane.HTML(
+            "<h1>Static vs continuous batching</h1><p>Each row is a batch slot, each column one forward pass.</p>",
+            sizing_mode="stretch_width",
+            css_classes=["bv-header"],
+            stylesheets=[CSS],
+        )
+        body = pn.FlexBox(sidebar, main, flex_wrap="wrap", sizing_mode="stretch_width", gap="16px")
+        return pn.Column(header, body, sizing_mode="stretch_width", stylesheets=[CSS], css_classes=["bv-app"])

@@ -1,0 +1,63 @@
+"""The app's state: the inputs (param, with bounds and docs) and both runs derived from them on the same traffic."""
+
+from __future__ import annotations
+
+import param
+
+from core import Request, Run, TrafficConfig, generate, simulate
+from core.metrics import Comparison, compare
+from core.traffic import LENGTH_KINDS
+
+
+class SimState(param.Parameterized):
+    """Everything the learner chooses; `runs` holds static and continuous on exactly the traffic shown."""
+
+    mode = param.Selector(default="continuous", objects=["continuous", "static"], doc="Batching mode shown")
+    slots = param.Integer(default=4, bounds=(1, 16), doc="Batch slots")
+    seed = param.Integer(default=4, bounds=(0, 99), doc="Traffic seed")
+    requests = param.Integer(default=12, bounds=(1, 200), doc="Number of requests")
+    lengths = param.Selector(default="heavy", objects=list(LENGTH_KINDS), doc="Output length distribution")
+    arrival_window = param.Integer(default=18, bounds=(1, 512), doc="Requests arrive over steps 0..N-1")
+    batch_timeout = param.Integer(default=0, bounds=(0, 64), doc="Static: steps the oldest request may wait")
+    window = param.Integer(default=64, bounds=(8, 4096), doc="Steps shown and measured")
+    step = param.Integer(default=64, bounds=(0, 4096), doc="Playback position (steps run so far)")
+    trace = param.List(default=None, allow_None=True, item_type=Request, doc="Uploaded requests (None: generator)")
+    trace_name = param.String(default="", doc="Name of the uploaded trace")
+
+    static_run = param.ClassSelector(class_=Run, doc="Static batching on the traffic shown")
+    continuous_run = param.ClassSelector(class_=Run, doc="Continuous batching on the traffic shown")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._recompute()
+
+    def traffic(self) -> list[Request]:
+        """Return the requests shown: the uploaded trace, or the seeded generator's."""
+        if self.trace is not None:
+            return self.trace
+        config = TrafficConfig(
+            seed=self.seed, requests=self.requests, lengths=self.lengths, arrival_window=self.arrival_window
+        )
+        return generate(config)
+
+    @param.depends("slots", "seed", "requests", "lengths", "arrival_window", "batch_timeout", "trace", watch=True)
+    def _recompute(self) -> None:
+        requests = self.traffic()
+        with param.parameterized.batch_call_watchers(self):
+            self.static_run = simulate(requests, self.slots, "static", self.batch_timeout)
+            self.continuous_run = simulate(requests, self.slots, "continuous")
+
+    @param.depends("window", watch=True, on_init=True)
+    def _clamp_step(self) -> None:
+        self.param.step.bounds = (0, self.window)
+        if self.step > self.window:
+            self.step = self.window
+
+    @property
+    def run(self) -> Run:
+        """Return the run of the mode shown."""
+        return self.static_run if self.mode == "static" else self.continuous_run
+
+    def comparison(self) -> Comparison:
+        """Return static vs continuous, each measured over the window shown."""
+        return compare(self.static_run, self.continuous_run, self.window)

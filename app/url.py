@@ -1,0 +1,68 @@
+"""Deep links: read `?mode=static&slots=6&seed=3&step=20` into state values, clamping or rejecting bad ones."""
+
+from __future__ import annotations
+
+import param
+
+# URL key -> SimState parameter
+URL_KEYS = {
+    "mode": "mode",
+    "slots": "slots",
+    "seed": "seed",
+    "step": "step",
+    "requests": "requests",
+    "lengths": "lengths",
+    "window": "window",
+    "timeout": "batch_timeout",
+    "arrival_window": "arrival_window",
+}
+
+
+def _decode(raw) -> str:
+    value = raw[-1] if isinstance(raw, list | tuple) else raw
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def parse_query(query: dict, state: param.Parameterized) -> tuple[dict, list[str]]:
+    """Return (values to set, messages) from URL arguments; out-of-range numbers are clamped, junk is rejected."""
+    values, messages = {}, []
+    for key, name in URL_KEYS.items():
+        if key not in query:
+            continue
+        text = _decode(query[key]).strip()
+        p = state.param[name]
+        if isinstance(p, param.Selector):
+            if text in p.objects:
+                values[name] = text
+            else:
+                messages.append(
+                    f"URL: {key}={text!r} is not allowed (use {' or '.join(p.objects)}); kept {getattr(state, name)}."
+                )
+            continue
+        low, high = p.bounds
+        try:
+            number = int(text)
+        except ValueError:
+            messages.append(
+                f"URL: {key}={text!r} is not a whole number (allowed {low}..{high}); kept {getattr(state, name)}."
+            )
+            continue
+        clamped = min(max(number, low), high)
+        if clamped != number:
+            messages.append(f"URL: {key}={number} is out of range {low}..{high}; using {clamped}.")
+        values[name] = clamped
+    if "step" in values and values["step"] > values.get("window", state.window):
+        window = values.get("window", state.window)
+        messages.append(f"URL: step={values['step']} is past the window; using {window}.")
+        values["step"] = window
+    return values, messages
+
+
+def query_of(state: param.Parameterized) -> dict[str, str]:
+    """Return the URL arguments describing the state (only the keys that differ from the defaults)."""
+    out = {}
+    for key, name in URL_KEYS.items():
+        value = getattr(state, name)
+        if value != state.param[name].default or key in ("mode", "slots", "seed"):
+            out[key] = str(value)
+    return out

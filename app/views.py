@@ -1,0 +1,195 @@
+"""Views on a SimState: controls, the slot timeline with playback, live stats and the head-to-head panel."""
+
+from __future__ import annotations
+
+import html
+
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource, Div
+
+from core import Metrics
+
+from . import palette
+from .plots import head_to_head_figure, timeline_figure, update_timeline
+from .progress import progress_table
+from .state import SimState
+from .style import CSS
+
+PLAYBACK_JS = """
+const n = src.data.readout.length;
+const t = Math.max(0, Math.min(cb_obj.value, n - 1));
+curtain.left = t; cursor.location = t;
+readout.text = src.data.readout[t]; stats.text = src.data.stats[t];
+waste.text = src.data.waste[t]; log.text = src.data.log[t];
+"""
+
+
+def _legend_html() -> str:
+    items = []
+    for key, (words, color) in palette.LEGEND.items():
+        style = f"background:{color}"
+        if key == "P":
+            style += (
+                f";background-image:repeating-linear-gradient(45deg,{palette.PADDING_HATCH} 0 1px,transparent 1px 6px)"
+            )
+        items.append(f'<span class="bv-legend-item"><span class="bv-swatch" style="{style}"></span>{words}</span>')
+    return '<div class="bv-legend">' + "".join(items) + "</div>"
+
+
+def _h2h_table(static: Metrics, continuous: Metrics) -> str:
+    def latency(m: Metrics) -> str:
+        return "–" if m.avg_latency is None else f"{m.avg_latency:.1f}"
+
+    rows = [
+        (
+            "completed",
+            "Completed in window",
+            f"{static.completed}/{static.requests}",
+            f"{continuous.completed}/{continuous.requests}",
+        ),
+        ("utilisation", "GPU utilisation", f"{static.utilisation:.0%}", f"{continuous.utilisation:.0%}"),
+        ("avg_latency", "Avg latency (steps)", latency(static), latency(continuous)),
+    ]
+    body = "".join(
+        f'<tr><th scope="row">{label}</th><td data-h2h="static-{key}">{s}</td>'
+        f'<td data-h2h="continuous-{key}">{c}</td></tr>'
+        for key, label, s, c in rows
+    )
+    return (
+        '<table class="bv-h2h"><caption>Same traffic and same slots</caption>'
+        f"<thead><tr><th></th><th>static</th><th>continuous</th></tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
+class Controls(pn.viewable.Viewer):
+    """The sidebar: mode, slots, seed, traffic shape and playback."""
+
+    state = param.ClassSelector(class_=SimState)
+
+    def __panel__(self):
+        s = self.state
+        self.player = pn.widgets.Player.from_param(
+            s.param.step,
+            start=0,
+            end=s.window,
+            interval=120,
+            loop_policy="once",
+            show_loop_controls=False,
+            width=280,
+            name="Playback",
+        )
+        s.param.watch(lambda e: setattr(self.player, "end", e.new), "window")
+        return pn.Column(
+            pn.widgets.RadioButtonGroup.from_param(s.param.mode, button_type="primary", name="Batching mode"),
+            pn.widgets.IntSlider.from_param(s.param.slots, name="Batch slots"),
+            pn.widgets.IntSlider.from_param(s.param.seed, name="Traffic seed"),
+            pn.widgets.IntSlider.from_param(s.param.requests, name="Requests", end=64),
+            pn.widgets.Select.from_param(s.param.lengths, name="Output lengths"),
+            pn.widgets.IntSlider.from_param(s.param.arrival_window, name="Arrival window (steps)", end=64),
+            pn.widgets.IntSlider.from_param(s.param.batch_timeout, name="Static batch timeout (steps)"),
+            self.player,
+            width=300,
+            css_classes=["bv-controls"],
+        )
+
+
+class TimelineView(pn.viewable.Viewer):
+    """The execution timeline of the mode shown, with its caption, legend, live stats and playback texts."""
+
+    state = param.ClassSelector(class_=SimState)
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        s = self.state
+        self.plot = timeline_figure(s.run, s.window, s.step, name="timeline")
+        self.progress = ColumnDataSource(progress_table(s.run, s.window))
+        self.readout = Div(css_classes=["bv-readout"], name="readout", stylesheets=[CSS])
+        self.stats = Div(name="stats", stylesheets=[CSS])
+        self.waste = Div(name="waste", stylesheets=[CSS])
+        self.log = Div(css_classes=["bv-log"], name="log", stylesheets=[CSS])
+        self.caption = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["bv-caption"], stylesheets=[CSS])
+        self._show_step()
+        self.caption.object = palette.CAPTIONS[s.mode]
+        s.param.watch(self._refresh, ["static_run", "continuous_run", "mode", "window"])
+
+    def link_player(self, player: pn.widgets.Player) -> None:
+        """Make the player drive the curtain, cursor and texts in the browser, with no server round trip."""
+        p = self.plot
+        player.jscallback(
+            value=PLAYBACK_JS,
+            args={
+                "src": self.progress,
+                "curtain": p.curtain,
+                "cursor": p.cursor,
+                "readout": self.readout,
+                "stats": self.stats,
+                "waste": self.waste,
+                "log": self.log,
+            },
+        )
+
+    def _show_step(self) -> None:
+        t = min(self.state.step, self.state.window)
+        data = self.progress.data
+        self.readout.text, self.stats.text = data["readout"][t], data["stats"][t]
+        self.waste.text, self.log.text = data["waste"][t], data["log"][t]
+
+    def _refresh(self, *_events) -> None:
+        s = self.state
+        self.progress.data = progress_table(s.run, s.window)
+        update_timeline(self.plot, s.run, s.window, min(s.step, s.window))
+        self._show_step()
+        self.caption.object = palette.CAPTIONS[s.mode]
+
+    def __panel__(self):
+        return pn.Column(
+            pn.pane.Bokeh(self.readout),
+            pn.pane.Bokeh(self.stats, sizing_mode="stretch_width"),
+            self.caption,
+            pn.pane.Bokeh(self.plot.figure, sizing_mode="stretch_width", css_classes=["bv-timeline"]),
+            pn.pane.HTML(_legend_html(), sizing_mode="stretch_width", stylesheets=[CSS]),
+            pn.pane.Bokeh(self.waste),
+            pn.pane.Bokeh(self.log, sizing_mode="stretch_width"),
+            sizing_mode="stretch_width",
+        )
+
+
+class HeadToHeadView(pn.viewable.Viewer):
+    """Static and continuous on the traffic shown: completed, GPU utilisation and average latency, as paired bars."""
+
+    state = param.ClassSelector(class_=SimState)
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
+        self.bars = pn.pane.Bokeh(sizing_mode="stretch_width")
+        self._refresh()
+        self.state.param.watch(self._refresh, ["static_run", "continuous_run", "window"])
+
+    def _refresh(self, *_events) -> None:
+        result = self.state.comparison()
+        self.table.object = _h2h_table(result.static, result.continuous)
+        self.bars.object = head_to_head_figure(result.static, result.continuous)
+
+    def __panel__(self):
+        return pn.Column(pn.pane.Markdown("### Head to head"), self.table, self.bars, sizing_mode="stretch_width")
+
+
+class Messages(pn.viewable.Viewer):
+    """One visible place for input problems (URL values, uploaded files); the app keeps working."""
+
+    text = param.String(default="")
+
+    def __panel__(self):
+        alert = pn.pane.Alert(
+            alert_type="warning", visible=False, sizing_mode="stretch_width", css_classes=["bv-message"]
+        )
+
+        def show(event=None):
+            alert.object = html.escape(self.text)
+            alert.visible = bool(self.text)
+
+        self.param.watch(show, "text")
+        show()
+        return alert
