@@ -49,7 +49,7 @@ def progress_table(run: Run, window: int) -> dict[str, list[str]]:
         done = int(np.searchsorted(finish_sorted, t, side="right"))
         avg = latency_cum[done] / done if done else None
         util = useful[t] / (t * run.slots) if t else 0.0
-        table["readout"].append(f"step {t} / {window}")
+        table["readout"].append(f'<span class="bv-step" data-step="{t}">step {t} / {window}</span>')
         table["stats"].append(stats_html(done, len(run.requests), int(useful[t]), util, avg))
         table["waste"].append(
             f'<span class="bv-waste">Waste so far: <b data-waste="padding">{padding[t]}</b> padding + '

@@ -26,9 +26,9 @@ class App(pn.viewable.Viewer):
         self.controls = Controls(state=self.state)
         self.timeline = TimelineView(state=self.state)
         self.head_to_head = HeadToHeadView(state=self.state)
-        self.upload = pn.widgets.FileInput(accept=".csv,.txt", multiple=False, name="Trace file (CSV or Azure)")
+        self.upload = pn.widgets.FileInput(accept=".csv,.txt", multiple=False, label="Trace file (CSV or Azure)")
         self.upload.param.watch(self._on_upload, "value")
-        self.reset_trace = pn.widgets.Button(name="Use generated traffic", button_type="light", visible=False)
+        self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=False)
         self.reset_trace.on_click(self._clear_trace)
 
     def _apply_query(self, query: dict) -> None:

@@ -81,13 +81,13 @@ class Controls(pn.viewable.Viewer):
         )
         s.param.watch(lambda e: setattr(self.player, "end", e.new), "window")
         return pn.Column(
-            pn.widgets.RadioButtonGroup.from_param(s.param.mode, button_type="primary", name="Batching mode"),
-            pn.widgets.IntSlider.from_param(s.param.slots, name="Batch slots"),
-            pn.widgets.IntSlider.from_param(s.param.seed, name="Traffic seed"),
-            pn.widgets.IntSlider.from_param(s.param.requests, name="Requests", end=64),
-            pn.widgets.Select.from_param(s.param.lengths, name="Output lengths"),
-            pn.widgets.IntSlider.from_param(s.param.arrival_window, name="Arrival window (steps)", end=64),
-            pn.widgets.IntSlider.from_param(s.param.batch_timeout, name="Static batch timeout (steps)"),
+            pn.widgets.RadioButtonGroup.from_param(s.param.mode, label="Batching mode"),
+            pn.widgets.IntSlider.from_param(s.param.slots, label="Batch slots"),
+            pn.widgets.IntSlider.from_param(s.param.seed, label="Traffic seed"),
+            pn.widgets.IntSlider.from_param(s.param.requests, label="Requests", end=64),
+            pn.widgets.Select.from_param(s.param.lengths, label="Output lengths"),
+            pn.widgets.IntSlider.from_param(s.param.arrival_window, label="Arrival window (steps)", end=64),
+            pn.widgets.IntSlider.from_param(s.param.batch_timeout, label="Static batch timeout (steps)"),
             self.player,
             width=300,
             css_classes=["bv-controls"],
@@ -182,14 +182,12 @@ class Messages(pn.viewable.Viewer):
     text = param.String(default="")
 
     def __panel__(self):
-        alert = pn.pane.Alert(
-            alert_type="warning", visible=False, sizing_mode="stretch_width", css_classes=["bv-message"]
-        )
+        box = pn.pane.HTML(visible=False, sizing_mode="stretch_width", stylesheets=[CSS])
 
         def show(event=None):
-            alert.object = html.escape(self.text)
-            alert.visible = bool(self.text)
+            box.object = f'<div class="bv-message" role="alert">{html.escape(self.text)}</div>'
+            box.visible = bool(self.text)
 
         self.param.watch(show, "text")
         show()
-        return alert
+        return box

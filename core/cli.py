@@ -12,6 +12,7 @@ from .cli_args import UsageError, add_traffic_args, bounded_int, describe_traffi
 from .metrics import compare, compute_metrics
 from .run import POLICIES
 from .schedule import simulate
+from .serve_cmd import add_serve, run_serve
 from .sweep import DEFAULT_BATCHES, SWEEP_TRAFFIC, CostModel, knee, sweep
 from .traffic import TrafficConfig
 
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_simulate(sub)
     _add_compare(sub)
     _add_sweep(sub)
+    add_serve(sub)
     return parser
 
 
@@ -112,7 +114,7 @@ def _sweep(args) -> str:
     return report.sweep_text(points, best, args.itl_target_ms)
 
 
-COMMANDS = {"simulate": _simulate, "compare": _compare, "sweep": _sweep}
+COMMANDS = {"simulate": _simulate, "compare": _compare, "sweep": _sweep, "serve": run_serve}
 
 
 def main(argv: list[str] | None = None) -> int:

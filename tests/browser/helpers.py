@@ -1,0 +1,29 @@
+"""Page helpers: open a deep link and wait until Bokeh has rendered it."""
+
+from __future__ import annotations
+
+from core import TrafficConfig, compute_metrics, generate, simulate
+
+READY_JS = "window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents[0].is_idle"
+
+
+def open_app(page, url: str, query: str = "") -> None:
+    """Navigate to the app (with an optional query string) and wait for the document and a canvas."""
+    page.goto(url + query)
+    page.wait_for_function(READY_JS, polling=100, timeout=30_000)
+    page.locator(".bk-Canvas").first.wait_for(timeout=30_000)
+
+
+def core_run(mode: str, slots: int, seed: int):
+    """Return the core's run for the app's default traffic at this seed."""
+    return simulate(generate(TrafficConfig(seed=seed)), slots, mode)
+
+
+def core_metrics(mode: str, slots: int, seed: int, window: int = 64):
+    """Return the core's metrics over the app's window."""
+    return compute_metrics(core_run(mode, slots, seed), window)
+
+
+def text_of(page, selector: str) -> str:
+    """Return the text of the first element matching a (shadow-piercing) selector."""
+    return page.locator(selector).first.inner_text().strip()

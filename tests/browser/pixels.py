@@ -1,0 +1,52 @@
+"""Reading the timeline back from a screenshot: one sample per cell centre, mapped to the nearest legend colour."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+from app import palette
+
+# The legend's colours, plus the playback curtain ("-": not yet played).
+STATE_COLOURS = {
+    "G": palette.GENERATING_COLOR,
+    "P": palette.PADDING_COLOR,
+    ".": palette.IDLE_COLOR,
+    "-": palette.FUTURE_COLOR,
+}
+
+CELL_CENTRES_JS = """
+([name, slots, window]) => {
+  const view = Bokeh.index.query_one(v => v.model.name === name && v.frame !== undefined);
+  const rect = view.canvas_view.el.getBoundingClientRect();
+  const xs = view.frame.x_scale, ys = view.frame.y_scale;
+  const rows = [];
+  for (let s = 0; s < slots; s++) {
+    const row = [];
+    for (let t = 0; t < window; t++) row.push([rect.left + xs.compute(t + 0.5), rect.top + ys.compute(s + 0.5)]);
+    rows.push(row);
+  }
+  return rows;
+}
+"""
+
+
+def _rgb(hex_colour: str) -> np.ndarray:
+    return np.array([int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)], dtype=float)
+
+
+def nearest_state(pixel: np.ndarray) -> str:
+    """Return the state whose legend colour is nearest to an RGB pixel."""
+    names = list(STATE_COLOURS)
+    distances = [np.linalg.norm(pixel[:3] - _rgb(STATE_COLOURS[n])) for n in names]
+    return names[int(np.argmin(distances))]
+
+
+def read_timeline(page, slots: int, window: int, name: str = "timeline") -> list[str]:
+    """Return the timeline as drawn: one string per slot, one state character per step."""
+    page.evaluate("window.scrollTo(0, 0)")
+    centres = page.evaluate(CELL_CENTRES_JS, [name, slots, window])
+    image = np.asarray(Image.open(io.BytesIO(page.screenshot(full_page=True))).convert("RGB")).astype(float)
+    return ["".join(nearest_state(image[int(round(y)), int(round(x))]) for x, y in row) for row in centres]

@@ -1,0 +1,90 @@
+"""Keyboard, playback, deep links, bad input and trace upload, in the browser."""
+
+import re
+
+from playwright.sync_api import expect
+
+from core import simulate
+from core.traces import parse_trace
+
+from .helpers import core_run, open_app, text_of
+from .pixels import read_timeline
+
+PLAYBACK_AT_20 = "?mode=static&slots=4&seed=4&step=20"
+
+
+def _wait_for_timeline(page, expected: list[str], slots: int) -> None:
+    page.wait_for_function("Bokeh.documents[0].is_idle", polling=100)
+    for _ in range(50):
+        if read_timeline(page, slots, 64) == expected:
+            return
+        page.wait_for_timeout(100)
+    assert read_timeline(page, slots, 64) == expected
+
+
+def test_keyboard_moves_the_slots_slider(page, page_errors, app_url):
+    """Focus the slots slider, press ArrowRight twice: the picture becomes the 6-slot timeline."""
+    open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
+    handle = page.locator(".noUi-handle").first
+    handle.focus()
+    handle.press("ArrowRight")
+    handle.press("ArrowRight")
+    _wait_for_timeline(page, core_run("continuous", 6, 4).timeline_strings(64), 6)
+    assert re.search(r"slots=6", page.url)
+
+
+def test_deep_link_opens_mid_playback(page, page_errors, app_url):
+    """?step=20 opens at step 20: cells before it are drawn, later ones still hidden behind the curtain."""
+    open_app(page, app_url, PLAYBACK_AT_20)
+    expect(page.locator(".bv-step").first).to_have_text("step 20 / 64")
+    full = core_run("static", 4, 4).timeline_strings(64)
+    assert read_timeline(page, 4, 64) == [row[:20] + "-" * 44 for row in full]
+
+
+def test_playback_reveals_cells_in_order(page, page_errors, app_url):
+    """Next advances one step; play keeps advancing; every frame reveals exactly the cells before the cursor."""
+    open_app(page, app_url, PLAYBACK_AT_20)
+    full = core_run("static", 4, 4).timeline_strings(64)
+    page.locator("button.next").first.click()
+    expect(page.locator(".bv-step").first).to_have_text("step 21 / 64")
+    assert read_timeline(page, 4, 64) == [row[:21] + "-" * 43 for row in full]
+    page.locator("button.play").first.click()
+    expect(page.locator(".bv-step").first).not_to_have_text("step 21 / 64", timeout=5000)
+    page.locator("button.pause").first.click()
+    step = int(page.locator(".bv-step").first.get_attribute("data-step"))
+    assert 21 < step <= 64
+    page.wait_for_timeout(300)
+    step = int(page.locator(".bv-step").first.get_attribute("data-step"))
+    assert read_timeline(page, 4, 64) == [row[:step] + "-" * (64 - step) for row in full]
+
+
+def test_bad_url_values_show_a_message_and_clamp(page, page_errors, app_url):
+    """Out-of-range values are clamped, junk is rejected; both say so, and the app still renders."""
+    open_app(page, app_url, "?slots=99&seed=abc&mode=turbo")
+    message = text_of(page, ".bv-message")
+    assert "slots=99 is out of range 1..16; using 16" in message
+    assert "seed='abc' is not a whole number (allowed 0..99); kept 4" in message
+    assert "mode='turbo' is not allowed (use continuous or static)" in message
+    assert read_timeline(page, 16, 64) == core_run("continuous", 16, 4).timeline_strings(64)
+
+
+def test_bad_trace_upload_keeps_the_traffic(page, page_errors, app_url, tmp_path):
+    """A bad file shows the parser's line-and-column message and leaves the picture as it was."""
+    open_app(page, app_url, "?mode=static&slots=4&seed=4")
+    before = read_timeline(page, 4, 64)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("arrival,output_tokens\n0,3\n2,zero\n")
+    page.locator("input[type=file]").first.set_input_files(str(bad))
+    expect(page.locator(".bv-message").first).to_contain_text("bad.csv:3:2: output_tokens must be an integer >= 1")
+    assert read_timeline(page, 4, 64) == before
+
+
+def test_good_trace_upload_draws_that_trace(page, page_errors, app_url, tmp_path):
+    """A good file replaces the traffic; the drawn timeline equals the core's schedule of that file."""
+    open_app(page, app_url, "?mode=static&slots=3&seed=4")
+    text = "id,arrival,output_tokens\nx,0,5\ny,0,2\nz,1,9\nw,4,3\n"
+    good = tmp_path / "good.csv"
+    good.write_text(text)
+    page.locator("input[type=file]").first.set_input_files(str(good))
+    expected = simulate(parse_trace(text), 3, "static").timeline_strings(64)
+    _wait_for_timeline(page, expected, 3)
