@@ -54,8 +54,27 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_until_up(url: str, timeout: float = 60) -> None:
+    """Poll `url` until it answers, or raise after `timeout` seconds."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=5).read()
+            return
+        except OSError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 @pytest.fixture(scope="session")
-def app_url():
+def course_port() -> int:
+    """The port the example course page is served from (an origin the app must allow)."""
+    return _free_port()
+
+
+@pytest.fixture(scope="session")
+def app_url(course_port):
     """Serve app/main.py's app on a free port in a thread; yield its URL; stop it at the end."""
     import panel as pn
 
@@ -68,19 +87,11 @@ def app_url():
         address="127.0.0.1",
         show=False,
         threaded=True,
-        websocket_origin=[f"127.0.0.1:{port}"],
+        websocket_origin=[f"127.0.0.1:{port}", f"127.0.0.1:{course_port}"],
         start=True,
     )
     url = f"http://127.0.0.1:{port}/main"
-    deadline = time.time() + 30
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=5).read()
-            break
-        except OSError:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.2)
+    wait_until_up(url)
     yield url
     server.stop()
 
