@@ -174,13 +174,31 @@ def update_timeline(plot: TimelinePlot, run: Run, window: int, step: int) -> Non
     plot.cursor.location = step
 
 
-def head_to_head_figure(static: Metrics, continuous: Metrics) -> object:
-    """Return paired bars (static vs continuous) for completed, GPU utilisation and average latency."""
-    groups = ["completed", "GPU utilisation %", "avg latency (steps)"]
+H2H_GROUPS = ["completed", "GPU utilisation %", "avg latency (steps)"]
+
+
+def head_to_head_data(static: Metrics, continuous: Metrics) -> dict[str, list]:
+    """Return the paired bars' data: each group scaled to its larger value, labelled with the real numbers."""
     values = {
         "static": [static.completed, 100 * static.utilisation, static.avg_latency or 0.0],
         "continuous": [continuous.completed, 100 * continuous.utilisation, continuous.avg_latency or 0.0],
     }
+    data: dict[str, list] = {"y": [], "w": [], "color": [], "text": []}
+    for g in range(len(H2H_GROUPS)):
+        top = max(values["static"][g], values["continuous"][g]) or 1.0
+        for k, (policy, color) in enumerate(
+            (("static", palette.STATIC_COLOR), ("continuous", palette.CONTINUOUS_COLOR))
+        ):
+            v = values[policy][g]
+            data["y"].append(g + 0.3 + 0.38 * k)
+            data["w"].append(v / top)
+            data["color"].append(color)
+            data["text"].append(f"{policy}: {v:.1f}" if g == 2 else f"{policy}: {v:.0f}")
+    return data
+
+
+def head_to_head_figure(source: ColumnDataSource) -> object:
+    """Return the paired-bars figure (static vs continuous) drawing `source` (see head_to_head_data)."""
     fig = figure(
         name="head-to-head",
         height=200,
@@ -191,27 +209,10 @@ def head_to_head_figure(static: Metrics, continuous: Metrics) -> object:
         x_range=Range1d(0, 1.15),
         min_border_left=130,
     )
-    rows = []
-    for g in range(len(groups)):
-        top = max(values["static"][g], values["continuous"][g]) or 1.0
-        for k, (policy, color) in enumerate(
-            (("static", palette.STATIC_COLOR), ("continuous", palette.CONTINUOUS_COLOR))
-        ):
-            v = values[policy][g]
-            rows.append(
-                {
-                    "y": g + 0.3 + 0.38 * k,
-                    "w": v / top,
-                    "color": color,
-                    "policy": policy,
-                    "text": f"{policy}: {v:.0f}" if g != 2 else f"{policy}: {v:.1f}",
-                }
-            )
-    source = ColumnDataSource({k: [r[k] for r in rows] for k in rows[0]})
     fig.hbar(source=source, y="y", right="w", height=0.34, fill_color="color", line_color=None)
     fig.text(source=source, x="w", y="y", text="text", x_offset=4, text_baseline="middle", text_font_size="11px")
     fig.yaxis.ticker = FixedTicker(ticks=[0.5, 1.5, 2.5])
-    fig.yaxis.major_label_overrides = {0.5 + i: g for i, g in enumerate(groups)}
+    fig.yaxis.major_label_overrides = {0.5 + i: g for i, g in enumerate(H2H_GROUPS)}
     fig.xaxis.visible = False
     fig.xgrid.visible = fig.ygrid.visible = False
     fig.outline_line_color = None

@@ -11,7 +11,7 @@ from bokeh.models import ColumnDataSource, Div
 from core import Metrics
 
 from . import palette
-from .plots import head_to_head_figure, timeline_figure, update_timeline
+from .plots import head_to_head_data, head_to_head_figure, timeline_figure, update_timeline
 from .progress import progress_table
 from .state import SimState
 from .style import CSS
@@ -163,14 +163,16 @@ class HeadToHeadView(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
-        self.bars = pn.pane.Bokeh(sizing_mode="stretch_width")
+        result = self.state.comparison()
+        self.bar_data = ColumnDataSource(head_to_head_data(result.static, result.continuous))
+        self.bars = pn.pane.Bokeh(head_to_head_figure(self.bar_data), sizing_mode="stretch_width")
         self._refresh()
         self.state.param.watch(self._refresh, ["static_run", "continuous_run", "window"])
 
     def _refresh(self, *_events) -> None:
         result = self.state.comparison()
         self.table.object = _h2h_table(result.static, result.continuous)
-        self.bars.object = head_to_head_figure(result.static, result.continuous)
+        self.bar_data.data = head_to_head_data(result.static, result.continuous)
 
     def __panel__(self):
         return pn.Column(pn.pane.Markdown("### Head to head"), self.table, self.bars, sizing_mode="stretch_width")

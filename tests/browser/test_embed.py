@@ -21,8 +21,16 @@ from .pixels import read_timeline
 def served_app(course_port):
     """Run the real `batchviz serve` command, allowing the course page's origin; yield the app URL."""
     port = _free_port()
-    cmd = [sys.executable, "-m", "core", "serve", "--port", str(port),
-           "--allow-websocket-origin", f"127.0.0.1:{course_port}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "core",
+        "serve",
+        "--port",
+        str(port),
+        "--allow-websocket-origin",
+        f"127.0.0.1:{course_port}",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}/main"
     try:
