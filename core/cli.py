@@ -8,7 +8,15 @@ import sys
 from dataclasses import fields
 
 from . import report
-from .cli_args import UsageError, add_traffic_args, bounded_int, describe_traffic, load_requests, positive_float
+from .cli_args import (
+    UsageError,
+    add_traffic_args,
+    bounded_int,
+    describe_traffic,
+    load_requests,
+    positive_float,
+    traffic_config,
+)
 from .metrics import compare, compute_metrics
 from .run import POLICIES
 from .schedule import simulate
@@ -105,8 +113,6 @@ def _sweep(args) -> str:
         model = CostModel(**{f.name: getattr(args, f.name) for f in fields(CostModel)})
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    from .cli_args import traffic_config
-
     points = sweep(args.rate_per_s, _batches(args.batches), model, traffic_config(args), args.itl_target_ms)
     best = knee(points)
     if args.json:
