@@ -13,16 +13,8 @@ import urllib.request
 
 from playwright.sync_api import sync_playwright
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-quic",
-    "--disable-dev-shm-usage",
-]
+from tests.browser.chromium import CHROMIUM, CHROMIUM_ARGS
+
 READY_JS = "window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents[0].is_idle"
 WATCH_JS = """() => {
   window.__marks = [];
@@ -62,7 +54,7 @@ def main(argv: list[str]) -> None:
     proc, url = _serve()
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             loads = []
             for _ in range(5):

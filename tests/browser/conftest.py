@@ -9,17 +9,8 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-quic",
-    "--disable-dev-shm-usage",
-]
+from .chromium import CHROMIUM, CHROMIUM_ARGS
+
 VIEWPORT = {"width": 1280, "height": 900}
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 
