@@ -9,13 +9,9 @@ import numpy as np
 from core import GENERATING, IDLE, PADDING, Run
 
 
-def _cumulative_cells(run: Run, window: int, state: int) -> np.ndarray:
-    """Return, for t = 0..window, how many cells of `state` lie in steps [0, t)."""
-    grid = np.zeros((run.slots, window), dtype=np.uint8)
-    shown = min(window, run.drain)
-    grid[:, :shown] = run.timeline[:, :shown]
-    per_step = (grid == state).sum(axis=0)
-    return np.concatenate([[0], np.cumsum(per_step)])
+def _cumulative_cells(grid: np.ndarray, state: int) -> np.ndarray:
+    """Return, for t = 0..width, how many cells of `state` lie in steps [0, t)."""
+    return np.concatenate([[0], np.cumsum((grid == state).sum(axis=0))])
 
 
 def stats_html(completed: int, total: int, useful: int, utilisation: float, avg_latency: float | None) -> str:
@@ -37,9 +33,8 @@ def stats_html(completed: int, total: int, useful: int, utilisation: float, avg_
 
 def progress_table(run: Run, window: int) -> dict[str, list[str]]:
     """Return, for each step t = 0..window, the readout, live stats, waste meter and decision-log texts."""
-    useful = _cumulative_cells(run, window, GENERATING)
-    padding = _cumulative_cells(run, window, PADDING)
-    idle = _cumulative_cells(run, window, IDLE)
+    grid = run.grid(window)
+    useful, padding, idle = (_cumulative_cells(grid, state) for state in (GENERATING, PADDING, IDLE))
     latency = run.finish - run.arrival
     order = np.argsort(run.finish, kind="stable")
     finish_sorted, latency_sorted = run.finish[order], latency[order]

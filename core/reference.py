@@ -46,8 +46,9 @@ def simulate_per_step(requests: Sequence[Request], slots: int, policy: str, batc
                 if remaining[o] == 0:
                     finish[o], done = t + 1, done + 1
         t += 1
+    drain = max(finish, default=0)
     for o in occupant:  # the last batch's members release at the drain
         if o is not None:
-            release[o] = max(finish[i] for i in range(n)) if policy == "static" else finish[o]
+            release[o] = drain if policy == "static" else finish[o]
     as_array = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
     return Run(requests, slots, policy, batch_timeout, *map(as_array, (start, finish, slot_of, release)))

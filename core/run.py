@@ -63,12 +63,16 @@ class Run:
         grid[np.cumsum(gen, axis=1)[:, :width] > 0] = GENERATING
         return grid
 
-    def timeline_strings(self, width: int | None = None) -> list[str]:
-        """Return one string per slot, one character (G, P or .) per step, over `width` steps (default: drain)."""
-        width = self.drain if width is None else width
+    def grid(self, width: int) -> np.ndarray:
+        """Return the state grid over exactly `width` steps: cut at the window, or idle-padded past the drain."""
         grid = np.zeros((self.slots, width), dtype=np.uint8)
         shown = min(width, self.drain)
         grid[:, :shown] = self.timeline[:, :shown]
+        return grid
+
+    def timeline_strings(self, width: int | None = None) -> list[str]:
+        """Return one string per slot, one character (G, P or .) per step, over `width` steps (default: drain)."""
+        grid = self.grid(self.drain if width is None else width)
         chars = np.frombuffer(STATE_CHARS.encode(), dtype=np.uint8)[grid]
         return [row.tobytes().decode() for row in chars]
 
