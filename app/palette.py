@@ -26,3 +26,14 @@ CAPTIONS = {
         "free slots at once. No padding; a slot is idle only when nobody is waiting."
     ),
 }
+
+
+def legend_html() -> str:
+    """Return the legend: a swatch (hatched for padding) and the chapter's words for each state."""
+    items = []
+    for key, (words, color) in LEGEND.items():
+        style = f"background:{color}"
+        if key == "P":
+            style += f";background-image:repeating-linear-gradient(45deg,{PADDING_HATCH} 0 1px,transparent 1px 6px)"
+        items.append(f'<span class="bv-legend-item"><span class="bv-swatch" style="{style}"></span>{words}</span>')
+    return '<div class="bv-legend">' + "".join(items) + "</div>"

@@ -25,18 +25,6 @@ waste.text = src.data.waste[t]; log.text = src.data.log[t];
 """
 
 
-def _legend_html() -> str:
-    items = []
-    for key, (words, color) in palette.LEGEND.items():
-        style = f"background:{color}"
-        if key == "P":
-            style += (
-                f";background-image:repeating-linear-gradient(45deg,{palette.PADDING_HATCH} 0 1px,transparent 1px 6px)"
-            )
-        items.append(f'<span class="bv-legend-item"><span class="bv-swatch" style="{style}"></span>{words}</span>')
-    return '<div class="bv-legend">' + "".join(items) + "</div>"
-
-
 def _h2h_table(static: Metrics, continuous: Metrics) -> str:
     def latency(m: Metrics) -> str:
         return "–" if m.avg_latency is None else f"{m.avg_latency:.1f}"
@@ -148,7 +136,7 @@ class TimelineView(pn.viewable.Viewer):
             pn.pane.Bokeh(self.stats, sizing_mode="stretch_width"),
             self.caption,
             pn.pane.Bokeh(self.plot.figure, sizing_mode="stretch_width", css_classes=["bv-timeline"]),
-            pn.pane.HTML(_legend_html(), sizing_mode="stretch_width", stylesheets=[CSS]),
+            pn.pane.HTML(palette.legend_html(), sizing_mode="stretch_width", stylesheets=[CSS]),
             pn.pane.Bokeh(self.waste),
             pn.pane.Bokeh(self.log, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",

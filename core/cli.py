@@ -17,6 +17,7 @@ from .cli_args import (
     positive_float,
     traffic_config,
 )
+from .export_cmd import add_export, run_export
 from .metrics import compare, compute_metrics
 from .run import POLICIES
 from .schedule import simulate
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(sub)
     _add_sweep(sub)
     add_serve(sub)
+    add_export(sub)
     return parser
 
 
@@ -120,7 +122,7 @@ def _sweep(args) -> str:
     return report.sweep_text(points, best, args.itl_target_ms)
 
 
-COMMANDS = {"simulate": _simulate, "compare": _compare, "sweep": _sweep, "serve": run_serve}
+COMMANDS = {"simulate": _simulate, "compare": _compare, "sweep": _sweep, "serve": run_serve, "export": run_export}
 
 
 def main(argv: list[str] | None = None) -> int:

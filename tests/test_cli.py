@@ -107,6 +107,8 @@ def test_sweep_reports_a_knee(capsys):
         (["simulate", "--trace", "__missing__.csv"], "__missing__.csv:0:0: cannot read the file"),
         (["sweep", "--batches", "1,a"], "--batches: expected comma-separated integers"),
         (["sweep", "--mem-bw-gbs", "0"], "mem_bw_gbs must be > 0"),
+        (["export", "page.html", "--requests", "65"], "argument --requests: expected an integer in 1..64, got '65'"),
+        (["export", "__no_such_dir__/page.html"], "cannot write __no_such_dir__/page.html: No such file or directory"),
     ],
 )
 def test_bad_input_is_one_line_and_status_2(capsys, argv, message):
@@ -132,3 +134,16 @@ def test_bad_trace_line_via_the_console_script(tmp_path):
     assert proc.stderr.strip() == (
         f"batchviz simulate: error: {bad}:3:2: output_tokens must be an integer >= 1, got '-2'"
     )
+
+
+def test_export_embeds_every_setting_as_the_core_computes_it():
+    """The page's data holds each (mode, slots, seed) run exactly as core.simulate returns it."""
+    from app.export import SEEDS, SLOTS, precompute
+
+    config = TrafficConfig(requests=5)
+    data = precompute(config)
+    assert len(data["traffic"]) == len(SEEDS) and len(data["runs"]["static"]) == len(SLOTS)
+    for mode, slots, seed in [("static", 1, 0), ("continuous", 16, 99), ("static", 7, 42)]:
+        run = simulate(generate(TrafficConfig(requests=5, seed=seed)), slots, mode)
+        flat = [*run.start, *run.finish, *run.slot, *run.release]
+        assert data["runs"][mode][slots - 1][seed] == [int(v) for v in flat]

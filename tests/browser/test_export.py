@@ -1,0 +1,118 @@
+"""The exported page, opened from file:// with every network request blocked, draws what the core computes."""
+
+import subprocess
+import sys
+
+import pytest
+from playwright.sync_api import expect
+
+from core import compute_metrics
+
+from .helpers import READY_JS, core_metrics, core_run, text_of
+from .pixels import read_timeline
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Write the page with the real CLI, in its own process (as a course author would)."""
+    path = tmp_path_factory.mktemp("export") / "page.html"
+    subprocess.run([sys.executable, "-m", "core", "export", str(path)], check=True, capture_output=True)
+    return path.as_uri()
+
+
+@pytest.fixture
+def offline(page):
+    """Abort every request that is not the page file itself; return the list of what was attempted."""
+    attempted: list[str] = []
+
+    def handle(route):
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            attempted.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", handle)
+    failed: list[str] = []
+    page.on("requestfailed", lambda request: failed.append(request.url))
+    yield attempted + failed
+    assert attempted == [] and failed == [], f"the page tried to load {attempted + failed}"
+
+
+def _open(page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_function(READY_JS, polling=100, timeout=30_000)
+    page.locator(".bk-Canvas").first.wait_for(timeout=30_000)
+
+
+def _set(page, **values) -> None:
+    """Set controls as the widgets do (slots, seed, step sliders; mode index), then let Bokeh repaint."""
+    page.evaluate(
+        """(values) => { const doc = Bokeh.documents[0];
+             for (const [name, value] of Object.entries(values))
+               doc.get_model_by_name(name)[name === 'mode' ? 'active' : 'value'] = value; }""",
+        values,
+    )
+    page.wait_for_timeout(150)
+
+
+def test_export_renders_offline_and_matches_the_core(page, page_errors, offline, exported, artifacts):
+    """Default view and three other settings: the pixels equal the core's timeline cell for cell."""
+    _open(page, exported)
+    assert read_timeline(page, 4, 64) == core_run("continuous", 4, 4).timeline_strings(64)
+    for mode, slots, seed in [("static", 9, 5), ("continuous", 16, 3), ("static", 1, 0)]:
+        _set(page, mode=["continuous", "static"].index(mode), slots=slots, seed=seed)
+        assert read_timeline(page, slots, 64) == core_run(mode, slots, seed).timeline_strings(64), (mode, slots, seed)
+    page.screenshot(path=artifacts / "export-static-1-0.png", full_page=True)
+
+
+def test_export_keyboard_moves_slots(page, page_errors, offline, exported):
+    """The slots slider answers the keyboard, as in the served app."""
+    _open(page, exported)
+    handle = page.locator(".noUi-handle").first
+    handle.focus()
+    handle.press("ArrowRight")
+    handle.press("ArrowRight")
+    page.wait_for_timeout(150)
+    assert read_timeline(page, 6, 64) == core_run("continuous", 6, 4).timeline_strings(64)
+
+
+@pytest.mark.parametrize("mode,slots,seed", [("static", 4, 4), ("continuous", 9, 5), ("static", 7, 12)])
+def test_export_numbers_equal_the_core_metrics(page, page_errors, offline, exported, mode, slots, seed):
+    """Live stats and the head-to-head table are the core's numbers, formatted as the served app formats them."""
+    _open(page, exported)
+    _set(page, mode=["continuous", "static"].index(mode), slots=slots, seed=seed)
+    m = core_metrics(mode, slots, seed)
+    assert text_of(page, "[data-stat=completed]") == f"{m.completed}/{m.requests}"
+    assert text_of(page, "[data-stat=useful_tokens]") == str(m.useful_tokens)
+    assert text_of(page, "[data-stat=utilisation]") == f"{m.utilisation:.0%}"
+    assert text_of(page, "[data-stat=avg_latency]") == f"{m.avg_latency:.1f}"
+    for policy in ("static", "continuous"):
+        pm = core_metrics(policy, slots, seed)
+        assert text_of(page, f"[data-h2h={policy}-completed]") == f"{pm.completed}/{pm.requests}"
+        assert text_of(page, f"[data-h2h={policy}-utilisation]") == f"{pm.utilisation:.0%}"
+        assert text_of(page, f"[data-h2h={policy}-avg_latency]") == f"{pm.avg_latency:.1f}"
+
+
+def test_export_playback_reveals_cells_and_logs_decisions(page, page_errors, offline, exported):
+    """Reset, step, play: the readout, the revealed cells, stats and the decision log follow the core."""
+    _open(page, exported)
+    run = core_run("static", 4, 4)
+    full = run.timeline_strings(64)
+    _set(page, mode=1)
+    page.get_by_role("button", name="Reset").click()
+    expect(page.locator(".bv-step").first).to_have_text("step 0 / 64")
+    for _ in range(5):
+        page.get_by_role("button", name="Step ▸").click()
+    expect(page.locator(".bv-step").first).to_have_text("step 5 / 64")
+    assert read_timeline(page, 4, 64) == [row[:5] + "-" * 59 for row in full]
+    assert text_of(page, "[data-stat=useful_tokens]") == str(compute_metrics(run, 5).useful_tokens)
+    assert text_of(page, ".bk-Div >> text=/^step 5:/") == run.describe_step(5)
+    page.get_by_role("button", name="▶ Play").click()
+    expect(page.locator(".bv-step").first).not_to_have_text("step 5 / 64", timeout=5000)
+    page.get_by_role("button", name="❚❚ Pause").click()
+    page.wait_for_timeout(300)
+    step = int(page.locator(".bv-step").first.get_attribute("data-step"))
+    assert 5 < step <= 64
+    assert read_timeline(page, 4, 64) == [row[:step] + "-" * (64 - step) for row in full]
+    assert text_of(page, ".bk-Div >> text=/^step \\d+:/") == run.describe_step(step)
