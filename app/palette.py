@@ -6,6 +6,7 @@ IDLE_COLOR = "#D9D9D9"  # light grey
 FUTURE_COLOR = "#FFFFFF"  # not yet played: the playback curtain
 PADDING_HATCH = "#A86F00"  # darker orange: nearer to orange than to any other state colour
 LABEL_COLOR = "#FFFFFF"
+HIGHLIGHT_COLOR = "#000000"  # outline of the request under the mouse, in every timeline
 
 LEGEND = {
     "G": ("generating a token", GENERATING_COLOR),

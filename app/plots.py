@@ -8,6 +8,7 @@ import numpy as np
 from bokeh.models import (
     BoxAnnotation,
     ColumnDataSource,
+    CustomJS,
     FixedTicker,
     HoverTool,
     Range1d,
@@ -70,6 +71,7 @@ class TimelinePlot:
     sources: dict[str, ColumnDataSource]
     curtain: BoxAnnotation
     cursor: Span
+    hover: HoverTool
 
 
 def _style_axes(fig, slots: int, window: int) -> None:
@@ -133,7 +135,10 @@ def timeline_figure(run: Run, window: int, step: int, name: str) -> TimelinePlot
         line_color="white",
         line_width=1,
     )
-    fig.text(
+    # Selection marks the hovered request (see link_hover); nothing else may dim or change.
+    gen.selection_glyph = gen.glyph.clone(line_color=palette.HIGHLIGHT_COLOR, line_width=3)
+    gen.nonselection_glyph = gen.glyph.clone()
+    labels = fig.text(
         source=sources["generating"],
         x="label_x",
         y="label_y",
@@ -142,19 +147,20 @@ def timeline_figure(run: Run, window: int, step: int, name: str) -> TimelinePlot
         text_baseline="top",
         text_color=palette.LABEL_COLOR,
     )
-    fig.add_tools(
-        HoverTool(
-            renderers=[gen],
-            tooltips=[
-                ("request", "@id"),
-                ("arrival", "@arrival"),
-                ("start", "@start"),
-                ("finish", "@finish"),
-                ("latency", "@latency steps"),
-                ("wait", "@wait steps"),
-            ],
-        )
+    labels.nonselection_glyph = labels.glyph.clone()
+    labels.selection_glyph = labels.glyph.clone()
+    hover = HoverTool(
+        renderers=[gen],
+        tooltips=[
+            ("request", "@id"),
+            ("arrival", "@arrival"),
+            ("start", "@start"),
+            ("finish", "@finish"),
+            ("latency", "@latency steps"),
+            ("wait", "@wait steps"),
+        ],
     )
+    fig.add_tools(hover)
     curtain = BoxAnnotation(
         left=step, right=window, fill_color=palette.FUTURE_COLOR, fill_alpha=1.0, line_color=None, level="overlay"
     )
@@ -162,7 +168,26 @@ def timeline_figure(run: Run, window: int, step: int, name: str) -> TimelinePlot
     fig.add_layout(curtain)
     fig.add_layout(cursor)
     _style_axes(fig, run.slots, window)
-    return TimelinePlot(fig, sources, curtain, cursor)
+    fig.title.text = f"{run.policy} batching"
+    return TimelinePlot(fig, sources, curtain, cursor, hover)
+
+
+# On hover, select the hovered request's rectangles in every linked timeline; clear when the mouse leaves.
+HOVER_JS = """
+const hit = cb_data.index.indices;
+const id = hit.length ? mine.data.id[hit[0]] : null;
+for (const src of sources) {
+  const want = id === null ? [] : src.data.id.flatMap((v, i) => v === id ? [i] : []);
+  if (want.join() !== src.selected.indices.join()) src.selected.indices = want;
+}
+"""
+
+
+def link_hover(*plots: TimelinePlot) -> None:
+    """Make hovering a request in any of `plots` highlight that request in all of them."""
+    sources = [p.sources["generating"] for p in plots]
+    for p in plots:
+        p.hover.callback = CustomJS(args={"mine": p.sources["generating"], "sources": sources}, code=HOVER_JS)
 
 
 def update_timeline(plot: TimelinePlot, run: Run, window: int, step: int) -> None:
@@ -172,6 +197,7 @@ def update_timeline(plot: TimelinePlot, run: Run, window: int, step: int) -> Non
     _style_axes(plot.figure, run.slots, window)
     plot.curtain.left, plot.curtain.right = step, window
     plot.cursor.location = step
+    plot.figure.title.text = f"{run.policy} batching"
 
 
 H2H_GROUPS = ["completed", "GPU utilisation %", "avg latency (steps)"]

@@ -60,7 +60,19 @@ class App(pn.viewable.Viewer):
             pn.state.location.search = "?" + "&".join(f"{k}={v}" for k, v in query_of(self.state).items())
 
         self.state.param.watch(
-            push, ["mode", "slots", "seed", "step", "requests", "lengths", "window", "batch_timeout", "arrival_window"]
+            push,
+            [
+                "mode",
+                "slots",
+                "seed",
+                "step",
+                "requests",
+                "lengths",
+                "window",
+                "batch_timeout",
+                "arrival_window",
+                "both",
+            ],
         )
 
     def __panel__(self):

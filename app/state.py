@@ -21,6 +21,7 @@ class SimState(param.Parameterized):
     batch_timeout = param.Integer(default=0, bounds=(0, 64), doc="Static: steps the oldest request may wait")
     window = param.Integer(default=64, bounds=(8, 4096), doc="Steps shown and measured")
     step = param.Integer(default=64, bounds=(0, 4096), doc="Playback position (steps run so far)")
+    both = param.Boolean(default=True, doc="Also draw the other mode's timeline, on the same time axis")
     trace = param.List(default=None, allow_None=True, item_type=Request, doc="Uploaded requests (None: generator)")
     trace_name = param.String(default="", doc="Name of the uploaded trace")
 
@@ -57,6 +58,11 @@ class SimState(param.Parameterized):
     def run(self) -> Run:
         """Return the run of the mode shown."""
         return self.static_run if self.mode == "static" else self.continuous_run
+
+    @property
+    def other_run(self) -> Run:
+        """Return the run of the mode not shown (drawn beneath it when `both` is on)."""
+        return self.continuous_run if self.mode == "static" else self.static_run
 
     def comparison(self) -> Comparison:
         """Return static vs continuous, each measured over the window shown."""

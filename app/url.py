@@ -15,7 +15,9 @@ URL_KEYS = {
     "window": "window",
     "timeout": "batch_timeout",
     "arrival_window": "arrival_window",
+    "both": "both",
 }
+BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 
 
 def _decode(raw) -> str:
@@ -31,6 +33,12 @@ def parse_query(query: dict, state: param.Parameterized) -> tuple[dict, list[str
             continue
         text = _decode(query[key]).strip()
         p = state.param[name]
+        if isinstance(p, param.Boolean):
+            if text.lower() in BOOLEANS:
+                values[name] = BOOLEANS[text.lower()]
+            else:
+                messages.append(f"URL: {key}={text!r} is not allowed (use 1 or 0); kept {int(getattr(state, name))}.")
+            continue
         if isinstance(p, param.Selector):
             if text in p.objects:
                 values[name] = text
@@ -64,5 +72,5 @@ def query_of(state: param.Parameterized) -> dict[str, str]:
     for key, name in URL_KEYS.items():
         value = getattr(state, name)
         if value != state.param[name].default or key in ("mode", "slots", "seed"):
-            out[key] = str(value)
+            out[key] = str(int(value)) if isinstance(value, bool) else str(value)
     return out

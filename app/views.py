@@ -11,7 +11,7 @@ from bokeh.models import ColumnDataSource, Div
 from core import Metrics
 
 from . import palette
-from .plots import head_to_head_data, head_to_head_figure, timeline_figure, update_timeline
+from .plots import head_to_head_data, head_to_head_figure, link_hover, timeline_figure, update_timeline
 from .progress import progress_table
 from .state import SimState
 from .style import CSS
@@ -19,7 +19,8 @@ from .style import CSS
 PLAYBACK_JS = """
 const n = src.data.readout.length;
 const t = Math.max(0, Math.min(cb_obj.value, n - 1));
-curtain.left = t; cursor.location = t;
+for (const c of curtains) c.left = t;
+for (const c of cursors) c.location = t;
 readout.text = src.data.readout[t]; stats.text = src.data.stats[t];
 waste.text = src.data.waste[t]; log.text = src.data.log[t];
 """
@@ -76,6 +77,7 @@ class Controls(pn.viewable.Viewer):
             pn.widgets.Select.from_param(s.param.lengths, label="Output lengths"),
             pn.widgets.IntSlider.from_param(s.param.arrival_window, label="Arrival window (steps)", end=64),
             pn.widgets.IntSlider.from_param(s.param.batch_timeout, label="Static batch timeout (steps)"),
+            pn.widgets.Checkbox.from_param(s.param.both, label="Show both modes on one time axis"),
             self.player,
             width=300,
             css_classes=["bv-controls"],
@@ -91,6 +93,13 @@ class TimelineView(pn.viewable.Viewer):
         super().__init__(**params)
         s = self.state
         self.plot = timeline_figure(s.run, s.window, s.step, name="timeline")
+        # The other mode on the same traffic, on the same time axis, under the same playback cursor.
+        self.other = timeline_figure(s.other_run, s.window, s.step, name="timeline-other")
+        self.other.figure.x_range = self.plot.figure.x_range
+        link_hover(self.plot, self.other)
+        self.other.figure.visible = s.both
+        self.other_pane = pn.pane.Bokeh(self.other.figure, sizing_mode="stretch_width", css_classes=["bv-timeline"])
+        s.param.watch(lambda e: setattr(self.other.figure, "visible", e.new), "both")
         self.progress = ColumnDataSource(progress_table(s.run, s.window))
         self.readout = Div(css_classes=["bv-readout"], name="readout", stylesheets=[CSS])
         self.stats = Div(name="stats", stylesheets=[CSS])
@@ -108,8 +117,8 @@ class TimelineView(pn.viewable.Viewer):
             value=PLAYBACK_JS,
             args={
                 "src": self.progress,
-                "curtain": p.curtain,
-                "cursor": p.cursor,
+                "curtains": [p.curtain, self.other.curtain],
+                "cursors": [p.cursor, self.other.cursor],
                 "readout": self.readout,
                 "stats": self.stats,
                 "waste": self.waste,
@@ -127,6 +136,7 @@ class TimelineView(pn.viewable.Viewer):
         s = self.state
         self.progress.data = progress_table(s.run, s.window)
         update_timeline(self.plot, s.run, s.window, min(s.step, s.window))
+        update_timeline(self.other, s.other_run, s.window, min(s.step, s.window))
         self._show_step()
         self.caption.object = palette.CAPTIONS[s.mode]
 
@@ -136,6 +146,7 @@ class TimelineView(pn.viewable.Viewer):
             pn.pane.Bokeh(self.stats, sizing_mode="stretch_width"),
             self.caption,
             pn.pane.Bokeh(self.plot.figure, sizing_mode="stretch_width", css_classes=["bv-timeline"]),
+            self.other_pane,
             pn.pane.HTML(palette.legend_html(), sizing_mode="stretch_width", stylesheets=[CSS]),
             pn.pane.Bokeh(self.waste),
             pn.pane.Bokeh(self.log, sizing_mode="stretch_width"),

@@ -138,6 +138,7 @@ if (window.__bvKey !== key) {
   yaxis.major_label_overrides = new Map(Array.from({length: slots}, (_, i) => [i + 0.5, `slot${i}`]));
   fig.frame_height = slots <= 8 ? Math.max(D.row_px * slots, 60) : 22 * slots;
   caption.text = D.captions[mode];
+  fig.title.text = `${mode} batching`;
   h2h(slots, seed);
 }
 curtain.left = step; cursor.location = step;

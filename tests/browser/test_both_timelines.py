@@ -1,0 +1,67 @@
+"""Both modes on one time axis: one playback cursor for both, and hovering a request highlights it in both."""
+
+from playwright.sync_api import expect
+
+from .helpers import core_run, open_app, text_of
+from .pixels import read_timeline
+
+SELECTED_IDS_JS = """(name) => {
+  const view = Bokeh.index.query_one(v => v.model.name === name && v.frame !== undefined);
+  const src = view.model.renderers.find(r => r.data_source.data.label !== undefined).data_source;
+  return src.selected.indices.map(i => src.data.id[i]);
+}"""
+
+CELL_JS = """([name, t, slot]) => {
+  const view = Bokeh.index.query_one(v => v.model.name === name && v.frame !== undefined);
+  const rect = view.canvas_view.el.getBoundingClientRect();
+  return [rect.left + view.frame.x_scale.compute(t), rect.top + view.frame.y_scale.compute(slot)];
+}"""
+
+SHOWN_HEIGHT_JS = """(name) => {
+  const view = Bokeh.index.query_one(v => v.model.name === name && v.frame !== undefined);
+  return view ? view.canvas_view.el.getBoundingClientRect().height : 0;
+}"""
+
+
+def test_both_timelines_share_the_cursor(page, page_errors, app_url):
+    """At step 30 the shown mode and the other mode are each revealed up to step 30, on the same axis."""
+    open_app(page, app_url, "?mode=static&slots=6&seed=2&step=30")
+    static, continuous = core_run("static", 6, 2), core_run("continuous", 6, 2)
+    assert read_timeline(page, 6, 64) == [row[:30] + "-" * 34 for row in static.timeline_strings(64)]
+    assert read_timeline(page, 6, 64, name="timeline-other") == [
+        row[:30] + "-" * 34 for row in continuous.timeline_strings(64)
+    ]
+    page.locator("button.next").first.click()
+    expect(page.locator(".bv-step").first).to_have_text("step 31 / 64")
+    assert read_timeline(page, 6, 64, name="timeline-other") == [
+        row[:31] + "-" * 33 for row in continuous.timeline_strings(64)
+    ]
+
+
+def test_hovering_a_request_highlights_it_in_both(page, page_errors, app_url):
+    """Mouse over request F in the continuous timeline: F is selected (outlined) in both timelines, then cleared."""
+    open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
+    run = core_run("continuous", 4, 4)
+    i = next(k for k, r in enumerate(run.requests) if r.id == "F")
+    x, y = page.evaluate(CELL_JS, ["timeline", float(run.start[i]) + 2.5, float(run.slot[i]) + 0.5])
+    page.mouse.move(x, y)
+    page.wait_for_timeout(200)  # let the hover callback run before reading the selections
+    assert page.evaluate(SELECTED_IDS_JS, "timeline") == ["F"]
+    assert page.evaluate(SELECTED_IDS_JS, "timeline-other") == ["F"]
+    page.mouse.move(5, 5)
+    page.wait_for_timeout(200)
+    x, y = page.evaluate(CELL_JS, ["timeline", 0.5, 3.5])  # an idle cell: no request under the mouse
+    page.mouse.move(x, y)
+    page.wait_for_timeout(200)
+    assert page.evaluate(SELECTED_IDS_JS, "timeline") == []
+    assert page.evaluate(SELECTED_IDS_JS, "timeline-other") == []
+
+
+def test_both_off_hides_the_other_timeline(page, page_errors, app_url):
+    """?both=0 shows one timeline; a bad value says what is allowed and keeps both."""
+    open_app(page, app_url, "?mode=static&slots=4&seed=4&both=0")
+    assert page.evaluate(SHOWN_HEIGHT_JS, "timeline") > 0
+    assert page.evaluate(SHOWN_HEIGHT_JS, "timeline-other") == 0
+    open_app(page, app_url, "?both=maybe")
+    assert "both='maybe' is not allowed (use 1 or 0); kept 1" in text_of(page, ".bv-message")
+    assert page.evaluate(SHOWN_HEIGHT_JS, "timeline-other") > 0
