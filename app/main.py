@@ -3,6 +3,7 @@
 import panel as pn
 
 from app.simulator import App
+from app.url import parse_theme
 
 pn.extension(notifications=False)
 
@@ -10,9 +11,8 @@ pn.extension(notifications=False)
 def create_app() -> pn.viewable.Viewable:
     """Return a session's app, reading deep-link arguments from the URL."""
     query = dict(pn.state.session_args) if pn.state.curdoc and pn.state.curdoc.session_context else {}
-    theme = query.get("theme", [b"light"])[-1]
-    if theme == b"dark":
-        pn.config.theme = "dark"
+    if parse_theme(query)[0] == "dark":
+        pn.config.theme = "dark"  # before the app builds its widgets, so they take the dark design
     app = App(query=query)
     app.sync_url()
     return app

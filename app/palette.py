@@ -1,5 +1,7 @@
 """Colours and words for the slot states: Okabe-Ito (colour-blind safe), hatching so padding reads without colour."""
 
+from dataclasses import dataclass
+
 GENERATING_COLOR = "#0072B2"  # blue
 PADDING_COLOR = "#E69F00"  # orange, hatched
 IDLE_COLOR = "#D9D9D9"  # light grey
@@ -12,6 +14,22 @@ LEGEND = {
     "G": ("generating a token", GENERATING_COLOR),
     "P": ("padding — finished, still occupying the slot", PADDING_COLOR),
     ".": ("idle slot", IDLE_COLOR),
+}
+
+
+@dataclass(frozen=True)
+class Theme:
+    """Page colours around the state colours, which stay the same in both themes."""
+
+    name: str
+    background: str  # figure background, and the playback curtain over steps not yet played
+    text: str
+    muted: str
+
+
+THEMES = {
+    "light": Theme("light", FUTURE_COLOR, "#222222", "#555555"),
+    "dark": Theme("dark", "#1E1E1E", "#E6E6E6", "#B4B4B4"),
 }
 
 STATIC_COLOR = "#D55E00"  # vermillion, for static in the head-to-head bars

@@ -82,7 +82,17 @@ def _style_axes(fig, slots: int, window: int) -> None:
     fig.frame_height = max(ROW_PX * slots, 60) if slots <= 8 else 22 * slots
 
 
-def timeline_figure(run: Run, window: int, step: int, name: str) -> TimelinePlot:
+def _apply_theme(fig, theme: palette.Theme) -> None:
+    fig.background_fill_color = fig.border_fill_color = theme.background
+    fig.title.text_color = theme.text
+    for axis in (*fig.xaxis, *fig.yaxis):
+        axis.axis_line_color = axis.major_tick_line_color = axis.minor_tick_line_color = theme.text
+        axis.major_label_text_color = axis.axis_label_text_color = theme.text
+
+
+def timeline_figure(
+    run: Run, window: int, step: int, name: str, theme: palette.Theme = palette.THEMES["light"]
+) -> TimelinePlot:
     """Return a new timeline figure for `run` over `window` steps, revealed up to `step`."""
     data = timeline_data(run, window)
     sources = {key: ColumnDataSource(value) for key, value in data.items()}
@@ -162,13 +172,16 @@ def timeline_figure(run: Run, window: int, step: int, name: str) -> TimelinePlot
     )
     fig.add_tools(hover)
     curtain = BoxAnnotation(
-        left=step, right=window, fill_color=palette.FUTURE_COLOR, fill_alpha=1.0, line_color=None, level="overlay"
+        left=step, right=window, fill_color=theme.background, fill_alpha=1.0, line_color=None, level="overlay"
     )
-    cursor = Span(location=step, dimension="height", line_color="#222222", line_width=2, line_dash="dashed")
+    cursor = Span(
+        location=step, dimension="height", line_color=theme.text, line_width=2, line_dash="dashed", level="overlay"
+    )
     fig.add_layout(curtain)
     fig.add_layout(cursor)
     _style_axes(fig, run.slots, window)
     fig.title.text = f"{run.policy} batching"
+    _apply_theme(fig, theme)
     return TimelinePlot(fig, sources, curtain, cursor, hover)
 
 
@@ -223,7 +236,7 @@ def head_to_head_data(static: Metrics, continuous: Metrics) -> dict[str, list]:
     return data
 
 
-def head_to_head_figure(source: ColumnDataSource) -> object:
+def head_to_head_figure(source: ColumnDataSource, theme: palette.Theme = palette.THEMES["light"]) -> object:
     """Return the paired-bars figure (static vs continuous) drawing `source` (see head_to_head_data)."""
     fig = figure(
         name="head-to-head",
@@ -236,10 +249,20 @@ def head_to_head_figure(source: ColumnDataSource) -> object:
         min_border_left=130,
     )
     fig.hbar(source=source, y="y", right="w", height=0.34, fill_color="color", line_color=None)
-    fig.text(source=source, x="w", y="y", text="text", x_offset=4, text_baseline="middle", text_font_size="11px")
+    fig.text(
+        source=source,
+        x="w",
+        y="y",
+        text="text",
+        x_offset=4,
+        text_baseline="middle",
+        text_font_size="11px",
+        text_color=theme.text,
+    )
     fig.yaxis.ticker = FixedTicker(ticks=[0.5, 1.5, 2.5])
     fig.yaxis.major_label_overrides = {0.5 + i: g for i, g in enumerate(H2H_GROUPS)}
     fig.xaxis.visible = False
     fig.xgrid.visible = fig.ygrid.visible = False
     fig.outline_line_color = None
+    _apply_theme(fig, theme)
     return fig

@@ -5,10 +5,11 @@ from __future__ import annotations
 import panel as pn
 import param
 
+from .palette import THEMES
 from .state import SimState
 from .style import CSS
 from .upload import read_upload
-from .url import parse_query, query_of
+from .url import parse_query, parse_theme, query_of
 from .views import Controls, HeadToHeadView, Messages, TimelineView
 
 
@@ -16,6 +17,7 @@ class App(pn.viewable.Viewer):
     """The batchviz simulator: `App()` in a notebook, `App().servable()` when served."""
 
     state = param.ClassSelector(class_=SimState)
+    theme = param.Selector(default="light", objects=list(THEMES), doc="Page colours (?theme=dark)")
 
     def __init__(self, query: dict | None = None, **params):
         params.setdefault("state", SimState())
@@ -24,8 +26,8 @@ class App(pn.viewable.Viewer):
         if query:
             self._apply_query(query)
         self.controls = Controls(state=self.state)
-        self.timeline = TimelineView(state=self.state)
-        self.head_to_head = HeadToHeadView(state=self.state)
+        self.timeline = TimelineView(state=self.state, theme=self.theme)
+        self.head_to_head = HeadToHeadView(state=self.state, theme=self.theme)
         self.upload = pn.widgets.FileInput(accept=".csv,.txt", multiple=False, label="Trace file (CSV or Azure)")
         self.upload.param.watch(self._on_upload, "value")
         self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=False)
@@ -33,6 +35,9 @@ class App(pn.viewable.Viewer):
 
     def _apply_query(self, query: dict) -> None:
         values, messages = parse_query(query, self.state)
+        if "theme" in query:
+            self.theme, theme_message = parse_theme(query)
+            messages += [theme_message] if theme_message else []
         if "window" in values and "step" not in values:
             values["step"] = values["window"]
         self.state.param.update(**values)
@@ -100,4 +105,14 @@ class App(pn.viewable.Viewer):
             stylesheets=[CSS],
         )
         body = pn.FlexBox(sidebar, main, flex_wrap="wrap", sizing_mode="stretch_width", gap="16px")
-        return pn.Column(header, body, sizing_mode="stretch_width", stylesheets=[CSS], css_classes=["bv-app"])
+        theme = THEMES[self.theme]
+        # Custom properties inherit into the shadow roots Bokeh renders in, so one place sets the page colours.
+        colours = {"--bv-text": theme.text, "--bv-muted": theme.muted, "--bv-background": theme.background}
+        return pn.Column(
+            header,
+            body,
+            sizing_mode="stretch_width",
+            stylesheets=[CSS],
+            css_classes=["bv-app", f"bv-{self.theme}"],
+            styles=colours,
+        )

@@ -74,3 +74,16 @@ def query_of(state: param.Parameterized) -> dict[str, str]:
         if value != state.param[name].default or key in ("mode", "slots", "seed"):
             out[key] = str(int(value)) if isinstance(value, bool) else str(value)
     return out
+
+
+THEMES = ("light", "dark")
+
+
+def parse_theme(query: dict) -> tuple[str, str]:
+    """Return (theme, message) from the URL's `theme` argument: light (default) or dark."""
+    if "theme" not in query:
+        return "light", ""
+    text = _decode(query["theme"]).strip().lower()
+    if text in THEMES:
+        return text, ""
+    return "light", f"URL: theme={text!r} is not allowed (use light or dark); using light."

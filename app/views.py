@@ -88,13 +88,15 @@ class TimelineView(pn.viewable.Viewer):
     """The execution timeline of the mode shown, with its caption, legend, live stats and playback texts."""
 
     state = param.ClassSelector(class_=SimState)
+    theme = param.Selector(default="light", objects=list(palette.THEMES))
 
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        self.plot = timeline_figure(s.run, s.window, s.step, name="timeline")
+        theme = palette.THEMES[self.theme]
+        self.plot = timeline_figure(s.run, s.window, s.step, name="timeline", theme=theme)
         # The other mode on the same traffic, on the same time axis, under the same playback cursor.
-        self.other = timeline_figure(s.other_run, s.window, s.step, name="timeline-other")
+        self.other = timeline_figure(s.other_run, s.window, s.step, name="timeline-other", theme=theme)
         self.other.figure.x_range = self.plot.figure.x_range
         link_hover(self.plot, self.other)
         self.other.figure.visible = s.both
@@ -158,13 +160,16 @@ class HeadToHeadView(pn.viewable.Viewer):
     """Static and continuous on the traffic shown: completed, GPU utilisation and average latency, as paired bars."""
 
     state = param.ClassSelector(class_=SimState)
+    theme = param.Selector(default="light", objects=list(palette.THEMES))
 
     def __init__(self, **params):
         super().__init__(**params)
         self.table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
         result = self.state.comparison()
         self.bar_data = ColumnDataSource(head_to_head_data(result.static, result.continuous))
-        self.bars = pn.pane.Bokeh(head_to_head_figure(self.bar_data), sizing_mode="stretch_width")
+        self.bars = pn.pane.Bokeh(
+            head_to_head_figure(self.bar_data, palette.THEMES[self.theme]), sizing_mode="stretch_width"
+        )
         self._refresh()
         self.state.param.watch(self._refresh, ["static_run", "continuous_run", "window"])
 

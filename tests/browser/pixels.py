@@ -37,16 +37,19 @@ def _rgb(hex_colour: str) -> np.ndarray:
     return np.array([int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)], dtype=float)
 
 
-def nearest_state(pixel: np.ndarray) -> str:
+def nearest_state(pixel: np.ndarray, colours: dict[str, str] = STATE_COLOURS) -> str:
     """Return the state whose legend colour is nearest to an RGB pixel."""
-    names = list(STATE_COLOURS)
-    distances = [np.linalg.norm(pixel[:3] - _rgb(STATE_COLOURS[n])) for n in names]
+    names = list(colours)
+    distances = [np.linalg.norm(pixel[:3] - _rgb(colours[n])) for n in names]
     return names[int(np.argmin(distances))]
 
 
-def read_timeline(page, slots: int, window: int, name: str = "timeline") -> list[str]:
+def read_timeline(
+    page, slots: int, window: int, name: str = "timeline", curtain: str = palette.FUTURE_COLOR
+) -> list[str]:
     """Return the timeline as drawn: one string per slot, one state character per step."""
+    colours = {**STATE_COLOURS, "-": curtain}
     page.evaluate("window.scrollTo(0, 0)")
     centres = page.evaluate(CELL_CENTRES_JS, [name, slots, window])
     image = np.asarray(Image.open(io.BytesIO(page.screenshot(full_page=True))).convert("RGB")).astype(float)
-    return ["".join(nearest_state(image[int(round(y)), int(round(x))]) for x, y in row) for row in centres]
+    return ["".join(nearest_state(image[int(round(y)), int(round(x))], colours) for x, y in row) for row in centres]
