@@ -40,6 +40,9 @@ class App(pn.viewable.Viewer):
             messages += [theme_message] if theme_message else []
         if "window" in values and "step" not in values:
             values["step"] = values["window"]
+        # The window first: it sets the step's bounds, which a deep link past step 64 needs before the step is set.
+        if "window" in values:
+            self.state.window = values.pop("window")
         self.state.param.update(**values)
         self.messages.text = " ".join(messages)
 

@@ -13,9 +13,9 @@ class SimState(param.Parameterized):
     """Everything the learner chooses; `runs` holds static and continuous on exactly the traffic shown."""
 
     mode = param.Selector(default="continuous", objects=["continuous", "static"], doc="Batching mode shown")
-    slots = param.Integer(default=4, bounds=(1, 16), doc="Batch slots")
+    slots = param.Integer(default=4, bounds=(1, 64), doc="Batch slots (the slider offers 1-16; a URL may ask up to 64)")
     seed = param.Integer(default=4, bounds=(0, 99), doc="Traffic seed")
-    requests = param.Integer(default=12, bounds=(1, 200), doc="Number of requests")
+    requests = param.Integer(default=12, bounds=(1, 1000), doc="Number of requests (slider 1-64; URL up to 1000)")
     lengths = param.Selector(default="heavy", objects=list(LENGTH_KINDS), doc="Output length distribution")
     arrival_window = param.Integer(default=18, bounds=(1, 512), doc="Requests arrive over steps 0..N-1")
     batch_timeout = param.Integer(default=0, bounds=(0, 64), doc="Static: steps the oldest request may wait")

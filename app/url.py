@@ -9,10 +9,10 @@ URL_KEYS = {
     "mode": "mode",
     "slots": "slots",
     "seed": "seed",
+    "window": "window",  # before step: the window bounds the step
     "step": "step",
     "requests": "requests",
     "lengths": "lengths",
-    "window": "window",
     "timeout": "batch_timeout",
     "arrival_window": "arrival_window",
     "both": "both",
@@ -48,6 +48,8 @@ def parse_query(query: dict, state: param.Parameterized) -> tuple[dict, list[str
                 )
             continue
         low, high = p.bounds
+        if name == "step":
+            high = values.get("window", state.window)
         try:
             number = int(text)
         except ValueError:
@@ -59,10 +61,6 @@ def parse_query(query: dict, state: param.Parameterized) -> tuple[dict, list[str
         if clamped != number:
             messages.append(f"URL: {key}={number} is out of range {low}..{high}; using {clamped}.")
         values[name] = clamped
-    if "step" in values and values["step"] > values.get("window", state.window):
-        window = values.get("window", state.window)
-        messages.append(f"URL: step={values['step']} is past the window; using {window}.")
-        values["step"] = window
     return values, messages
 
 

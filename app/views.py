@@ -51,6 +51,16 @@ def _h2h_table(static: Metrics, continuous: Metrics) -> str:
     )
 
 
+def _slider(state: SimState, name: str, label: str, end: int) -> pn.widgets.IntSlider:
+    """Return a slider over the chapter's range (1..end), widened to the parameter's bounds when a URL asks beyond."""
+    top = state.param[name].bounds[1]
+    slider = pn.widgets.IntSlider.from_param(
+        state.param[name], label=label, end=end if getattr(state, name) <= end else top
+    )
+    state.param.watch(lambda e: e.new > slider.end and setattr(slider, "end", top), name)
+    return slider
+
+
 class Controls(pn.viewable.Viewer):
     """The sidebar: mode, slots, seed, traffic shape and playback."""
 
@@ -71,9 +81,9 @@ class Controls(pn.viewable.Viewer):
         s.param.watch(lambda e: setattr(self.player, "end", e.new), "window")
         return pn.Column(
             pn.widgets.RadioButtonGroup.from_param(s.param.mode, label="Batching mode"),
-            pn.widgets.IntSlider.from_param(s.param.slots, label="Batch slots"),
+            _slider(s, "slots", "Batch slots", 16),
             pn.widgets.IntSlider.from_param(s.param.seed, label="Traffic seed"),
-            pn.widgets.IntSlider.from_param(s.param.requests, label="Requests", end=64),
+            _slider(s, "requests", "Requests", 64),
             pn.widgets.Select.from_param(s.param.lengths, label="Output lengths"),
             pn.widgets.IntSlider.from_param(s.param.arrival_window, label="Arrival window (steps)", end=64),
             pn.widgets.IntSlider.from_param(s.param.batch_timeout, label="Static batch timeout (steps)"),

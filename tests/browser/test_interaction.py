@@ -62,10 +62,10 @@ def test_bad_url_values_show_a_message_and_clamp(page, page_errors, app_url):
     """Out-of-range values are clamped, junk is rejected; both say so, and the app still renders."""
     open_app(page, app_url, "?slots=99&seed=abc&mode=turbo")
     message = text_of(page, ".bv-message")
-    assert "slots=99 is out of range 1..16; using 16" in message
+    assert "slots=99 is out of range 1..64; using 64" in message
     assert "seed='abc' is not a whole number (allowed 0..99); kept 4" in message
     assert "mode='turbo' is not allowed (use continuous or static)" in message
-    assert read_timeline(page, 16, 64) == core_run("continuous", 16, 4).timeline_strings(64)
+    assert read_timeline(page, 64, 64) == core_run("continuous", 64, 4).timeline_strings(64)
 
 
 def test_bad_trace_upload_keeps_the_traffic(page, page_errors, app_url, tmp_path):
@@ -88,3 +88,11 @@ def test_good_trace_upload_draws_that_trace(page, page_errors, app_url, tmp_path
     page.locator("input[type=file]").first.set_input_files(str(good))
     expected = simulate(parse_trace(text), 3, "static").timeline_strings(64)
     _wait_for_timeline(page, expected, 3)
+
+
+def test_deep_link_with_a_longer_window(page, page_errors, app_url):
+    """?window=100&step=80 opens at step 80 of 100 (past the default window), drawing the core's timeline."""
+    open_app(page, app_url, "?mode=continuous&slots=2&seed=4&window=100&step=80")
+    expect(page.locator(".bv-step").first).to_have_text("step 80 / 100")
+    full = core_run("continuous", 2, 4).timeline_strings(100)
+    assert read_timeline(page, 2, 100) == [row[:80] + "-" * 20 for row in full]
