@@ -1,0 +1,254 @@
+"""Replay a schedule through a real model: every forward pass the core's Run scheduled, timed on the device."""
+
+from __future__ import annotations
+
+import threading
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from core import Request, Run, simulate
+from core.kv_blocks import BlockAllocator
+from core.ragged import build_batch
+from core.sampling import SamplingParams
+from core.sequence import Sequence as Seq
+
+from .attention import DenseKVCache, DensePaddedAttention, PagedKVCache, RaggedPagedAttention
+from .model import PRESETS, Transformer
+from .sampling import make_generator, sample_rows
+
+BLOCK_SIZE = 16
+GREEDY = SamplingParams()
+
+
+def resolve_device(name: str | None) -> torch.device:
+    """Return CUDA when present (or asked for), else the CPU; a request for a missing device is a ValueError."""
+    if name in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name not in ("cpu", "cuda"):
+        raise ValueError(f"device must be auto, cpu or cuda, got {name!r}")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device cuda: no CUDA device is available here (use --device cpu or auto)")
+    return torch.device(name)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)  # the clock must not run ahead of the GPU's queued work
+
+
+@dataclass
+class ReplayResult:
+    """What a replay measured. Arrays are per step (length drain) or per request (the Run's order)."""
+
+    run: Run
+    device: str
+    model: str
+    step_ms: np.ndarray  # wall-clock per step; 0 where nothing ran
+    rows_per_step: np.ndarray  # sequences computed per step (static: padding rows included)
+    tokens_per_step: np.ndarray  # useful tokens generated per step
+    outputs: list[list[int]]  # generated token ids per request
+    cancelled: bool = False
+
+    @property
+    def step_start_ms(self) -> np.ndarray:
+        """Return the wall-clock time at which each step t = 0..drain begins (drain + 1 values)."""
+        return np.concatenate([[0.0], np.cumsum(self.step_ms)])
+
+    @property
+    def total_s(self) -> float:
+        """Return the replay's wall-clock time in seconds."""
+        return float(self.step_ms.sum()) / 1e3
+
+    @property
+    def throughput(self) -> float:
+        """Return generated tokens per second of wall-clock time."""
+        return float(self.tokens_per_step.sum()) / self.total_s if self.total_s else 0.0
+
+    def latencies_ms(self) -> dict[str, np.ndarray]:
+        """Return per-request time to first token, mean inter-token latency and end-to-end latency (ms)."""
+        clock, run = self.step_start_ms, self.run
+        first = clock[run.start + 1] - clock[run.arrival]
+        e2e = clock[run.finish] - clock[run.arrival]
+        tokens = run.finish - run.start
+        itl = np.where(tokens > 1, (clock[run.finish] - clock[run.start + 1]) / np.maximum(tokens - 1, 1), np.nan)
+        return {"ttft": first, "itl": itl, "e2e": e2e}
+
+
+def prompt_ids(request: Request, vocab: int, seed: int) -> list[int]:
+    """Return a request's synthetic prompt: its length from the trace, its tokens from (seed, request id)."""
+    rng = np.random.default_rng([seed, zlib.crc32(request.id.encode())])  # the same prompt in any batch
+    return rng.integers(0, vocab, size=max(1, request.prompt_tokens)).tolist()
+
+
+class Engine:
+    """A model on a device, ready to replay schedules: `Engine("tiny").replay(requests, slots, policy)`."""
+
+    def __init__(self, model: str = "tiny", device: str | None = None, seed: int = 0, threads: int = 1):
+        if model not in PRESETS:
+            raise ValueError(f"model must be one of {', '.join(PRESETS)}, got {model!r}")
+        self.device = resolve_device(device)
+        if self.device.type == "cpu":
+            torch.set_num_threads(threads)  # more threads on a small shared CPU made steps slower and erratic
+        self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        self.model_name, self.seed = model, seed
+        self.model = Transformer(PRESETS[model], seed=seed, device=self.device, dtype=self.dtype).eval()
+
+    def replay(
+        self,
+        requests: Sequence[Request],
+        slots: int,
+        policy: str,
+        batch_timeout: int = 0,
+        sampling: Callable[[int, Request], SamplingParams] | None = None,
+        on_step: Callable[[int, int], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> ReplayResult:
+        """Schedule with the core, then run every scheduled forward pass; `on_step(t, drain)` after each step."""
+        run = simulate(list(requests), slots, policy, batch_timeout)
+        vocab = self.model.config.vocab_size
+        seqs = [
+            Seq(
+                r.id,
+                i,
+                prompt_ids(r, vocab, self.seed),
+                num_prompt_tokens=max(1, r.prompt_tokens),
+                max_new_tokens=r.output_tokens,
+                params=sampling(i, r) if sampling else GREEDY,
+            )
+            for i, r in enumerate(run.requests)
+        ]
+        generators = [make_generator(s.params, self.device) for s in seqs]
+        step = self._continuous_steps if policy == "continuous" else self._static_steps
+        drain = run.drain
+        result = ReplayResult(
+            run=run,
+            device=str(self.device),
+            model=self.model_name,
+            step_ms=np.zeros(drain),
+            rows_per_step=np.zeros(drain, dtype=np.int64),
+            tokens_per_step=np.zeros(drain, dtype=np.int64),
+            outputs=[[] for _ in seqs],
+        )
+        for t in step(run, seqs, generators, result):
+            if on_step:
+                on_step(t, drain)
+            if cancel is not None and cancel.is_set() and t + 1 < drain:
+                result.cancelled = True
+                break
+        for i, s in enumerate(seqs):
+            result.outputs[i] = s.token_ids[s.num_prompt_tokens :]
+        return result
+
+    def _timed(self, result: ReplayResult, t: int, work: Callable[..., None], *args) -> None:
+        _sync(self.device)
+        t0 = time.perf_counter()
+        work(*args)
+        _sync(self.device)
+        result.step_ms[t] = (time.perf_counter() - t0) * 1e3
+
+    def _continuous_steps(self, run: Run, seqs: list[Seq], generators, result: ReplayResult):
+        """Yield after each step: admit and retire between passes; one ragged, paged, unpadded batch per pass."""
+        need = max(-(-(s.num_prompt_tokens + s.max_new_tokens) // BLOCK_SIZE) for s in seqs) if seqs else 1
+        allocator = BlockAllocator(run.slots * need, BLOCK_SIZE)
+        cache = PagedKVCache(self.model.config, run.slots * need, BLOCK_SIZE, self.device, self.dtype)
+        starting = _by_step(run.start)
+        active: list[int] = []
+        for t in range(run.drain):
+            for i in starting.get(t, []):
+                allocator.allocate(seqs[i])
+                active.append(i)
+            active.sort(key=lambda i: run.slot[i])
+            if active:
+                running = [seqs[i] for i in active]
+                self._timed(result, t, self._continuous_pass, cache, allocator, running, generators)
+                result.rows_per_step[t] = result.tokens_per_step[t] = len(running)
+            for i in [i for i in active if seqs[i].is_finished]:
+                if run.finish[i] != t + 1:
+                    raise RuntimeError(f"replay diverged from the schedule: {seqs[i].seq_id} at step {t}")
+                allocator.free(seqs[i])  # its blocks are free for the next admission, nobody moves
+                active.remove(i)
+            yield t
+
+    def _continuous_pass(self, cache, allocator, running: list[Seq], generators) -> None:
+        """One pass of the ragged batch: prefills and decodes together, each reading its own blocks."""
+        for s in running:
+            allocator.append(s)  # a decode step may spill into a fresh block
+        batch = build_batch(running, BLOCK_SIZE)
+        attention = RaggedPagedAttention(cache, batch, self.device)
+        tokens = torch.as_tensor(batch.token_ids, device=self.device)  # (T,)
+        positions = torch.as_tensor(batch.positions, device=self.device)  # (T,)
+        hidden = self.model(tokens, positions, attention)  # (T, d)
+        last = torch.as_tensor(batch.last_token_index, device=self.device)  # (n,)
+        logits = self.model.logits(hidden[last])  # (n, V)
+        picked = sample_rows(logits, [s.params for s in running], [generators[s.seq_index] for s in running])
+        for s, token in zip(running, picked):
+            s.num_computed_tokens = s.num_tokens
+            s.token_ids.append(token)
+
+    def _static_steps(self, run: Run, seqs: list[Seq], generators, result: ReplayResult):
+        """Yield after each step: a padded rectangular batch; finished members are computed as padding to the end."""
+        batches = _by_step(run.start)
+        batch: _StaticBatch | None = None
+        for t in range(run.drain):
+            if t in batches:
+                members = sorted(batches[t], key=lambda i: run.slot[i])
+                batch = self._new_batch([seqs[i] for i in members], int(run.release[members[0]]) - t)
+            if batch is not None:
+                live = [t < run.finish[s.seq_index] for s in batch.rows]
+                self._timed(result, t, self._static_pass, batch, live, generators)
+                result.rows_per_step[t] = len(batch.rows)
+                result.tokens_per_step[t] = sum(live)
+                if t + 1 == run.release[batch.rows[0].seq_index]:
+                    batch = None
+            yield t
+
+    def _new_batch(self, rows: list[Seq], steps: int) -> _StaticBatch:
+        width = max(s.num_prompt_tokens for s in rows)
+        cache = DenseKVCache(self.model.config, len(rows), width + steps, self.device, self.dtype)
+        pad = torch.as_tensor([width - s.num_prompt_tokens for s in rows], device=self.device)  # (B,)
+        return _StaticBatch(rows, cache, pad, width)
+
+    def _static_pass(self, batch: _StaticBatch, live: list[bool], generators) -> None:
+        """One pass of the rectangle: the left-padded prompts first, then one column per step."""
+        rows, B = batch.rows, len(batch.rows)
+        if batch.column == 0:
+            grid = [[0] * (batch.prompt_width - s.num_prompt_tokens) + s.token_ids for s in rows]
+            cols = torch.arange(batch.prompt_width, device=self.device)
+            positions = (cols[None, :] - batch.pad[:, None]).clamp(min=0)  # (B, P)
+        else:
+            grid = [[s.token_ids[-1]] for s in rows]  # padding rows keep feeding their last token
+            positions = (batch.column - batch.pad)[:, None]  # (B, 1)
+        width = len(grid[0])
+        tokens = torch.as_tensor(grid, device=self.device).reshape(-1)  # (B * W,)
+        attention = DensePaddedAttention(batch.cache, B, batch.column, width, batch.pad)
+        hidden = self.model(tokens, positions.reshape(-1), attention).view(B, width, -1)  # (B, W, d)
+        logits = self.model.logits(hidden[:, -1])  # (B, V)
+        picked = sample_rows(logits, [s.params for s in rows], [generators[s.seq_index] for s in rows])
+        for s, token, alive in zip(rows, picked, live):
+            if alive:  # a finished member's output is computed and thrown away
+                s.num_computed_tokens = s.num_tokens
+                s.token_ids.append(token)
+        batch.column += width
+
+
+@dataclass
+class _StaticBatch:
+    """A static batch in flight: its members (by slot), their dense cache and left padding, the next column."""
+
+    rows: list[Seq]
+    cache: DenseKVCache
+    pad: torch.Tensor  # (B,)
+    prompt_width: int
+    column: int = 0
+
+
+def _by_step(steps: np.ndarray) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for i, s in enumerate(steps.tolist()):
+        out.setdefault(s, []).append(i)
+    return out

@@ -1,0 +1,168 @@
+"""The real replay on the CPU (tiny preset): batch invariance, paged/ragged and padded forwards against a reference."""
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from core import Request, TrafficConfig, generate
+from core.kv_blocks import BlockAllocator
+from core.ragged import build_batch
+from core.sampling import SamplingParams
+from core.sequence import Sequence
+from replay import PRESETS, Engine, Transformer, resolve_device
+from replay.attention import (
+    DenseKVCache,
+    DensePaddedAttention,
+    PagedKVCache,
+    RaggedPagedAttention,
+    ReferenceAttention,
+)
+from replay.sampling import make_generator, sample_rows
+
+torch.set_num_threads(1)
+CONFIG = PRESETS["tiny"]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    """The tiny model on the CPU in fp32."""
+    return Engine("tiny", device="cpu", seed=0)
+
+
+def _reference_logits(model: Transformer, tokens: list[int]) -> torch.Tensor:
+    """Logits (L, V) at every position of one whole sequence, no cache."""
+    ids = torch.tensor(tokens)
+    return model.logits(model(ids, torch.arange(len(tokens)), ReferenceAttention()))
+
+
+@pytest.mark.parametrize("seed,slots", [(4, 3), (11, 5)])
+def test_batch_invariance_greedy(engine, seed, slots):
+    """Greedy in fp32: every request's tokens are the same under continuous, under static, and alone."""
+    requests = generate(TrafficConfig(seed=seed, requests=10, mean_prompt_tokens=12, mean_tokens=8, max_tokens=24))
+    continuous = engine.replay(requests, slots, "continuous")
+    static = engine.replay(requests, slots, "static")
+    alone = [engine.replay([r], 1, "continuous").outputs[0] for r in requests]
+    assert continuous.outputs == static.outputs == alone
+    assert [len(o) for o in alone] == [r.output_tokens for r in requests]
+
+
+def test_paged_ragged_forward_matches_the_reference(engine):
+    """Mixed prefill + decode in one ragged pass, then a decode-only pass: logits equal the dense reference."""
+    model = engine.model
+    rng = np.random.default_rng(0)
+    prompts = [rng.integers(0, CONFIG.vocab_size, n).tolist() for n in (5, 17, 1, 33)]
+    seqs = [Sequence(str(i), i, list(p), len(p), 8) for i, p in enumerate(prompts)]
+    allocator = BlockAllocator(64, 4)
+    cache = PagedKVCache(CONFIG, 64, 4, "cpu", torch.float32)
+    # Step 1: sequence 0 is already decoding (its prompt computed in an earlier pass); the rest prefill.
+    allocator.allocate(seqs[0])
+    _step(model, cache, [seqs[0]], 4)
+    seqs[0].token_ids.append(7)
+    for s in seqs[1:]:
+        allocator.allocate(s)
+    for _ in range(3):
+        for s in seqs:
+            allocator.append(s)
+        logits = _step(model, cache, seqs, 4)  # (n, V)
+        for s, row in zip(seqs, logits):
+            want = _reference_logits(model, s.token_ids)[-1]
+            torch.testing.assert_close(row, want, rtol=1e-4, atol=1e-4)
+        for s in seqs:
+            s.token_ids.append(int(rng.integers(0, CONFIG.vocab_size)))
+
+
+def _step(model, cache, seqs, block_size):
+    batch = build_batch(seqs, block_size)
+    hidden = model(
+        torch.as_tensor(batch.token_ids), torch.as_tensor(batch.positions), RaggedPagedAttention(cache, batch, "cpu")
+    )
+    for s in seqs:
+        s.num_computed_tokens = s.num_tokens
+    return model.logits(hidden[torch.as_tensor(batch.last_token_index)])
+
+
+def test_dense_padded_forward_matches_the_reference(engine):
+    """The static engine's left-padded rectangular batch: prefill and decode logits equal the reference."""
+    model = engine.model
+    rng = np.random.default_rng(1)
+    prompts = [rng.integers(0, CONFIG.vocab_size, n).tolist() for n in (3, 9, 6)]
+    width = max(map(len, prompts))
+    pad = torch.tensor([width - len(p) for p in prompts])
+    cache = DenseKVCache(CONFIG, 3, width + 4, "cpu", torch.float32)
+    tokens = torch.tensor([[0] * (width - len(p)) + p for p in prompts]).reshape(-1)
+    positions = (torch.arange(width)[None, :] - pad[:, None]).clamp(min=0).reshape(-1)
+    hidden = model(tokens, positions, DensePaddedAttention(cache, 3, 0, width, pad)).view(3, width, -1)
+    seqs = [list(p) for p in prompts]
+    for k in range(4):
+        logits = model.logits(hidden[:, -1])
+        for s, row in zip(seqs, logits):
+            torch.testing.assert_close(row, _reference_logits(model, s)[-1], rtol=1e-4, atol=1e-4)
+        new = [int(t) for t in rng.integers(0, CONFIG.vocab_size, 3)]
+        for s, t in zip(seqs, new):
+            s.append(t)
+        positions = width + k - pad
+        attention = DensePaddedAttention(cache, 3, width + k, 1, pad)
+        hidden = model(torch.tensor(new), positions, attention).view(3, 1, -1)
+
+
+def test_greedy_row_ignores_its_neighbours_and_seeded_rows_repeat():
+    """A greedy row's token does not depend on the other rows' temperatures; a seeded row draws the same twice."""
+    logits = torch.randn(3, 50, generator=torch.Generator().manual_seed(0))
+    greedy = SamplingParams()
+    for neighbours in ([0.5, 2.0], [5.0, 0.1], [0.0, 0.0]):
+        params = [greedy] + [SamplingParams(temperature=t, top_k=10, seed=3) for t in neighbours]
+        gens = [make_generator(p, "cpu") for p in params]
+        assert sample_rows(logits, params, gens)[0] == int(logits[0].argmax())
+    seeded = [SamplingParams(temperature=1.0, top_p=0.9, seed=42)] * 3
+    draws = [
+        [sample_rows(logits, seeded, gens) for _ in range(5)]
+        for gens in ([make_generator(p, "cpu") for p in seeded] for _ in range(2))
+    ]
+    assert draws[0] == draws[1]
+    top2 = SamplingParams(temperature=10.0, top_k=2, seed=1)
+    picked = {sample_rows(logits[:1], [top2], [make_generator(top2, "cpu")])[0] for _ in range(20)}
+    assert picked <= set(torch.topk(logits[0], 2).indices.tolist())
+
+
+def test_static_computes_padding_rows_and_continuous_does_not(engine):
+    """Static runs finished members as padding until the batch ends; continuous runs only live sequences."""
+    requests = [Request("A", 0, 2, 3), Request("B", 0, 9, 4), Request("C", 1, 3, 2)]
+    static = engine.replay(requests, 2, "static")
+    continuous = engine.replay(requests, 2, "continuous")
+    assert static.tokens_per_step.sum() == continuous.tokens_per_step.sum() == 14
+    assert static.rows_per_step.sum() == 2 * 9 + 3  # A pads 7 steps beside B; C runs alone after
+    assert (continuous.rows_per_step == continuous.tokens_per_step).all()
+    assert (static.step_ms > 0).all() and static.total_s > 0
+    lat = continuous.latencies_ms()
+    assert (lat["ttft"] > 0).all() and (lat["e2e"] >= lat["ttft"]).all()
+
+
+def test_progress_and_cancel(engine):
+    """on_step reports every step in order; setting the cancel event stops between steps."""
+    requests = generate(TrafficConfig(seed=2, requests=8, mean_prompt_tokens=4))
+    seen = []
+    result = engine.replay(requests, 2, "continuous", on_step=lambda t, n: seen.append((t, n)))
+    assert seen == [(t, result.run.drain) for t in range(result.run.drain)] and not result.cancelled
+    cancel = threading.Event()
+    steps = []
+
+    def stop_at_three(t, n):
+        steps.append(t)
+        if t == 2:
+            cancel.set()
+
+    cut = engine.replay(requests, 2, "continuous", on_step=stop_at_three, cancel=cancel)
+    assert cut.cancelled and steps == [0, 1, 2]
+
+
+def test_bad_device_and_model_names():
+    """A missing device or an unknown preset is a ValueError naming what is allowed."""
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA device"):
+            resolve_device("cuda")
+    with pytest.raises(ValueError, match="auto, cpu or cuda"):
+        resolve_device("tpu")
+    with pytest.raises(ValueError, match="tiny, small, gpt2"):
+        Engine("huge")
