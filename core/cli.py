@@ -1,4 +1,4 @@
-"""The `batchviz` command line: simulate, compare, sweep (and serve/export for the app)."""
+"""The `batchviz` command line: simulate, compare, sweep, replay (and serve/export for the app)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from .cli_args import (
 )
 from .export_cmd import add_export, run_export
 from .metrics import compare, compute_metrics
+from .replay_cmd import add_replay, run_replay
 from .run import POLICIES
 from .schedule import simulate
 from .serve_cmd import add_serve, run_serve
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep(sub)
     add_serve(sub)
     add_export(sub)
+    add_replay(sub, COMPARE_TRAFFIC, COMPARE_SLOTS)
     return parser
 
 
@@ -122,7 +124,14 @@ def _sweep(args) -> str:
     return report.sweep_text(points, best, args.itl_target_ms)
 
 
-COMMANDS = {"simulate": _simulate, "compare": _compare, "sweep": _sweep, "serve": run_serve, "export": run_export}
+COMMANDS = {
+    "simulate": _simulate,
+    "compare": _compare,
+    "sweep": _sweep,
+    "serve": run_serve,
+    "export": run_export,
+    "replay": run_replay,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from core import TrafficConfig, compute_metrics, generate, simulate
+from core.cli import COMPARE_TRAFFIC as COMPARE_TRAFFIC_FOR_TEST
 from core.cli import main
+from core.metrics import compare
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -107,6 +109,8 @@ def test_sweep_reports_a_knee(capsys):
         (["simulate", "--trace", "__missing__.csv"], "__missing__.csv:0:0: cannot read the file"),
         (["sweep", "--batches", "1,a"], "--batches: expected comma-separated integers"),
         (["sweep", "--mem-bw-gbs", "0"], "mem_bw_gbs must be > 0"),
+        (["replay", "--device", "tpu"], "argument --device: invalid choice: 'tpu'"),
+        (["replay", "--model", "huge"], "argument --model: invalid choice: 'huge'"),
         (["export", "page.html", "--requests", "65"], "argument --requests: expected an integer in 1..64, got '65'"),
         (["export", "__no_such_dir__/page.html"], "cannot write __no_such_dir__/page.html: No such file or directory"),
     ],
@@ -147,3 +151,30 @@ def test_export_embeds_every_setting_as_the_core_computes_it():
         run = simulate(generate(TrafficConfig(requests=5, seed=seed)), slots, mode)
         flat = [*run.start, *run.finish, *run.slot, *run.release]
         assert data["runs"][mode][slots - 1][seed] == [int(v) for v in flat]
+
+
+REPLAY_SMALL = ["--requests", "8", "--mean-prompt-tokens", "6", "--mean-tokens", "6", "--slots", "3", "--no-progress"]
+
+
+def test_replay_json_puts_measured_beside_simulated(capsys):
+    """Replay --json: both policies measured on the same schedules, the simulator's prediction beside them."""
+    doc = _run_json(capsys, "replay", *REPLAY_SMALL, "--device", "cpu")
+    overrides = {"requests": 8, "mean_prompt_tokens": 6, "mean_tokens": 6}
+    requests = generate(TrafficConfig(**{**vars(COMPARE_TRAFFIC_FOR_TEST), **overrides}))
+    tokens = sum(r.output_tokens for r in requests)
+    assert doc["static"]["tokens"] == doc["continuous"]["tokens"] == tokens
+    assert doc["static"]["rows_computed"] >= doc["continuous"]["rows_computed"] == tokens
+    predicted = compare(simulate(requests, 3, "static"), simulate(requests, 3, "continuous")).throughput_ratio
+    assert doc["predicted_speedup"] == pytest.approx(predicted)
+    assert doc["measured_speedup"] == pytest.approx(doc["continuous"]["tokens_per_s"] / doc["static"]["tokens_per_s"])
+    assert doc["device"] == "cpu" and doc["model"] == "tiny"
+
+
+def test_replay_without_torch_says_how_to_enable_it(capsys, monkeypatch):
+    """Where torch is missing, replay prints one line on how to install it, and exits 2."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    code, _, err = _run(capsys, "replay", *REPLAY_SMALL)
+    assert code == 2 and "the replay needs torch: pip install torch==2.13.0" in err
