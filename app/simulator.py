@@ -6,6 +6,7 @@ import panel as pn
 import param
 
 from .palette import THEMES
+from .replay_view import ReplayView
 from .state import SimState
 from .style import CSS
 from .upload import read_upload
@@ -28,6 +29,7 @@ class App(pn.viewable.Viewer):
         self.controls = Controls(state=self.state)
         self.timeline = TimelineView(state=self.state, theme=self.theme)
         self.head_to_head = HeadToHeadView(state=self.state, theme=self.theme)
+        self.replay = ReplayView(state=self.state)
         self.upload = pn.widgets.FileInput(accept=".csv,.txt", multiple=False, label="Trace file (CSV or Azure)")
         self.upload.param.watch(self._on_upload, "value")
         self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=False)
@@ -98,6 +100,7 @@ class App(pn.viewable.Viewer):
             self.messages,
             self.timeline,
             self.head_to_head,
+            self.replay,
             css_classes=["bv-main"],
             styles={"flex": "1 1 560px", "min-width": "300px"},
         )

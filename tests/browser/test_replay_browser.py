@@ -1,0 +1,51 @@
+"""The real replay in the browser: run it, see measured beside simulated; the page keeps working while it runs."""
+
+import numpy as np
+from playwright.sync_api import expect
+
+from core import TrafficConfig, compare, generate, simulate
+
+from .helpers import core_run, open_app
+from .pixels import read_timeline
+
+
+def test_replay_shows_measured_beside_simulated(page, page_errors, app_url):
+    """Run replay on the default traffic: predicted speedup and rows computed equal the core's; timelines drawn."""
+    open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
+    page.get_by_role("button", name="Run replay").click()
+    predicted = page.locator("[data-replay=predicted]").first
+    expect(predicted).to_be_visible(timeout=60_000)
+    requests = generate(TrafficConfig(seed=4))
+    static, continuous = simulate(requests, 4, "static"), simulate(requests, 4, "continuous")
+    assert predicted.inner_text() == f"{compare(static, continuous).throughput_ratio:.2f}×"
+    rows = page.locator("[data-replay=static-rows]").first.inner_text()
+    assert int(rows) == int(np.sum(static.release - static.start))
+    assert int(page.locator("[data-replay=continuous-rows]").first.inner_text()) == int(
+        np.sum(continuous.finish - continuous.start)
+    )
+    assert page.locator("[data-replay=device]").first.inner_text() == "cpu"
+    drawn = page.evaluate(
+        "['replay-static', 'replay-continuous', 'replay-step-time']"
+        ".map(n => Bokeh.index.query_one(v => v.model.name === n) !== null)"
+    )
+    assert drawn == [True, True, True]  # both wall-clock timelines and the step-time plot
+
+
+def test_page_answers_while_a_replay_runs_and_cancel_stops_it(page, page_errors, app_url):
+    """During a long replay the seed slider still repaints the timeline; Cancel ends the replay with a message."""
+    open_app(page, app_url, "?mode=continuous&slots=1&seed=4&requests=400")
+    page.get_by_role("button", name="Run replay").click()
+    expect(page.locator(".bk-Div >> text=/^Replaying/").first).to_be_visible(timeout=10_000)
+    handle = page.locator(".noUi-handle").nth(1)  # the seed slider
+    handle.focus()
+    handle.press("ArrowRight")
+    expected = simulate(generate(TrafficConfig(seed=5, requests=400)), 1, "continuous").timeline_strings(64)
+    for _ in range(50):
+        if read_timeline(page, 1, 64) == expected:
+            break
+        page.wait_for_timeout(100)
+    assert read_timeline(page, 1, 64) == expected
+    assert read_timeline(page, 1, 64) != core_run("continuous", 1, 4).timeline_strings(64)
+    expect(page.locator(".bk-Div >> text=/^Replaying/").first).to_be_visible()  # still running
+    page.get_by_role("button", name="Cancel").click()
+    expect(page.locator(".bv-message >> text=Replay cancelled.").first).to_be_visible(timeout=30_000)

@@ -1,0 +1,64 @@
+"""The app's replay section without a browser: the worker thread, one replay per server, cancel, no-torch text."""
+
+import time
+
+import numpy as np
+
+from app import replay_view
+from app.replay_view import ReplayJob, ReplayView, wallclock_data
+from app.state import SimState
+from core import TrafficConfig, generate
+
+SMALL = generate(TrafficConfig(seed=3, requests=6, mean_prompt_tokens=4))
+
+
+def _wait(job: ReplayJob, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while not job.done:
+        assert time.time() < deadline, "replay did not finish"
+        time.sleep(0.02)
+
+
+def test_job_runs_both_policies_off_the_caller_thread():
+    """start() returns at once; the worker fills in both replays and releases the server."""
+    job = ReplayJob(SMALL, 2)
+    assert job.start() == ""
+    _wait(job)
+    assert job.error == "" and set(job.result) == {"static", "continuous"}
+    assert job.progress == 1.0
+    again = ReplayJob(SMALL, 2)
+    assert again.start() == ""  # the server is free again
+    _wait(again)
+
+
+def test_one_replay_at_a_time_per_server():
+    """While one replay holds the server a second is refused with a message; cancel frees it."""
+    long = generate(TrafficConfig(seed=1, requests=300))
+    first = ReplayJob(long, 1)
+    assert first.start() == ""
+    second = ReplayJob(SMALL, 2)
+    assert second.start() == "A replay is already running on this server; try again when it finishes."
+    first.cancel.set()
+    _wait(first)
+    assert first.error == "Replay cancelled." and first.result is None
+
+
+def test_wallclock_rectangles_follow_the_measured_clock():
+    """Each request's rectangle spans the measured time of its steps; static padding runs to its batch's end."""
+    job = ReplayJob(SMALL, 2)
+    job.start()
+    _wait(job)
+    static = job.result["static"]
+    data = wallclock_data(static)
+    clock = np.concatenate([[0.0], np.cumsum(static.step_ms)])
+    assert data["generating"]["left"] == clock[static.run.start].tolist()
+    assert data["generating"]["right"] == clock[static.run.finish].tolist()
+    assert len(data["padding"]["left"]) == int((static.run.release > static.run.finish).sum())
+
+
+def test_without_torch_the_view_says_how_to_enable_it(monkeypatch):
+    """No torch: the section explains how to install it, and nothing tries to import it."""
+    monkeypatch.setattr(replay_view, "torch_available", lambda: False)
+    view = ReplayView(state=SimState())
+    html = view.__panel__().objects[1].object
+    assert "pip install torch==2.13.0" in html and "The rest of the app works without it." in html
