@@ -25,6 +25,7 @@ SLOTS = range(1, 17)
 SEEDS = range(0, 100)
 PLAY_INTERVAL_MS = 120
 SCRIPT_BODY = re.compile(r"(<script\b[^>]*>).*?(</script>)", re.DOTALL | re.IGNORECASE)
+LINKED_SCRIPT = re.compile(r"<script\b[^>]*\bsrc=", re.IGNORECASE)
 EXTERNAL = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=[^>]*>", re.IGNORECASE)
 
 PLAY_JS = """
@@ -143,13 +144,20 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
     doc.add_root(layout)
     # The script fills the head-to-head table on load too, so the first view and every later one share one path.
     doc.js_on_event("document_ready", redraw)
-    page = file_html(doc, INLINE, title)
+    page = drop_linked_scripts(file_html(doc, INLINE, title))
     # Look at the markup only: the inlined Bokeh bundle mentions URLs in code paths this page never takes.
     linked = EXTERNAL.findall(SCRIPT_BODY.sub(r"\1\2", page))
     if linked:
         # A file:// page cannot fetch these; fail here rather than ship a page that breaks offline.
         raise RuntimeError(f"the page would load external resources: {linked}")
     return page
+
+
+def drop_linked_scripts(page: str) -> str:
+    """Remove `<script src=…></script>` elements, which a file:// page cannot load."""
+    # Bokeh lists every registered extension's scripts (Panel's, once Panel is imported) though this page
+    # uses only Bokeh's own models, which are inlined.
+    return SCRIPT_BODY.sub(lambda m: "" if LINKED_SCRIPT.match(m.group(1)) else m.group(0), page)
 
 
 def export_page(path: str | Path, config: TrafficConfig | None = None, window: int = 64) -> Path:

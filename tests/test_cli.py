@@ -178,3 +178,15 @@ def test_replay_without_torch_says_how_to_enable_it(capsys, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
     code, _, err = _run(capsys, "replay", *REPLAY_SMALL)
     assert code == 2 and "the replay needs torch: pip install torch==2.13.0" in err
+
+
+def test_export_page_links_nothing_even_with_panel_imported():
+    """Panel registers extension scripts with Bokeh once imported; the page must still link none of them."""
+    import re
+
+    import panel  # noqa: F401
+
+    from app.export import SCRIPT_BODY, build_page
+
+    markup = SCRIPT_BODY.sub(r"\1\2", build_page(TrafficConfig(requests=3)))
+    assert re.findall(r"<(?:script|link)\b[^>]*\b(?:src|href)=", markup) == []
