@@ -77,8 +77,15 @@ class TimelinePlot:
 def _style_axes(fig, slots: int, window: int) -> None:
     fig.y_range.start, fig.y_range.end = slots, 0  # slot0 on top
     fig.x_range.start, fig.x_range.end = 0, window
-    fig.yaxis.ticker = FixedTicker(ticks=[i + 0.5 for i in range(slots)])
-    fig.yaxis.major_label_overrides = {i + 0.5: f"slot{i}" for i in range(slots)}
+    # Edit the axis in place, and only when the slot count changed: a new ticker model costs the browser a re-layout.
+    axis, ticks = fig.yaxis[0], [i + 0.5 for i in range(slots)]
+    if not isinstance(axis.ticker, FixedTicker):
+        axis.ticker = FixedTicker(ticks=ticks)
+    elif list(axis.ticker.ticks) != ticks:
+        axis.ticker.ticks = ticks
+    overrides = {tick: f"slot{i}" for i, tick in enumerate(ticks)}
+    if axis.major_label_overrides != overrides:
+        axis.major_label_overrides = overrides
     fig.frame_height = max(ROW_PX * slots, 60) if slots <= 8 else 22 * slots
 
 
@@ -206,7 +213,8 @@ def link_hover(*plots: TimelinePlot) -> None:
 def update_timeline(plot: TimelinePlot, run: Run, window: int, step: int) -> None:
     """Refresh an existing timeline in place (data, axes, playback position) for a new run."""
     for key, value in timeline_data(run, window).items():
-        plot.sources[key].data = value
+        if key != "idle" or plot.sources[key].data != value:  # the idle rows change only with slots or window
+            plot.sources[key].data = value
     _style_axes(plot.figure, run.slots, window)
     plot.curtain.left, plot.curtain.right = step, window
     plot.cursor.location = step
