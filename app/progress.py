@@ -52,3 +52,15 @@ def progress_table(run: Run, window: int) -> dict[str, list[str]]:
         )
         table["log"].append(html.escape(run.describe_step(t)))
     return table
+
+
+def playback_panel(table: dict[str, list[str]]) -> list[str]:
+    """Return, per step, the readout, stats, waste meter and decision log as one HTML block.
+
+    Playback swaps this one block per frame: each Bokeh Div update costs a re-layout (about 5 ms here), so one
+    block instead of four keeps playback near 30 frames per second.
+    """
+    return [
+        f'<div class="bv-readout">{r}</div>{s}<div class="bv-waste-row">{w}</div><div class="bv-log">{g}</div>'
+        for r, s, w, g in zip(table["readout"], table["stats"], table["waste"], table["log"])
+    ]

@@ -12,17 +12,16 @@ from core import Metrics
 
 from . import palette
 from .plots import head_to_head_data, head_to_head_figure, link_hover, timeline_figure, update_timeline
-from .progress import progress_table
+from .progress import playback_panel, progress_table
 from .state import SimState
 from .style import CSS
 
 PLAYBACK_JS = """
-const n = src.data.readout.length;
+const n = src.data.panel.length;
 const t = Math.max(0, Math.min(cb_obj.value, n - 1));
 for (const c of curtains) c.left = t;
 for (const c of cursors) c.location = t;
-readout.text = src.data.readout[t]; stats.text = src.data.stats[t];
-waste.text = src.data.waste[t]; log.text = src.data.log[t];
+panel.text = src.data.panel[t];
 """
 
 
@@ -112,11 +111,8 @@ class TimelineView(pn.viewable.Viewer):
         self.other.figure.visible = s.both
         self.other_pane = pn.pane.Bokeh(self.other.figure, sizing_mode="stretch_width", css_classes=["bv-timeline"])
         s.param.watch(lambda e: setattr(self.other.figure, "visible", e.new), "both")
-        self.progress = ColumnDataSource(progress_table(s.run, s.window))
-        self.readout = Div(css_classes=["bv-readout"], name="readout", stylesheets=[CSS])
-        self.stats = Div(name="stats", stylesheets=[CSS])
-        self.waste = Div(name="waste", stylesheets=[CSS])
-        self.log = Div(css_classes=["bv-log"], name="log", stylesheets=[CSS])
+        self.progress = ColumnDataSource({"panel": playback_panel(progress_table(s.run, s.window))})
+        self.panel = Div(name="playback", stylesheets=[CSS], sizing_mode="stretch_width")
         self.caption = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["bv-caption"], stylesheets=[CSS])
         self._show_step()
         self.caption.object = palette.CAPTIONS[s.mode]
@@ -131,22 +127,18 @@ class TimelineView(pn.viewable.Viewer):
                 "src": self.progress,
                 "curtains": [p.curtain, self.other.curtain],
                 "cursors": [p.cursor, self.other.cursor],
-                "readout": self.readout,
-                "stats": self.stats,
-                "waste": self.waste,
-                "log": self.log,
+                "panel": self.panel,
             },
         )
 
     def _show_step(self) -> None:
         t = min(self.state.step, self.state.window)
         data = self.progress.data
-        self.readout.text, self.stats.text = data["readout"][t], data["stats"][t]
-        self.waste.text, self.log.text = data["waste"][t], data["log"][t]
+        self.panel.text = data["panel"][t]
 
     def _refresh(self, *_events) -> None:
         s = self.state
-        self.progress.data = progress_table(s.run, s.window)
+        self.progress.data = {"panel": playback_panel(progress_table(s.run, s.window))}
         update_timeline(self.plot, s.run, s.window, min(s.step, s.window))
         update_timeline(self.other, s.other_run, s.window, min(s.step, s.window))
         self._show_step()
@@ -154,14 +146,11 @@ class TimelineView(pn.viewable.Viewer):
 
     def __panel__(self):
         return pn.Column(
-            pn.pane.Bokeh(self.readout),
-            pn.pane.Bokeh(self.stats, sizing_mode="stretch_width"),
+            pn.pane.Bokeh(self.panel, sizing_mode="stretch_width"),
             self.caption,
             pn.pane.Bokeh(self.plot.figure, sizing_mode="stretch_width", css_classes=["bv-timeline"]),
             self.other_pane,
             pn.pane.HTML(palette.legend_html(), sizing_mode="stretch_width", stylesheets=[CSS]),
-            pn.pane.Bokeh(self.waste),
-            pn.pane.Bokeh(self.log, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )
 

@@ -52,12 +52,13 @@ def _percentile(values: list[float], q: float) -> float:
 PLAYBACK_JS = """async ([intervalMs, steps]) => {
   const doc = Bokeh.documents[0];
   const player = [...doc.all_models].find(m => m.constructor.__name__ === 'Player');
-  const readout = doc.get_model_by_name('readout');
+  const readout = doc.get_model_by_name('playback');
   player.interval = intervalMs;
   player.value = 0;
   const frames = [];
   readout.change.connect(() => requestAnimationFrame(() => frames.push(performance.now())));
   await new Promise(r => setTimeout(r, 200));
+  frames.length = 0;  // the rewind to step 0 above is not a playback frame
   window.__frames = frames;
 }"""
 PLAY_WAIT_JS = """async (steps) => {
