@@ -74,6 +74,24 @@ class TimelinePlot:
     hover: HoverTool
 
 
+RECT = {"left": "left", "right": "right", "bottom": "bottom", "top": "top"}
+
+
+def draw_states(fig, generating: ColumnDataSource, padding: ColumnDataSource):
+    """Draw padding (hatched) and generating rectangles in the legend's style; return the generating renderer."""
+    fig.quad(
+        **RECT,
+        source=padding,
+        fill_color=palette.PADDING_COLOR,
+        line_color=None,
+        hatch_pattern="/",
+        hatch_color=palette.PADDING_HATCH,
+        hatch_scale=10,
+        hatch_weight=1,
+    )
+    return fig.quad(**RECT, source=generating, fill_color=palette.GENERATING_COLOR, line_color="white", line_width=1)
+
+
 def _style_axes(fig, slots: int, window: int) -> None:
     fig.y_range.start, fig.y_range.end = slots, 0  # slot0 on top
     fig.x_range.start, fig.x_range.end = 0, window
@@ -120,38 +138,8 @@ def timeline_figure(
     )
     fig.xgrid.visible = fig.ygrid.visible = False
     fig.outline_line_color = None
-    fig.quad(
-        source=sources["idle"],
-        left="left",
-        right="right",
-        bottom="bottom",
-        top="top",
-        fill_color=palette.IDLE_COLOR,
-        line_color=None,
-    )
-    fig.quad(
-        source=sources["padding"],
-        left="left",
-        right="right",
-        bottom="bottom",
-        top="top",
-        fill_color=palette.PADDING_COLOR,
-        line_color=None,
-        hatch_pattern="/",
-        hatch_color=palette.PADDING_HATCH,
-        hatch_scale=10,
-        hatch_weight=1,
-    )
-    gen = fig.quad(
-        source=sources["generating"],
-        left="left",
-        right="right",
-        bottom="bottom",
-        top="top",
-        fill_color=palette.GENERATING_COLOR,
-        line_color="white",
-        line_width=1,
-    )
+    fig.quad(**RECT, source=sources["idle"], fill_color=palette.IDLE_COLOR, line_color=None)
+    gen = draw_states(fig, sources["generating"], sources["padding"])
     # Selection marks the hovered request (see link_hover); nothing else may dim or change.
     gen.selection_glyph = gen.glyph.clone(line_color=palette.HIGHLIGHT_COLOR, line_width=3)
     gen.nonselection_glyph = gen.glyph.clone()

@@ -14,6 +14,7 @@ from core import Request
 from core.metrics import compare
 
 from . import palette
+from .plots import draw_states
 from .state import SimState
 from .style import CSS
 
@@ -121,26 +122,7 @@ def wallclock_figure(result, x_range: Range1d, name: str):
     )
     fig.yaxis.visible = False
     fig.grid.visible = False
-    fig.quad(
-        source=ColumnDataSource(data["generating"]),
-        left="left",
-        right="right",
-        bottom="bottom",
-        top="top",
-        fill_color=palette.GENERATING_COLOR,
-        line_color="white",
-    )
-    fig.quad(
-        source=ColumnDataSource(data["padding"]),
-        left="left",
-        right="right",
-        bottom="bottom",
-        top="top",
-        fill_color=palette.PADDING_COLOR,
-        line_color=None,
-        hatch_pattern="/",
-        hatch_color=palette.PADDING_HATCH,
-    )
+    draw_states(fig, ColumnDataSource(data["generating"]), ColumnDataSource(data["padding"]))
     return fig
 
 

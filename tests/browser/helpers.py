@@ -27,3 +27,17 @@ def core_metrics(mode: str, slots: int, seed: int, window: int = 64):
 def text_of(page, selector: str) -> str:
     """Return the text of the first element matching a (shadow-piercing) selector."""
     return page.locator(selector).first.inner_text().strip()
+
+
+def assert_numbers_match_core(page, mode: str, slots: int, seed: int) -> None:
+    """Assert the live stats show the mode's core metrics and the head-to-head table both modes', as formatted."""
+    m = core_metrics(mode, slots, seed)
+    assert text_of(page, "[data-stat=completed]") == f"{m.completed}/{m.requests}"
+    assert text_of(page, "[data-stat=useful_tokens]") == str(m.useful_tokens)
+    assert text_of(page, "[data-stat=utilisation]") == f"{m.utilisation:.0%}"
+    assert text_of(page, "[data-stat=avg_latency]") == f"{m.avg_latency:.1f}"
+    for policy in ("static", "continuous"):
+        pm = core_metrics(policy, slots, seed)
+        assert text_of(page, f"[data-h2h={policy}-completed]") == f"{pm.completed}/{pm.requests}"
+        assert text_of(page, f"[data-h2h={policy}-utilisation]") == f"{pm.utilisation:.0%}"
+        assert text_of(page, f"[data-h2h={policy}-avg_latency]") == f"{pm.avg_latency:.1f}"

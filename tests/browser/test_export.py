@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from core import compute_metrics
 
-from .helpers import READY_JS, core_metrics, core_run, text_of
+from .helpers import READY_JS, assert_numbers_match_core, core_run, text_of
 from .pixels import read_timeline
 
 
@@ -82,16 +82,7 @@ def test_export_numbers_equal_the_core_metrics(page, page_errors, offline, expor
     """Live stats and the head-to-head table are the core's numbers, formatted as the served app formats them."""
     _open(page, exported)
     _set(page, mode=["continuous", "static"].index(mode), slots=slots, seed=seed)
-    m = core_metrics(mode, slots, seed)
-    assert text_of(page, "[data-stat=completed]") == f"{m.completed}/{m.requests}"
-    assert text_of(page, "[data-stat=useful_tokens]") == str(m.useful_tokens)
-    assert text_of(page, "[data-stat=utilisation]") == f"{m.utilisation:.0%}"
-    assert text_of(page, "[data-stat=avg_latency]") == f"{m.avg_latency:.1f}"
-    for policy in ("static", "continuous"):
-        pm = core_metrics(policy, slots, seed)
-        assert text_of(page, f"[data-h2h={policy}-completed]") == f"{pm.completed}/{pm.requests}"
-        assert text_of(page, f"[data-h2h={policy}-utilisation]") == f"{pm.utilisation:.0%}"
-        assert text_of(page, f"[data-h2h={policy}-avg_latency]") == f"{pm.avg_latency:.1f}"
+    assert_numbers_match_core(page, mode, slots, seed)
 
 
 def test_export_playback_reveals_cells_and_logs_decisions(page, page_errors, offline, exported):

@@ -3,7 +3,7 @@
 import pytest
 from playwright.sync_api import expect
 
-from .helpers import core_metrics, core_run, open_app, text_of
+from .helpers import assert_numbers_match_core, core_run, open_app
 from .pixels import read_timeline
 
 SETTINGS = [
@@ -38,14 +38,5 @@ def test_one_slot_is_identical_in_both_modes(page, page_errors, app_url):
 def test_numbers_equal_the_core_metrics(page, page_errors, app_url, mode, slots, seed):
     """Live stats show the mode's metrics; the head-to-head table shows both modes' metrics."""
     open_app(page, app_url, f"?mode={mode}&slots={slots}&seed={seed}")
-    m = core_metrics(mode, slots, seed)
-    assert text_of(page, "[data-stat=completed]") == f"{m.completed}/{m.requests}"
-    assert text_of(page, "[data-stat=useful_tokens]") == str(m.useful_tokens)
-    assert text_of(page, "[data-stat=utilisation]") == f"{m.utilisation:.0%}"
-    assert text_of(page, "[data-stat=avg_latency]") == f"{m.avg_latency:.1f}"
-    for policy in ("static", "continuous"):
-        pm = core_metrics(policy, slots, seed)
-        assert text_of(page, f"[data-h2h={policy}-completed]") == f"{pm.completed}/{pm.requests}"
-        assert text_of(page, f"[data-h2h={policy}-utilisation]") == f"{pm.utilisation:.0%}"
-        assert text_of(page, f"[data-h2h={policy}-avg_latency]") == f"{pm.avg_latency:.1f}"
+    assert_numbers_match_core(page, mode, slots, seed)
     expect(page.locator(".bv-step").first).to_have_text("step 64 / 64")
