@@ -179,6 +179,10 @@ class ReplayView(pn.viewable.Viewer):
         self.status.text = f"Replaying {len(self.job.requests)} requests on {s.slots} slots…"
         # The worker never touches the page; this callback, on the event loop, reads its progress.
         self._poll = pn.state.add_periodic_callback(self._check, period=100)
+        if pn.state.curdoc and pn.state.curdoc.session_context:
+            # A closed tab must not keep the server's one replay slot busy.
+            job = self.job
+            pn.state.on_session_destroyed(lambda _ctx: job.cancel.set())
 
     def _check(self) -> None:
         job = self.job
