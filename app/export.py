@@ -53,8 +53,9 @@ def precompute(config: TrafficConfig) -> dict:
 def build_page(config: TrafficConfig | None = None, window: int = 64, title: str = "batchviz") -> str:
     """Return the static page's HTML: the simulator's controls, timeline, stats and head-to-head, no server."""
     config = config or TrafficConfig()
-    first = simulate(generate(config), 4, "continuous")
-    first_static = simulate(generate(config), 4, "static")
+    requests = generate(config)
+    first = simulate(requests, 4, "continuous")
+    first_static = simulate(requests, 4, "static")
     data = {
         **precompute(config),
         "window": window,
@@ -116,7 +117,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
     layout = column(
         div(
             f"<h1>Static vs continuous batching</h1><p>Each row is a batch slot, each column one forward pass. "
-            f"{len(generate(config))} requests per seed; every setting was computed in advance, so this page "
+            f"{len(requests)} requests per seed; every setting was computed in advance, so this page "
             "needs no server.</p>",
             css_classes=["bv-header"],
             sizing_mode="stretch_width",

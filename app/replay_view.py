@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 import panel as pn
 import param
 from bokeh.models import ColumnDataSource, Div, Range1d
+from bokeh.plotting import figure
 
 from core import Request
-from core.metrics import compare
 
 from . import palette
 from .plots import draw_states
@@ -41,7 +41,6 @@ class ReplayJob:
     model: str = "tiny"
     device: str | None = None
     progress: float = 0.0
-    phase: str = "waiting"
     done: bool = False
     error: str = ""
     result: dict | None = None
@@ -63,7 +62,6 @@ class ReplayJob:
             engine = Engine(self.model, self.device)
             runs = {}
             for k, policy in enumerate(("static", "continuous")):
-                self.phase = policy
 
                 def step(t, drain, k=k):
                     self.progress = (k + (t + 1) / drain) / 2
@@ -102,8 +100,6 @@ def wallclock_data(result) -> dict[str, dict[str, list]]:
 
 def wallclock_figure(result, x_range: Range1d, name: str):
     """Return the timeline of a replay on a wall-clock axis (ms); same colours and hatching as the step timeline."""
-    from bokeh.plotting import figure
-
     data = wallclock_data(result)
     slots = result.run.slots
     fig = figure(
@@ -128,8 +124,6 @@ def wallclock_figure(result, x_range: Range1d, name: str):
 
 def step_time_figure(doc: dict):
     """Return measured step time against batch size (rows computed) for both policies."""
-    from bokeh.plotting import figure
-
     fig = figure(
         name="replay-step-time",
         height=220,
@@ -203,12 +197,11 @@ class ReplayView(pn.viewable.Viewer):
 
         static, continuous = runs["static"], runs["continuous"]
         doc = summary(static, continuous)
-        predicted = compare(static.run, continuous.run).throughput_ratio
         text = (
             f'<div class="bv-replay">Model <b>{doc["model"]}</b> on <b data-replay="device">{doc["device"]}</b>. '
             f'Measured speedup <b data-replay="measured">{doc["measured_speedup"] or 0:.2f}×</b> '
             f"(tokens/s: {doc['static']['tokens_per_s']:.0f} static, {doc['continuous']['tokens_per_s']:.0f} "
-            f'continuous); the simulator predicts <b data-replay="predicted">{predicted:.2f}×</b>. '
+            f'continuous); the simulator predicts <b data-replay="predicted">{doc["predicted_speedup"]:.2f}×</b>. '
             f'Rows computed: <b data-replay="static-rows">{doc["static"]["rows_computed"]}</b> static '
             f'(padding included) vs <b data-replay="continuous-rows">{doc["continuous"]["rows_computed"]}</b> '
             "continuous.</div>"

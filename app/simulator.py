@@ -10,7 +10,7 @@ from .replay_view import ReplayView
 from .state import SimState
 from .style import CSS
 from .upload import read_upload
-from .url import parse_query, parse_theme, query_of
+from .url import URL_KEYS, parse_query, parse_theme, query_of
 from .views import Controls, HeadToHeadView, Messages, TimelineView
 
 
@@ -69,21 +69,7 @@ class App(pn.viewable.Viewer):
         def push(*_events):
             pn.state.location.search = "?" + "&".join(f"{k}={v}" for k, v in query_of(self.state).items())
 
-        self.state.param.watch(
-            push,
-            [
-                "mode",
-                "slots",
-                "seed",
-                "step",
-                "requests",
-                "lengths",
-                "window",
-                "batch_timeout",
-                "arrival_window",
-                "both",
-            ],
-        )
+        self.state.param.watch(push, list(URL_KEYS.values()))
 
     def __panel__(self):
         controls = self.controls.__panel__()
@@ -112,13 +98,12 @@ class App(pn.viewable.Viewer):
         )
         body = pn.FlexBox(sidebar, main, flex_wrap="wrap", sizing_mode="stretch_width", gap="16px")
         theme = THEMES[self.theme]
-        # Custom properties inherit into the shadow roots Bokeh renders in, so one place sets the page colours.
-        colours = {"--bv-text": theme.text, "--bv-muted": theme.muted, "--bv-background": theme.background}
+        # A custom property inherits into the shadow roots Bokeh renders in, so one place sets the muted text colour.
         return pn.Column(
             header,
             body,
             sizing_mode="stretch_width",
             stylesheets=[CSS],
-            css_classes=["bv-app", f"bv-{self.theme}"],
-            styles=colours,
+            css_classes=["bv-app"],
+            styles={"--bv-muted": theme.muted},
         )
