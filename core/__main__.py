@@ -1,4 +1,4 @@
-"""`python -m core`: the same command line as `batchviz`."""
+"""`python -m core`: the core's own commands (simulate, compare, sweep), with nothing above the core imported."""
 
 import sys
 

@@ -1,29 +1,29 @@
-"""The `batchviz` command line: simulate, compare, sweep, replay (and serve/export for the app)."""
+"""The core's command line (simulate, compare, sweep) and the frame other packages register their commands in."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import fields
 
 from . import report
 from .cli_args import (
+    SWEEP_EXCLUDED,
     UsageError,
     add_traffic_args,
+    bounded_float,
     bounded_int,
     describe_traffic,
     load_requests,
-    positive_float,
+    trace_options,
     traffic_config,
 )
-from .export_cmd import add_export, run_export
+from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError
 from .metrics import compare, compute_metrics
-from .replay_cmd import add_replay, run_replay
 from .run import POLICIES
 from .schedule import simulate
-from .serve_cmd import add_serve, run_serve
-from .sweep import DEFAULT_BATCHES, SWEEP_TRAFFIC, CostModel, knee, sweep
+from .sweep import DEFAULT_BATCHES, SWEEP_TRAFFIC, CostModel, knee, sweep, trace_workload
 from .traffic import TrafficConfig
 
 # The chapter's script: chat-shaped traffic on 8 slots; a typical seed drains ~3x faster under continuous batching.
@@ -31,64 +31,128 @@ COMPARE_TRAFFIC = TrafficConfig(
     seed=4, requests=256, arrival_window=64, mean_tokens=64, max_tokens=1024, tail=1.1, mean_prompt_tokens=128
 )
 COMPARE_SLOTS = 8
-MAX_SLOTS = 4096
+COST_HELP = {
+    "params_b": "model parameters, billions",
+    "bytes_per_param": "bytes per weight (2 for bf16)",
+    "kv_bytes_per_token": "KV-cache bytes per cached token",
+    "mem_bw_gbs": "memory bandwidth, GB/s",
+    "tflops": "sustained dense compute, TFLOP/s",
+    "overhead_ms": "fixed cost per step, ms",
+}
+
+Command = Callable[[argparse.Namespace], str]
+Registrar = Callable[..., dict[str, Command]]  # (subparsers) -> runners by command name
 
 
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line and exit status 2, without the usage dump."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)  # a prefix of a flag is refused, not guessed
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         """Print one line and exit with status 2 (argparse's hook)."""
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def slots_flag(parser: argparse.ArgumentParser, default: int, high: int = MAX_SLOTS) -> None:
+    """Add --slots with its range and default in the help."""
+    parser.add_argument(
+        "--slots", type=bounded_int(1, high), default=default, help=f"batch slots, 1..{high} (default %(default)s)"
+    )
+
+
+def timeout_flag(parser: argparse.ArgumentParser) -> None:
+    """Add --batch-timeout (static batching only)."""
+    parser.add_argument(
+        "--batch-timeout",
+        type=bounded_int(0, MAX_DRAIN_STEPS),
+        default=0,
+        help="static: steps the oldest waiting request may wait before a partial batch starts (default 0)",
+    )
+
+
+def json_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add --json."""
+    parser.add_argument("--json", action="store_true", help=f"print {what} as one JSON object instead of a table")
+
+
 def _add_simulate(sub) -> None:
-    p = sub.add_parser("simulate", help="schedule one policy; print the timeline and metrics")
+    p = sub.add_parser(
+        "simulate",
+        help="schedule one policy; print the timeline and metrics",
+        description="Schedule the traffic under one policy; print the per-slot timeline and the metrics.",
+    )
     add_traffic_args(p, TrafficConfig())
-    p.add_argument("--slots", type=bounded_int(1, MAX_SLOTS), default=4)
-    p.add_argument("--policy", choices=POLICIES, default="continuous")
-    p.add_argument("--batch-timeout", type=bounded_int(0), default=0, help="static: steps the oldest may wait")
-    p.add_argument("--window", type=bounded_int(0), default=None, help="metrics window in steps (default: drain)")
-    p.add_argument("--json", action="store_true", help="print the JSON contract object")
+    slots_flag(p, 4)
+    p.add_argument("--policy", choices=POLICIES, default="continuous", help="batching policy (default %(default)s)")
+    timeout_flag(p)
+    p.add_argument(
+        "--window",
+        type=bounded_int(0, MAX_DRAIN_STEPS),
+        default=None,
+        help="steps shown and measured (default: the drain, the step the last request finishes)",
+    )
+    json_flag(p, "the contract object (requests, timeline, metrics)")
 
 
 def _add_compare(sub) -> None:
-    p = sub.add_parser("compare", help="static vs continuous on the same traffic (the chapter's script)")
+    p = sub.add_parser(
+        "compare",
+        help="static vs continuous on the same traffic (the chapter's script)",
+        description="Static against continuous batching on the same traffic and slots, side by side.",
+    )
     add_traffic_args(p, COMPARE_TRAFFIC)
-    p.add_argument("--slots", type=bounded_int(1, MAX_SLOTS), default=COMPARE_SLOTS)
-    p.add_argument("--batch-timeout", type=bounded_int(0), default=0)
-    p.add_argument("--json", action="store_true")
+    slots_flag(p, COMPARE_SLOTS)
+    timeout_flag(p)
+    json_flag(p, "both policies' metrics and the ratios")
 
 
 def _add_sweep(sub) -> None:
-    p = sub.add_parser("sweep", help="throughput and p99 latency against batch size, with a step-time cost model")
-    add_traffic_args(p, SWEEP_TRAFFIC)
-    p.add_argument("--rate-per-s", type=positive_float, default=10.0, help="arrival rate, requests per second")
-    p.add_argument("--batches", default=",".join(map(str, DEFAULT_BATCHES)), help="comma-separated batch sizes")
-    p.add_argument("--itl-target-ms", type=positive_float, default=50.0, help="inter-token latency target")
+    p = sub.add_parser(
+        "sweep",
+        help="throughput and p99 latency against batch size, with a step-time cost model",
+        description="Continuous batching at each batch size, every step costed by a memory-or-compute model: "
+        "throughput, latency and the knee (the largest batch meeting the inter-token latency target). "
+        "Generated arrivals are Poisson at --rate-per-s; a --trace keeps its own arrival times "
+        "(plain CSV arrivals are read as steps of --step-ms).",
+    )
+    add_traffic_args(p, SWEEP_TRAFFIC, exclude=SWEEP_EXCLUDED)
+    p.add_argument(
+        "--rate-per-s",
+        type=bounded_float(0.001, 1e6),
+        default=None,
+        help="generated traffic: arrival rate, requests per second, 0.001..1e6 (default 10)",
+    )
+    p.add_argument(
+        "--batches",
+        default=",".join(map(str, DEFAULT_BATCHES)),
+        help=f"comma-separated batch sizes, 1..{MAX_SLOTS} (default %(default)s)",
+    )
+    p.add_argument(
+        "--itl-target-ms",
+        type=bounded_float(0.001, 1e6),
+        default=50.0,
+        help="inter-token latency target, ms (default %(default)s)",
+    )
     for f in fields(CostModel):
-        p.add_argument("--" + f.name.replace("_", "-"), type=float, default=f.default)
-    p.add_argument("--json", action="store_true")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Return the `batchviz` argument parser."""
-    parser = Parser(prog="batchviz", description="Static vs continuous batching for LLM serving, step by step.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    _add_simulate(sub)
-    _add_compare(sub)
-    _add_sweep(sub)
-    add_serve(sub)
-    add_export(sub)
-    add_replay(sub, COMPARE_TRAFFIC, COMPARE_SLOTS)
-    return parser
+        p.add_argument(
+            "--" + f.name.replace("_", "-"),
+            type=bounded_float(0.0, 1e15),
+            default=f.default,
+            help=f"cost model: {COST_HELP[f.name]} (default %(default)s)",
+        )
+    json_flag(p, "the points and the knee")
 
 
 def _simulate(args) -> str:
+    if args.batch_timeout and args.policy != "static":
+        raise UsageError("--batch-timeout applies to --policy static only")
     run = simulate(load_requests(args), args.slots, args.policy, args.batch_timeout)
     metrics = compute_metrics(run, args.window)
     if args.json:
-        return json.dumps(report.run_json(run, metrics, args.window))
+        return report.dumps(report.run_json(run, metrics, args.window))
     return report.run_text(run, metrics)
 
 
@@ -98,17 +162,17 @@ def _compare(args) -> str:
         simulate(requests, args.slots, "static", args.batch_timeout), simulate(requests, args.slots, "continuous")
     )
     if args.json:
-        return json.dumps(result.as_dict())
+        return report.dumps(result.as_dict())
     return report.comparison_text(result, describe_traffic(args, requests), args.slots)
 
 
 def _batches(text: str) -> tuple[int, ...]:
     try:
-        batches = tuple(int(x) for x in text.split(","))
-    except ValueError:
+        batches = tuple(bounded_int(1, MAX_SLOTS)(x) for x in text.split(","))
+    except argparse.ArgumentTypeError:
         batches = ()
-    if not batches or min(batches) < 1 or max(batches) > MAX_SLOTS:
-        raise UsageError(f"--batches: expected comma-separated integers in 1..{MAX_SLOTS}, got {text!r}")
+    if not batches:
+        raise UsageError(f"--batches: expected comma-separated integers in 1..{MAX_SLOTS}, got {text[:40]!r}")
     return batches
 
 
@@ -117,35 +181,45 @@ def _sweep(args) -> str:
         model = CostModel(**{f.name: getattr(args, f.name) for f in fields(CostModel)})
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    points = sweep(args.rate_per_s, _batches(args.batches), model, traffic_config(args), args.itl_target_ms)
+    batches = _batches(args.batches)
+    requests = load_requests(args, time_flags_for_any_trace=True)
+    if args.trace and args.rate_per_s is not None:
+        raise UsageError("--rate-per-s applies to generated traffic; a --trace file brings its own arrival times")
+    workload = trace_workload(requests, trace_options(args).step_ms) if args.trace else None
+    rate = args.rate_per_s or 10.0
+    points = sweep(rate, batches, model, traffic_config(args), args.itl_target_ms, workload=workload)
     best = knee(points)
     if args.json:
-        return json.dumps({"points": [vars(p) for p in points], "knee": best.batch if best else None})
-    return report.sweep_text(points, best, args.itl_target_ms)
+        return report.dumps({"points": [vars(p) for p in points], "knee": best.batch if best else None})
+    assumed = report.sweep_assumptions(describe_traffic(args, requests), None if args.trace else rate, model)
+    return assumed + "\n" + report.sweep_text(points, best, args.itl_target_ms)
 
 
-COMMANDS = {
-    "simulate": _simulate,
-    "compare": _compare,
-    "sweep": _sweep,
-    "serve": run_serve,
-    "export": run_export,
-    "replay": run_replay,
-}
+def register(sub) -> dict[str, Command]:
+    """Add the core's subcommands (simulate, compare, sweep); return their runners by name."""
+    _add_simulate(sub)
+    _add_compare(sub)
+    _add_sweep(sub)
+    return {"simulate": _simulate, "compare": _compare, "sweep": _sweep}
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser(registrars: Iterable[Registrar]) -> tuple[argparse.ArgumentParser, dict[str, Command]]:
+    """Return the `batchviz` parser with every registrar's subcommands, and the runners by command name."""
+    parser = Parser(prog="batchviz", description="Static vs continuous batching for LLM serving, step by step.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    commands: dict[str, Command] = {}
+    for registrar in registrars:
+        commands.update(registrar(sub))
+    return parser, commands
+
+
+def main(argv: list[str] | None = None, registrars: Iterable[Registrar] = (register,)) -> int:
     """Run the command line; return the exit status (2 for bad input, with one line on stderr)."""
-    parser = build_parser()
+    parser, commands = build_parser(registrars)
     args = parser.parse_args(argv)
     try:
-        print(COMMANDS[args.command](args))
-    except UsageError as exc:
+        print(commands[args.command](args))
+    except (UsageError, LimitError) as exc:
         print(f"batchviz {args.command}: error: {exc}", file=sys.stderr)
         return 2
     return 0
-
-
-def main_exit() -> None:
-    """Entry point of the `batchviz` console script."""
-    sys.exit(main())

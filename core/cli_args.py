@@ -1,97 +1,151 @@
-"""Argument types and the traffic flags shared by the `batchviz` subcommands."""
+"""Argument types and the traffic flags shared by the `batchviz` subcommands; every flag given is used or refused."""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields, replace
+import math
+from dataclasses import replace
 
+from .limits import MAX_ARRIVAL_STEP, MAX_OUTPUT_TOKENS, MAX_PROMPT_TOKENS, MAX_REQUESTS, LimitError, parse_int
 from .request import Request
-from .traces import TraceError, TraceOptions, load_trace
-from .traffic import ARRIVAL_KINDS, LENGTH_KINDS, TrafficConfig, generate
+from .traces import (
+    AZURE_COLUMNS,
+    STEP_MS_RANGE,
+    TIME_SCALE_RANGE,
+    TraceError,
+    TraceOptions,
+    parse_trace,
+    read_trace_bytes,
+)
+from .traffic import ARRIVAL_KINDS, LENGTH_KINDS, MAX_RATE, MIN_RATE, TrafficConfig, generate
 
 
 class UsageError(Exception):
     """A bad flag or file: printed as one line, exit status 2."""
 
 
-def bounded_int(low: int, high: int | None = None):
-    """Return an argparse type accepting integers in [low, high]."""
+def bounded_int(low: int, high: int):
+    """Return an argparse type accepting plain ASCII-digit integers in [low, high]."""
 
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            return parse_int(text, "value", low, high)
         except ValueError:
-            value = None
-        if value is None or value < low or (high is not None and value > high):
-            allowed = f">= {low}" if high is None else f"in {low}..{high}"
-            raise argparse.ArgumentTypeError(f"expected an integer {allowed}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected an integer in {low}..{high}, got {text[:40]!r}") from None
+
+    return parse
+
+
+def bounded_float(low: float, high: float):
+    """Return an argparse type accepting finite numbers in [low, high] (no NaN, no inf, no underflow to 0)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected a number in {low:g}..{high:g}, got {text[:40]!r}")
         return value
 
     return parse
 
 
-def positive_float(text: str) -> float:
-    """Parse a float > 0 for argparse."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
+# flag -> (TrafficConfig field, argparse type, help with units); the default comes from the subcommand's workload.
+GENERATOR_FLAGS = {
+    "--seed": ("seed", bounded_int(0, 2**32 - 1), "generator seed"),
+    "--requests": ("requests", bounded_int(1, MAX_REQUESTS), "number of requests"),
+    "--arrivals": ("arrivals", None, "arrival process: window (uniform over --arrival-window) or poisson (--rate)"),
+    "--arrival-window": ("arrival_window", bounded_int(1, MAX_ARRIVAL_STEP), "window arrivals: over steps 0..N-1"),
+    "--rate": ("rate", bounded_float(MIN_RATE, MAX_RATE), "poisson arrivals: requests per step"),
+    "--lengths": ("lengths", None, "output lengths: heavy (log-normal), uniform (mean/2..3mean/2) or fixed"),
+    "--mean-tokens": ("mean_tokens", bounded_int(1, MAX_OUTPUT_TOKENS), "mean output length, tokens"),
+    "--max-tokens": ("max_tokens", bounded_int(1, MAX_OUTPUT_TOKENS), "cap on output length, tokens"),
+    "--tail": ("tail", bounded_float(0.05, 4.0), "heavy lengths: log-normal sigma (bigger: longer tail)"),
+    "--prompt-lengths": ("prompt_lengths", None, "prompt lengths: heavy, uniform or fixed"),
+    "--mean-prompt-tokens": ("mean_prompt_tokens", bounded_int(0, MAX_PROMPT_TOKENS), "mean prompt length, tokens"),
+}
+CHOICES = {"--arrivals": ARRIVAL_KINDS, "--lengths": LENGTH_KINDS, "--prompt-lengths": LENGTH_KINDS}
+SWEEP_EXCLUDED = ("--arrivals", "--arrival-window", "--rate")  # the sweep's arrivals are Poisson at --rate-per-s
+TRACE_FLAGS = {"--step-ms": ("step_ms", STEP_MS_RANGE), "--time-scale": ("time_scale", TIME_SCALE_RANGE)}
 
 
-def add_traffic_args(parser: argparse.ArgumentParser, defaults: TrafficConfig) -> None:
+def _dest(flag: str) -> str:
+    return flag[2:].replace("-", "_")
+
+
+def add_traffic_args(parser: argparse.ArgumentParser, defaults: TrafficConfig, exclude: tuple[str, ...] = ()) -> None:
     """Add the trace-file and generator flags; the defaults are this subcommand's workload."""
-    group = parser.add_argument_group("traffic (a trace file, or the seeded generator)")
-    group.add_argument("--trace", metavar="FILE", help="CSV trace: arrival,output_tokens[,id,prompt_tokens], or Azure")
+    parser.set_defaults(traffic_defaults=defaults)
+    group = parser.add_argument_group("traffic (a trace file, or the seeded generator; not both)")
     group.add_argument(
-        "--step-ms",
-        type=positive_float,
-        default=TraceOptions.step_ms,
-        help="Azure traces: milliseconds per step (default %(default)s)",
+        "--trace", metavar="FILE", help="CSV trace: arrival,output_tokens[,id,prompt_tokens], or the Azure format"
     )
-    group.add_argument(
-        "--time-scale",
-        type=positive_float,
-        default=1.0,
-        help="Azure traces: multiply inter-arrival times (<1 compresses; default 1)",
-    )
-    group.add_argument("--seed", type=bounded_int(0, 2**32 - 1), default=defaults.seed)
-    group.add_argument("--requests", type=bounded_int(0, 10_000_000), default=defaults.requests)
-    group.add_argument("--arrivals", choices=ARRIVAL_KINDS, default=defaults.arrivals)
-    group.add_argument(
-        "--arrival-window",
-        type=bounded_int(1),
-        default=defaults.arrival_window,
-        help="window arrivals: spread over steps 0..N-1",
-    )
-    group.add_argument("--rate", type=positive_float, default=defaults.rate, help="poisson arrivals: requests per step")
-    group.add_argument("--lengths", choices=LENGTH_KINDS, default=defaults.lengths)
-    group.add_argument("--mean-tokens", type=bounded_int(1), default=defaults.mean_tokens)
-    group.add_argument("--max-tokens", type=bounded_int(1), default=defaults.max_tokens)
-    group.add_argument("--tail", type=positive_float, default=defaults.tail, help="heavy lengths: log-normal sigma")
-    group.add_argument("--prompt-lengths", choices=LENGTH_KINDS, default=defaults.prompt_lengths)
-    group.add_argument("--mean-prompt-tokens", type=bounded_int(0), default=defaults.mean_prompt_tokens)
+    for flag, (name, (low, high)) in TRACE_FLAGS.items():
+        default = getattr(TraceOptions(), name)
+        what = "milliseconds per step" if name == "step_ms" else "multiplies inter-arrival times (<1: more load)"
+        group.add_argument(
+            flag, type=bounded_float(low, high), help=f"Azure traces: {what}, {low:g}..{high:g} (default {default:g})"
+        )
+    for flag, (name, kind, text) in GENERATOR_FLAGS.items():
+        if flag in exclude:
+            continue
+        default = getattr(defaults, name)
+        group.add_argument(flag, type=kind, choices=CHOICES.get(flag), help=f"{text} (default {default})")
+
+
+def given_generator_flags(args: argparse.Namespace) -> list[str]:
+    """Return the generator flags given on the command line (they default to None, so given means not None)."""
+    return [flag for flag in GENERATOR_FLAGS if getattr(args, _dest(flag), None) is not None]
 
 
 def traffic_config(args: argparse.Namespace) -> TrafficConfig:
-    """Return the generator config the flags describe."""
-    values = {f.name: getattr(args, f.name) for f in fields(TrafficConfig)}
+    """Return the generator config the flags describe, refusing flags that would change nothing."""
+    given = {GENERATOR_FLAGS[f][0]: getattr(args, _dest(f)) for f in given_generator_flags(args)}
     try:
-        return replace(TrafficConfig(), **values)
+        config = replace(args.traffic_defaults, **given)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if "rate" in given and config.arrivals != "poisson":
+        raise UsageError("--rate applies to --arrivals poisson only")
+    if "arrival_window" in given and config.arrivals != "window":
+        raise UsageError("--arrival-window applies to --arrivals window only")
+    if "tail" in given and "heavy" not in (config.lengths, config.prompt_lengths):
+        raise UsageError("--tail applies to heavy lengths only (--lengths heavy or --prompt-lengths heavy)")
+    return config
 
 
-def load_requests(args: argparse.Namespace) -> list[Request]:
-    """Return the requests of --trace, or of the generator flags."""
+def trace_options(args: argparse.Namespace) -> TraceOptions:
+    """Return the Azure time mapping the flags ask for (defaults where not given)."""
+    values = {name: getattr(args, name) for name, _ in TRACE_FLAGS.values() if getattr(args, name) is not None}
+    return TraceOptions(**values)
+
+
+def load_requests(args: argparse.Namespace, time_flags_for_any_trace: bool = False) -> list[Request]:
+    """Return the requests of --trace, or of the generator flags; refuse flags that do not apply, and no requests."""
+    time_flags = [flag for flag, (name, _) in TRACE_FLAGS.items() if getattr(args, name) is not None]
     if not args.trace:
+        if time_flags:
+            raise UsageError(f"{time_flags[0]} applies to a --trace file only")
         return generate(traffic_config(args))
+    if given := given_generator_flags(args):
+        raise UsageError(f"{given[0]} applies to generated traffic; a --trace file brings its own requests")
     try:
-        return load_trace(args.trace, TraceOptions(args.step_ms, args.time_scale))
-    except TraceError as exc:
+        data = read_trace_bytes(args.trace)
+        if time_flags and not time_flags_for_any_trace and not is_azure(data):
+            raise UsageError(f"{time_flags[0]} applies to Azure-format traces only; {args.trace} is a plain CSV")
+        requests = parse_trace(data, args.trace, trace_options(args))
+    except (TraceError, LimitError) as exc:
         raise UsageError(str(exc)) from None
+    if not requests:
+        raise UsageError(f"{args.trace}: no requests; expected at least one row after the header")
+    return requests
+
+
+def is_azure(data: bytes) -> bool:
+    """Return whether a trace's first line is the Azure header."""
+    first = data[:200].decode("utf-8-sig", "replace").lstrip("\ufeff").splitlines()[:1]
+    return bool(first) and tuple(c.strip() for c in first[0].split(",")) == AZURE_COLUMNS
 
 
 def describe_traffic(args: argparse.Namespace, requests: list[Request]) -> str:

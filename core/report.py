@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+import json
+
 from .metrics import Comparison, Metrics
 from .run import Run
-from .sweep import SweepPoint
+from .sweep import CostModel, SweepPoint
 
 MAX_TEXT_STEPS = 120
+JSON_DECIMALS = 6
+
+
+def rounded(value):
+    """Return `value` with every float rounded to JSON_DECIMALS places (no 77.00000000000001 in the output)."""
+    if isinstance(value, float):
+        return round(value, JSON_DECIMALS)
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(v) for v in value]
+    return value
+
+
+def dumps(doc: dict) -> str:
+    """Return the command line's JSON: floats rounded, NaN and infinities refused (they are not JSON)."""
+    return json.dumps(rounded(doc), allow_nan=False)
 
 
 def run_json(run: Run, metrics: Metrics, window: int | None) -> dict:
@@ -104,3 +123,14 @@ def sweep_text(points: list[SweepPoint], knee: SweepPoint | None, target_ms: flo
             f"({knee.step_ms:.1f} ms per step, {knee.tokens_per_s:.0f} tokens/s)"
         )
     return "\n".join(lines)
+
+
+def sweep_assumptions(workload: str, rate_per_s: float | None, model: CostModel) -> str:
+    """Return the lines stating the workload and the cost model a sweep assumed."""
+    arrivals = f"Poisson at {rate_per_s:g} requests/s" if rate_per_s is not None else "the trace's own arrival times"
+    return (
+        f"workload: {workload}; arrivals {arrivals}\n"
+        f"cost model: {model.params_b:g}B parameters x {model.bytes_per_param:g} bytes, "
+        f"{model.kv_bytes_per_token:,.0f} KV bytes/token, {model.mem_bw_gbs:g} GB/s, {model.tflops:g} TFLOP/s, "
+        f"{model.overhead_ms:g} ms overhead per step; a step costs max(memory, compute) + overhead\n"
+    )

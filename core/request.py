@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .limits import MAX_ARRIVAL_STEP, MAX_OUTPUT_TOKENS, MAX_PROMPT_TOKENS, LimitError, show_number
+
+# field -> (low, high); numpy integers are refused too: a Request holds plain ints, so sums never wrap around.
+_BOUNDS = {
+    "arrival": (0, MAX_ARRIVAL_STEP),
+    "output_tokens": (1, MAX_OUTPUT_TOKENS),
+    "prompt_tokens": (0, MAX_PROMPT_TOKENS),
+}
+
 
 @dataclass(frozen=True)
 class Request:
@@ -15,12 +24,13 @@ class Request:
     prompt_tokens: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.arrival, int) or self.arrival < 0:
-            raise ValueError(f"Request {self.id!r}: arrival must be an integer >= 0, got {self.arrival!r}")
-        if not isinstance(self.output_tokens, int) or self.output_tokens < 1:
-            raise ValueError(f"Request {self.id!r}: output_tokens must be an integer >= 1, got {self.output_tokens!r}")
-        if not isinstance(self.prompt_tokens, int) or self.prompt_tokens < 0:
-            raise ValueError(f"Request {self.id!r}: prompt_tokens must be an integer >= 0, got {self.prompt_tokens!r}")
+        for name, (low, high) in _BOUNDS.items():
+            value = getattr(self, name)
+            if type(value) is not int or not low <= value <= high:
+                error = LimitError if type(value) is int else ValueError
+                raise error(
+                    f"Request {self.id!r}: {name} must be an integer in {low:,}..{high:,}, got {show_number(value)}"
+                )
 
 
 def request_label(index: int) -> str:

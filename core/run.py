@@ -7,6 +7,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .limits import check_cells
 from .request import Request
 
 IDLE, GENERATING, PADDING = 0, 1, 2
@@ -47,27 +48,30 @@ class Run:
         """Return the arrival step of every request."""
         return np.array([r.arrival for r in self.requests], dtype=np.int64)
 
-    @cached_property
+    @property
     def timeline(self) -> np.ndarray:
-        """Return the (slots, drain) uint8 state grid: IDLE, GENERATING or PADDING per slot per step."""
-        width = self.drain
-        gen = np.zeros((self.slots, width + 1), dtype=np.int32)
-        pad = np.zeros((self.slots, width + 1), dtype=np.int32)
-        # Difference arrays: +1 where an interval opens, -1 where it closes; one pass per state.
-        np.add.at(gen, (self.slot, self.start), 1)
-        np.add.at(gen, (self.slot, self.finish), -1)
-        np.add.at(pad, (self.slot, self.finish), 1)
-        np.add.at(pad, (self.slot, self.release), -1)
-        grid = np.zeros((self.slots, width), dtype=np.uint8)
-        grid[np.cumsum(pad, axis=1)[:, :width] > 0] = PADDING
-        grid[np.cumsum(gen, axis=1)[:, :width] > 0] = GENERATING
-        return grid
+        """Return the (slots, drain) uint8 state grid (refused past MAX_TIMELINE_CELLS: use `grid(window)`)."""
+        return self.grid(self.drain)
 
     def grid(self, width: int) -> np.ndarray:
-        """Return the state grid over exactly `width` steps: cut at the window, or idle-padded past the drain."""
+        """Return the state grid over exactly `width` steps: cut at the window, or idle past the drain.
+
+        Only the cells asked for are built, so a short window of a very long run costs what the window costs.
+        """
+        check_cells(self.slots, width)
+        # Difference arrays over the window only: +1 where an interval opens, -1 where it closes. A slot holds one
+        # request at a time, so the running sums stay 0 or 1 and int8 is enough.
+        edges = np.zeros((2, self.slots, width + 1), dtype=np.int8)
+        clip = lambda steps: np.minimum(steps, width)  # noqa: E731
+        start, finish, release = clip(self.start), clip(self.finish), clip(self.release)
+        np.add.at(edges[0], (self.slot, start), 1)
+        np.add.at(edges[0], (self.slot, finish), -1)
+        np.add.at(edges[1], (self.slot, finish), 1)
+        np.add.at(edges[1], (self.slot, release), -1)
+        open_ = np.cumsum(edges, axis=2, dtype=np.int8)[:, :, :width] > 0
         grid = np.zeros((self.slots, width), dtype=np.uint8)
-        shown = min(width, self.drain)
-        grid[:, :shown] = self.timeline[:, :shown]
+        grid[open_[1]] = PADDING
+        grid[open_[0]] = GENERATING
         return grid
 
     def timeline_strings(self, width: int | None = None) -> list[str]:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, check_workload
 from .request import Request
 from .run import POLICIES, Run
 
@@ -16,6 +17,7 @@ def simulate(requests: Sequence[Request], slots: int, policy: str, batch_timeout
     """Return the schedule of `requests` on `slots` slots under `policy` ("static" or "continuous")."""
     _validate(slots, policy, batch_timeout)
     requests = tuple(requests)
+    check_workload(len(requests), sum(r.output_tokens for r in requests))
     arrivals = np.array([r.arrival for r in requests], dtype=np.int64)
     lengths = np.array([r.output_tokens for r in requests], dtype=np.int64)
     # First come, first served: by arrival, then trace order (a stable sort keeps trace order on ties).
@@ -38,10 +40,10 @@ def simulate(requests: Sequence[Request], slots: int, policy: str, batch_timeout
 def _validate(slots: int, policy: str, batch_timeout: int) -> None:
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
-    if not isinstance(slots, (int, np.integer)) or slots < 1:
-        raise ValueError(f"slots must be an integer >= 1, got {slots!r}")
-    if not isinstance(batch_timeout, (int, np.integer)) or batch_timeout < 0:
-        raise ValueError(f"batch_timeout must be an integer >= 0, got {batch_timeout!r}")
+    if not isinstance(slots, (int, np.integer)) or not 1 <= slots <= MAX_SLOTS:
+        raise ValueError(f"slots must be an integer in 1..{MAX_SLOTS}, got {slots!r}")
+    if not isinstance(batch_timeout, (int, np.integer)) or not 0 <= batch_timeout <= MAX_DRAIN_STEPS:
+        raise ValueError(f"batch_timeout must be an integer in 0..{MAX_DRAIN_STEPS:,}, got {batch_timeout!r}")
 
 
 def _continuous(arrivals: list[int], lengths: list[int], slots: int) -> tuple[list[int], list[int]]:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .limits import check_steps
 from .metrics import compute_metrics
+from .request import Request
 from .schedule import simulate
 from .traffic import TrafficConfig, generate
 
@@ -24,19 +28,19 @@ class CostModel:
 
     def __post_init__(self) -> None:
         for name in ("params_b", "bytes_per_param", "mem_bw_gbs", "tflops"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+            if not 0 < getattr(self, name) < math.inf:
+                raise ValueError(f"{name} must be a finite number > 0, got {getattr(self, name)!r}")
         for name in ("kv_bytes_per_token", "overhead_ms"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+            if not 0 <= getattr(self, name) < math.inf:
+                raise ValueError(f"{name} must be a finite number >= 0, got {getattr(self, name)!r}")
 
-    def step_ms(self, batch: int, context_tokens: float) -> float:
-        """Return the milliseconds of one decode step for `batch` sequences of `context_tokens` cached tokens."""
+    def step_ms(self, batch, context_tokens: float):
+        """Return the milliseconds of one decode step for `batch` sequences (a number or an array of them)."""
         weight_bytes = self.params_b * 1e9 * self.bytes_per_param
         kv_bytes = batch * context_tokens * self.kv_bytes_per_token
         memory_ms = (weight_bytes + kv_bytes) / (self.mem_bw_gbs * 1e9) * 1e3
         compute_ms = 2 * self.params_b * 1e9 * batch / (self.tflops * 1e12) * 1e3
-        return max(memory_ms, compute_ms) + self.overhead_ms
+        return np.maximum(memory_ms, compute_ms) + self.overhead_ms
 
 
 @dataclass(frozen=True)
@@ -73,20 +77,31 @@ def active_per_step(run) -> np.ndarray:
     return np.cumsum(diff)[: run.drain]
 
 
-def _costed_run(traffic: TrafficConfig, rate_per_s: float, batch: int, model: CostModel, context: float):
+def _costed_run(workload: Callable[[float], list[Request]], batch: int, model: CostModel, context: float):
     """Simulate at `batch` slots with each step costed by its real occupancy; return (run, per-step ms)."""
-    clock_ms = model.step_ms(batch, context)
+    clock_ms = float(model.step_ms(batch, context))
     for _ in range(6):
         # Arrivals are in seconds; the step they land in depends on the mean step time, so iterate to a fixed point.
-        requests = generate(replace(traffic, arrivals="poisson", rate=rate_per_s * clock_ms / 1e3))
-        run = simulate(requests, batch, "continuous")
+        run = simulate(workload(clock_ms), batch, "continuous")
+        check_steps(run.drain, f"the sweep at batch {batch}")  # before the per-step arrays below
         active = active_per_step(run)
-        costs = np.array([model.step_ms(int(a), context) if a else clock_ms for a in active])
+        costs = np.where(active > 0, model.step_ms(active, context), clock_ms)
         new_clock = float(costs.mean()) if len(costs) else clock_ms
         if abs(new_clock - clock_ms) <= 1e-3 * clock_ms:
             break
         clock_ms = new_clock
     return run, costs
+
+
+def generated_workload(traffic: TrafficConfig, rate_per_s: float) -> Callable[[float], list[Request]]:
+    """Return the generator's requests for a step time: Poisson at `rate_per_s`, in steps of that many ms."""
+    return lambda clock_ms: generate(replace(traffic, arrivals="poisson", rate=rate_per_s * clock_ms / 1e3))
+
+
+def trace_workload(requests: list[Request], trace_step_ms: float) -> Callable[[float], list[Request]]:
+    """Return a trace's requests for a step time: arrival steps of `trace_step_ms` re-bucketed into steps of that."""
+    arrivals_ms = [r.arrival * trace_step_ms for r in requests]
+    return lambda clock_ms: [replace(r, arrival=int(a // clock_ms)) for r, a in zip(requests, arrivals_ms)]
 
 
 def sweep(
@@ -95,18 +110,24 @@ def sweep(
     model: CostModel | None = None,
     traffic: TrafficConfig = SWEEP_TRAFFIC,
     itl_target_ms: float = 50.0,
+    workload: Callable[[float], list[Request]] | None = None,
 ) -> list[SweepPoint]:
-    """Return one SweepPoint per batch size under continuous batching, each step costed by its occupancy."""
+    """Return one SweepPoint per batch size under continuous batching, each step costed by its occupancy.
+
+    The workload is the generator's (`traffic` at `rate_per_s`) unless `workload` maps a step time to requests
+    (see `trace_workload`).
+    """
     model = model or CostModel()
-    requests = generate(traffic)
+    workload = workload or generated_workload(traffic, rate_per_s)
+    requests = workload(1.0)
     context = float(np.mean([r.prompt_tokens + r.output_tokens / 2 for r in requests])) if requests else 0.0
     points = []
     for batch in batches:
-        run, costs = _costed_run(traffic, rate_per_s, batch, model, context)
+        run, costs = _costed_run(workload, batch, model, context)
         clock = np.concatenate([[0.0], np.cumsum(costs)])
         done = run.finish <= run.drain
         latency_ms = (clock[run.finish] - clock[np.minimum(run.arrival, run.drain)])[done]
-        full_step_ms = model.step_ms(batch, context)
+        full_step_ms = float(model.step_ms(batch, context))
         points.append(
             SweepPoint(
                 batch=batch,

@@ -6,16 +6,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .limits import (
+    MAX_ARRIVAL_STEP,
+    MAX_OUTPUT_TOKENS,
+    MAX_PROMPT_TOKENS,
+    MAX_REQUESTS,
+    LimitError,
+    check_range,
+)
 from .request import Request, request_label
 
 LENGTH_KINDS = ("heavy", "uniform", "fixed")
 ARRIVAL_KINDS = ("window", "poisson")
 
 
-def _check(name: str, value, low, high=None) -> None:
-    if value < low or (high is not None and value > high):
-        allowed = f">= {low}" if high is None else f"{low}..{high}"
-        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+MIN_RATE = 1e-6  # Poisson requests per step; with MAX_REQUESTS the span must still fit MAX_ARRIVAL_STEP (checked)
+MAX_RATE = 1e6
 
 
 @dataclass(frozen=True)
@@ -37,14 +43,20 @@ class TrafficConfig:
     mean_prompt_tokens: int = 32
 
     def __post_init__(self) -> None:
-        _check("seed", self.seed, 0, 2**32 - 1)
-        _check("requests", self.requests, 0, 10_000_000)
-        _check("arrival_window", self.arrival_window, 1)
-        _check("rate", self.rate, 1e-9)
-        _check("mean_tokens", self.mean_tokens, 1)
-        _check("max_tokens", self.max_tokens, 1)
-        _check("tail", self.tail, 0.05, 4.0)
-        _check("mean_prompt_tokens", self.mean_prompt_tokens, 0)
+        check_range("seed", self.seed, 0, 2**32 - 1)
+        check_range("requests", self.requests, 0, MAX_REQUESTS)
+        check_range("arrival_window", self.arrival_window, 1, MAX_ARRIVAL_STEP + 1)
+        check_range("rate", self.rate, MIN_RATE, MAX_RATE)
+        check_range("mean_tokens", self.mean_tokens, 1, MAX_OUTPUT_TOKENS)
+        check_range("max_tokens", self.max_tokens, 1, MAX_OUTPUT_TOKENS)
+        check_range("tail", self.tail, 0.05, 4.0)
+        check_range("mean_prompt_tokens", self.mean_prompt_tokens, 0, MAX_PROMPT_TOKENS)
+        span = (self.requests - 1) / self.rate if self.arrivals == "poisson" and self.requests > 1 else 0.0
+        if span > MAX_ARRIVAL_STEP / 2:  # the expected span, with room for the randomness of the real one
+            raise LimitError(
+                f"{self.requests:,} Poisson arrivals at {self.rate:g} per step would span about {span:,.0f} steps, "
+                f"past the limit of {MAX_ARRIVAL_STEP // 2:,}; raise the rate or lower the number of requests"
+            )
         if self.arrivals not in ARRIVAL_KINDS:
             raise ValueError(f"arrivals must be one of {', '.join(ARRIVAL_KINDS)}, got {self.arrivals!r}")
         for field in ("lengths", "prompt_lengths"):
@@ -78,7 +90,10 @@ def sample_arrivals(rng: np.random.Generator, config: TrafficConfig) -> np.ndarr
     if config.arrivals == "window":
         return np.sort(rng.integers(0, config.arrival_window, size=n))
     gaps = rng.exponential(1.0 / config.rate, size=n)
-    return np.floor(np.cumsum(gaps) - gaps[0]).astype(np.int64)
+    times = np.cumsum(gaps) - gaps[0]
+    if n and not times[-1] <= MAX_ARRIVAL_STEP:  # checked before the cast, which would wrap around silently
+        raise LimitError(f"Poisson arrivals reach step {times[-1]:,.0f}, past the limit of {MAX_ARRIVAL_STEP:,}")
+    return np.floor(times).astype(np.int64)
 
 
 def generate(config: TrafficConfig | None = None) -> list[Request]:
@@ -101,7 +116,7 @@ def generate(config: TrafficConfig | None = None) -> list[Request]:
         config.requests,
         config.mean_prompt_tokens,
         0,
-        16 * config.mean_prompt_tokens,
+        min(16 * config.mean_prompt_tokens, MAX_PROMPT_TOKENS),
         config.tail,
     )
     return [

@@ -13,6 +13,7 @@ import torch
 
 from core import Request, Run, simulate
 from core.kv_blocks import BlockAllocator
+from core.limits import LimitError, check_steps
 from core.ragged import build_batch
 from core.sampling import SamplingParams
 from core.sequence import Sequence as Seq
@@ -23,6 +24,8 @@ from .sampling import make_generator, sample_rows
 
 BLOCK_SIZE = 16
 GREEDY = SamplingParams()
+MAX_CPU_CACHE_BYTES = 2 * 1024**3  # KV cache on the CPU: the server's other sessions need memory too
+GPU_CACHE_SHARE = 0.8  # of the device memory free when the replay starts
 
 
 def resolve_device(name: str | None) -> torch.device:
@@ -98,6 +101,33 @@ class Engine:
         self.model_name, self.seed = model, seed
         self.model = Transformer(PRESETS[model], seed=seed, device=self.device, dtype=self.dtype).eval()
 
+    def check_fits(self, requests: Sequence[Request], slots: int) -> None:
+        """Raise LimitError, before anything is allocated, if a request or the KV caches exceed what this can hold."""
+        context = self.model.config.max_positions
+        for r in requests:
+            if max(1, r.prompt_tokens) + r.output_tokens > context:
+                raise LimitError(
+                    f"request {r.id}: prompt {r.prompt_tokens:,} + output {r.output_tokens:,} tokens is over the "
+                    f"model's context of {context:,} positions"
+                )
+        need = max((-(-(max(1, r.prompt_tokens) + r.output_tokens) // BLOCK_SIZE) for r in requests), default=1)
+        cfg = self.model.config
+        per_token = 2 * cfg.n_layers * cfg.d_model * torch.finfo(self.dtype).bits // 8  # K and V, every layer
+        cache_bytes = min(slots, max(len(requests), 1)) * need * BLOCK_SIZE * per_token
+        budget = self._cache_budget()
+        if cache_bytes > budget:
+            raise LimitError(
+                f"the KV cache for {slots} slots of up to {need * BLOCK_SIZE:,} tokens would take "
+                f"{cache_bytes / 2**20:,.0f} MiB, over the {budget / 2**20:,.0f} MiB this replay may use on "
+                f"{self.device}; use fewer slots or shorter requests"
+            )
+
+    def _cache_budget(self) -> int:
+        if self.device.type == "cuda":
+            free, _total = torch.cuda.mem_get_info(self.device)
+            return int(free * GPU_CACHE_SHARE)
+        return MAX_CPU_CACHE_BYTES
+
     def replay(
         self,
         requests: Sequence[Request],
@@ -109,7 +139,9 @@ class Engine:
         cancel: threading.Event | None = None,
     ) -> ReplayResult:
         """Schedule with the core, then run every scheduled forward pass; `on_step(t, drain)` after each step."""
+        self.check_fits(requests, slots)
         run = simulate(list(requests), slots, policy, batch_timeout)
+        check_steps(run.drain, "the replay")
         vocab = self.model.config.vocab_size
         seqs = [
             Seq(
@@ -154,8 +186,9 @@ class Engine:
     def _continuous_steps(self, run: Run, seqs: list[Seq], generators, result: ReplayResult):
         """Yield after each step: admit and retire between passes; one ragged, paged, unpadded batch per pass."""
         need = max(-(-(s.num_prompt_tokens + s.max_new_tokens) // BLOCK_SIZE) for s in seqs) if seqs else 1
-        allocator = BlockAllocator(run.slots * need, BLOCK_SIZE)
-        cache = PagedKVCache(self.model.config, run.slots * need, BLOCK_SIZE, self.device, self.dtype)
+        blocks = min(run.slots, max(len(seqs), 1)) * need  # what check_fits measured: never more rows than requests
+        allocator = BlockAllocator(blocks, BLOCK_SIZE)
+        cache = PagedKVCache(self.model.config, blocks, BLOCK_SIZE, self.device, self.dtype)
         starting = _by_step(run.start)
         active: list[int] = []
         for t in range(run.drain):

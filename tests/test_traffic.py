@@ -63,11 +63,11 @@ def test_seed_4_is_pinned():
 @pytest.mark.parametrize(
     "field,value,message",
     [
-        ("requests", -1, "requests must be 0..10000000"),
-        ("arrival_window", 0, "arrival_window must be >= 1"),
+        ("requests", -1, "requests must be in 0..1,000,000, got -1"),
+        ("arrival_window", 0, "arrival_window must be in 1..1,000,000,001, got 0"),
         ("lengths", "pareto", "lengths must be one of heavy, uniform, fixed"),
         ("arrivals", "burst", "arrivals must be one of window, poisson"),
-        ("tail", 9.0, "tail must be 0.05..4.0"),
+        ("tail", 9.0, "tail must be in 0.05..4, got 9.0"),
     ],
 )
 def test_bad_config_names_the_field(field, value, message):

@@ -1,30 +1,39 @@
-"""`batchviz replay`: run the same schedules through a real model (needs torch; imported only here)."""
+"""`batchviz replay`: run the same schedules through a real model (torch is imported only when it runs)."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import sys
 
-from .cli_args import UsageError, add_traffic_args, bounded_int, describe_traffic, load_requests
-from .traffic import TrafficConfig
+from core import report
+from core.cli import COMPARE_SLOTS, COMPARE_TRAFFIC, json_flag, slots_flag, timeout_flag
+from core.cli_args import UsageError, add_traffic_args, bounded_int, describe_traffic, load_requests
 
 ENABLE = "the replay needs torch: pip install torch==2.13.0 (the CPU build) then pip install -e '.[replay]'"
 PRESET_NAMES = ("tiny", "small", "gpt2")
 
 
-def add_replay(sub, traffic: TrafficConfig, slots: int) -> None:
+def _add_replay(sub) -> None:
     """Add the `replay` subcommand; its traffic defaults are compare's (the chapter's script)."""
-    p = sub.add_parser("replay", help="run static and continuous through a real model; measured beside simulated")
-    add_traffic_args(p, traffic)
-    p.add_argument("--slots", type=bounded_int(1, 1024), default=slots)
-    p.add_argument("--batch-timeout", type=bounded_int(0), default=0)
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default: CUDA when present")
-    p.add_argument("--model", choices=PRESET_NAMES, default="tiny", help="size preset (random weights, no download)")
-    p.add_argument("--threads", type=bounded_int(1, 256), default=1, help="CPU threads for torch (default 1)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser(
+        "replay",
+        help="run static and continuous through a real model; measured beside simulated",
+        description="Run both schedules of the traffic through a randomly initialised transformer, timing every "
+        "forward pass; print measured tokens/s and latencies beside the simulator's prediction. Needs torch.",
+    )
+    add_traffic_args(p, COMPARE_TRAFFIC)
+    slots_flag(p, COMPARE_SLOTS, high=1024)
+    timeout_flag(p)
+    p.add_argument(
+        "--device", choices=("auto", "cpu", "cuda"), default="auto", help="default auto: CUDA when present, else CPU"
+    )
+    p.add_argument(
+        "--model", choices=PRESET_NAMES, default="tiny", help="size preset, random weights, no download (default tiny)"
+    )
+    p.add_argument("--threads", type=bounded_int(1, 256), default=1, help="CPU threads for torch, 1..256 (default 1)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (default: shown on a tty)")
+    json_flag(p, "the measured and predicted figures")
 
 
 def _progress(label: str, enabled: bool):
@@ -47,10 +56,9 @@ def run_replay(args: argparse.Namespace) -> str:
     from replay.report import summary, summary_text
 
     requests = load_requests(args)
-    if not requests:
-        raise UsageError("no requests to replay")
     try:
         engine = Engine(args.model, args.device, threads=args.threads)
+        engine.check_fits(requests, args.slots)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     show = not args.no_progress and sys.stderr.isatty()
@@ -60,5 +68,11 @@ def run_replay(args: argparse.Namespace) -> str:
     }
     doc = summary(results["static"], results["continuous"])
     if args.json:
-        return json.dumps(doc)
+        return report.dumps(doc)
     return summary_text(doc, describe_traffic(args, requests))
+
+
+def register(sub) -> dict:
+    """Add the replay's subcommand; return its runner by name."""
+    _add_replay(sub)
+    return {"replay": run_replay}

@@ -1,0 +1,111 @@
+"""The app's subcommands: `batchviz serve` (panel serve on the app) and `batchviz export PAGE.html`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from core.cli import UsageError
+from core.cli_args import bounded_int
+from core.traffic import LENGTH_KINDS, TrafficConfig
+
+APP_MAIN = Path(__file__).resolve().parent / "main.py"
+MAX_EXPORT_REQUESTS = 64  # every (mode, slots, seed) run is embedded: the page grows with the request count
+
+
+def _add_serve(sub) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="serve the app with panel serve",
+        description="Serve the app at http://ADDRESS:PORT/main (Bokeh's server through panel serve).",
+    )
+    p.add_argument("--port", type=bounded_int(1, 65535), default=5006, help="TCP port, 1..65535 (default 5006)")
+    p.add_argument("--address", default="127.0.0.1", help="interface to listen on (default 127.0.0.1; 0.0.0.0: all)")
+    p.add_argument(
+        "--allow-websocket-origin",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="also allow pages on this origin to embed the app (repeatable; default: only the server's own)",
+    )
+    p.add_argument(
+        "--num-procs",
+        type=bounded_int(1, 64),
+        default=1,
+        help="worker processes, each with its own sessions (default 1; a proxy in front needs sticky sessions)",
+    )
+    p.add_argument("--show", action="store_true", help="open a browser (default: don't)")
+
+
+def serve_argv(args: argparse.Namespace) -> list[str]:
+    """Return the `panel serve` command line for these flags."""
+    origins = [f"localhost:{args.port}", f"127.0.0.1:{args.port}", *args.allow_websocket_origin]
+    argv = ["panel", "serve", str(APP_MAIN), "--port", str(args.port), "--address", args.address]
+    for origin in origins:
+        argv += ["--allow-websocket-origin", origin]
+    if args.num_procs > 1:
+        argv += ["--num-procs", str(args.num_procs)]
+    return argv + (["--show"] if args.show else [])
+
+
+def run_serve(args: argparse.Namespace) -> str:
+    """Replace this process with `panel serve` (never returns on success)."""
+    from panel.command import main as panel_main  # noqa: F401 - fail early with a clear ImportError
+
+    argv = serve_argv(args)
+    print(f"serving batchviz at http://{args.address}:{args.port}/main", flush=True)
+    os.execv(os.path.join(os.path.dirname(sys.executable), "panel"), argv)
+    return ""
+
+
+def _add_export(sub) -> None:
+    p = sub.add_parser(
+        "export",
+        help="write a self-contained HTML page that works from file:// with no server",
+        description="Write the simulator as one HTML page: every run for both modes, slots 1-16 and seeds 0-99 "
+        "is computed now and embedded; the page needs no server and no network.",
+    )
+    p.add_argument("path", metavar="PAGE.html", help="file to write")
+    p.add_argument(
+        "--requests",
+        type=bounded_int(1, MAX_EXPORT_REQUESTS),
+        default=TrafficConfig.requests,
+        help=f"number of requests, 1..{MAX_EXPORT_REQUESTS} (default %(default)s)",
+    )
+    p.add_argument(
+        "--lengths", choices=LENGTH_KINDS, default=TrafficConfig.lengths, help="output lengths (default %(default)s)"
+    )
+    p.add_argument(
+        "--arrival-window",
+        type=bounded_int(1, 512),
+        default=TrafficConfig.arrival_window,
+        help="requests arrive over steps 0..N-1, 1..512 (default %(default)s)",
+    )
+    p.add_argument(
+        "--window", type=bounded_int(8, 512), default=64, help="steps shown and measured, 8..512 (default 64)"
+    )
+
+
+def run_export(args: argparse.Namespace) -> str:
+    """Write the page; return a one-line summary (slots 1-16 and seeds 0-99 are all in it)."""
+    from .export import SEEDS, SLOTS, export_page
+
+    config = TrafficConfig(requests=args.requests, lengths=args.lengths, arrival_window=args.arrival_window)
+    try:
+        path = export_page(args.path, config, args.window)
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.path}: {exc.strerror or exc}") from None
+    size = path.stat().st_size / 1e6
+    return (
+        f"wrote {path} ({size:.1f} MB): slots {SLOTS.start}-{SLOTS.stop - 1}, seeds {SEEDS.start}-{SEEDS.stop - 1}, "
+        f"both modes; open it from disk, no server needed"
+    )
+
+
+def register(sub) -> dict:
+    """Add the app's subcommands (serve, export); return their runners by name."""
+    _add_serve(sub)
+    _add_export(sub)
+    return {"serve": run_serve, "export": run_export}
