@@ -7,8 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from core.cli import UsageError
-from core.cli_args import bounded_int
+from core.cli_args import UsageError, bounded_int
 from core.traffic import LENGTH_KINDS, TrafficConfig
 
 APP_MAIN = Path(__file__).resolve().parent / "main.py"

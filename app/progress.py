@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from functools import lru_cache
 
 import numpy as np
 
@@ -52,6 +53,12 @@ def progress_table(run: Run, window: int) -> dict[str, list[str]]:
         )
         table["log"].append(html.escape(run.describe_step(t)))
     return table
+
+
+@lru_cache(maxsize=256)
+def playback_texts(run: Run, window: int) -> tuple[str, ...]:
+    """Return the per-step HTML blocks of a run over a window; runs are shared between sessions, so are these."""
+    return tuple(playback_panel(progress_table(run, window)))
 
 
 def playback_panel(table: dict[str, list[str]]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import threading
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ import param
 from bokeh.models import ColumnDataSource, Div, Range1d
 from bokeh.plotting import figure
 
-from core import Request
+from core import LimitError, Request
 
 from . import palette
 from .plots import draw_states
@@ -71,6 +72,8 @@ class ReplayJob:
                     self.error = "Replay cancelled."
                     return
             self.result = runs
+        except LimitError as exc:  # refused before anything was allocated
+            self.error = f"Replay refused: {exc}"
         except Exception as exc:  # shown in the view; the server and other sessions carry on
             self.error = f"Replay failed: {exc}"
         finally:
@@ -142,6 +145,27 @@ def step_time_figure(doc: dict):
     return fig
 
 
+class PresetSelect(pn.widgets.Select):
+    """A Select that refuses a value outside its options (a stale or hostile browser can send one) with a message."""
+
+    refused = param.String(default="", doc="Why the browser's last value was refused ('' when it was taken)")
+    _rename = {**pn.widgets.Select._rename, "refused": None}  # server-side only, not a Bokeh property
+
+    def _process_property_change(self, props: dict) -> dict:
+        if "value" in props and props["value"] not in self.labels:
+            self.refused = (
+                f"Model preset {str(props['value'])[:40]!r} is not offered here; choose {' or '.join(self.labels)}."
+            )
+            props = {k: v for k, v in props.items() if k != "value"}
+        return super()._process_property_change(props)
+
+
+def session_closed(doc) -> bool:
+    """Return whether no browser is connected to this document's session any more (its websocket closed)."""
+    session = getattr(getattr(doc, "session_context", None), "_session", None)
+    return session is not None and session.connection_count == 0
+
+
 class ReplayView(pn.viewable.Viewer):
     """Run the traffic shown through a real model: progress, cancel, wall-clock timelines, measured vs simulated."""
 
@@ -151,7 +175,8 @@ class ReplayView(pn.viewable.Viewer):
         super().__init__(**params)
         self.available = torch_available()
         self.job: ReplayJob | None = None
-        self.model = pn.widgets.Select(label="Model preset", options=["tiny", "small"], value="tiny", width=140)
+        self.model = PresetSelect(label="Model preset", options=["tiny", "small"], value="tiny", width=140)
+        self.model.param.watch(lambda e: e.new and self._say(e.new), "refused")
         self.run_button = pn.widgets.Button(label="Run replay", color="primary", width=120)
         self.cancel_button = pn.widgets.Button(label="Cancel", width=90, disabled=True)
         self.progress = pn.indicators.Progress(value=0, max=100, width=260, visible=False)
@@ -166,20 +191,26 @@ class ReplayView(pn.viewable.Viewer):
         self.job = ReplayJob(list(s.traffic()), s.slots, self.model.value)
         refused = self.job.start()
         if refused:
-            self.status.text = f'<span class="bv-message" role="alert">{refused}</span>'
+            self._say(refused)
             return
         self.run_button.disabled, self.cancel_button.disabled = True, False
         self.progress.visible, self.progress.value = True, 0
         self.status.text = f"Replaying {len(self.job.requests)} requests on {s.slots} slots…"
         # The worker never touches the page; this callback, on the event loop, reads its progress.
+        self._doc = pn.state.curdoc
         self._poll = pn.state.add_periodic_callback(self._check, period=100)
         if pn.state.curdoc and pn.state.curdoc.session_context:
-            # A closed tab must not keep the server's one replay slot busy.
             job = self.job
             pn.state.on_session_destroyed(lambda _ctx: job.cancel.set())
 
+    def _say(self, message: str) -> None:
+        self.status.text = f'<span class="bv-message" role="alert">{html.escape(message)}</span>'
+
     def _check(self) -> None:
         job = self.job
+        if session_closed(self._doc):
+            # A closed tab must not hold the server's one replay slot until its session expires (15 s or more).
+            job.cancel.set()
         self.progress.value = int(100 * job.progress)
         if not job.done:
             return
@@ -187,7 +218,7 @@ class ReplayView(pn.viewable.Viewer):
         self.run_button.disabled, self.cancel_button.disabled = False, True
         self.progress.visible = False
         if job.error:
-            self.status.text = f'<span class="bv-message" role="alert">{job.error}</span>'
+            self._say(job.error)
             return
         self.status.text = ""
         self.results.objects = self._render(job.result)

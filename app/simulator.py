@@ -9,7 +9,7 @@ from .palette import THEMES
 from .replay_view import ReplayView
 from .state import SimState
 from .style import CSS
-from .upload import read_upload
+from .upload import TraceUpload, decode_upload, read_upload
 from .url import URL_KEYS, parse_query, parse_theme, query_of
 from .views import Controls, HeadToHeadView, Messages, TimelineView
 
@@ -30,8 +30,8 @@ class App(pn.viewable.Viewer):
         self.timeline = TimelineView(state=self.state, theme=self.theme)
         self.head_to_head = HeadToHeadView(state=self.state, theme=self.theme)
         self.replay = ReplayView(state=self.state)
-        self.upload = pn.widgets.FileInput(accept=".csv,.txt", multiple=False, label="Trace file (CSV or Azure)")
-        self.upload.param.watch(self._on_upload, "value")
+        self.upload = TraceUpload(sizing_mode="stretch_width")
+        self.upload.param.watch(self._on_upload, "upload")
         self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=False)
         self.reset_trace.on_click(self._clear_trace)
 
@@ -49,13 +49,15 @@ class App(pn.viewable.Viewer):
         self.messages.text = " ".join(messages)
 
     def _on_upload(self, event) -> None:
-        requests, message = read_upload(event.new, self.upload.filename)
-        if requests is None:
-            self.messages.text = message
-            return
-        self.messages.text = ""
-        self.state.param.update(trace=requests, trace_name=self.upload.filename or "upload")
-        self.reset_trace.visible = True
+        data, name, size = decode_upload(event.new or {})
+        requests, message = read_upload(data, name, size)
+        if requests is not None:
+            try:
+                self.state.use_trace(requests, name)
+            except ValueError as exc:  # a limit the parser could not see alone; the state is untouched
+                requests, message = None, f"{name}: {exc}"
+        self.messages.text = message
+        self.reset_trace.visible = self.state.trace is not None
 
     def _clear_trace(self, _event=None) -> None:
         self.state.param.update(trace=None, trace_name="")

@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import param
 
 from core import Request, Run, TrafficConfig, generate, simulate
 from core.metrics import Comparison, compare
 from core.traffic import LENGTH_KINDS
+
+# Runs are immutable and the same inputs give the same runs, so every session on this server shares them: a class
+# opening the default page computes it once, not once per learner.
+RUN_CACHE_SIZE = 512
+
+
+@lru_cache(maxsize=RUN_CACHE_SIZE)
+def _generated(config: TrafficConfig) -> tuple[Request, ...]:
+    return tuple(generate(config))
+
+
+@lru_cache(maxsize=RUN_CACHE_SIZE)
+def shared_runs(traffic: TrafficConfig | tuple[Request, ...], slots: int, timeout: int) -> tuple[Run, Run]:
+    """Return (static, continuous) for a generator config or a tuple of requests; shared by every session."""
+    requests = _generated(traffic) if isinstance(traffic, TrafficConfig) else traffic
+    return simulate(requests, slots, "static", timeout), simulate(requests, slots, "continuous")
 
 
 class SimState(param.Parameterized):
@@ -32,21 +50,29 @@ class SimState(param.Parameterized):
         super().__init__(**params)
         self._recompute()
 
-    def traffic(self) -> list[Request]:
-        """Return the requests shown: the uploaded trace, or the seeded generator's."""
-        if self.trace is not None:
-            return self.trace
-        config = TrafficConfig(
+    def traffic_key(self, trace: list[Request] | None = None) -> TrafficConfig | tuple[Request, ...]:
+        """Return what decides the traffic shown: the uploaded requests, or the generator's config."""
+        trace = self.trace if trace is None else trace
+        if trace is not None:
+            return tuple(trace)
+        return TrafficConfig(
             seed=self.seed, requests=self.requests, lengths=self.lengths, arrival_window=self.arrival_window
         )
-        return generate(config)
+
+    def traffic(self) -> list[Request]:
+        """Return the requests shown: the uploaded trace, or the seeded generator's."""
+        return list(self.static_run.requests)
+
+    def use_trace(self, requests: list[Request], name: str) -> None:
+        """Show an uploaded trace; both runs are computed first, so a failure leaves everything as it was."""
+        shared_runs(self.traffic_key(requests), self.slots, self.batch_timeout)  # raises before anything changes
+        self.param.update(trace=list(requests), trace_name=name)
 
     @param.depends("slots", "seed", "requests", "lengths", "arrival_window", "batch_timeout", "trace", watch=True)
     def _recompute(self) -> None:
-        requests = self.traffic()
+        static, continuous = shared_runs(self.traffic_key(), self.slots, self.batch_timeout)
         with param.parameterized.batch_call_watchers(self):
-            self.static_run = simulate(requests, self.slots, "static", self.batch_timeout)
-            self.continuous_run = simulate(requests, self.slots, "continuous")
+            self.static_run, self.continuous_run = static, continuous
 
     @param.depends("window", watch=True, on_init=True)
     def _clamp_step(self) -> None:

@@ -1,7 +1,14 @@
-"""Trace upload: validated with the core's parser; a bad file leaves the current traffic in place."""
+"""Trace upload: a file input that refuses big files in the browser, and the core's parser on the server."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+
+import param
+from panel.reactive import ReactiveHTML
+
+from core.limits import LimitError
 from core.request import Request
 from core.traces import TraceError, parse_trace
 
@@ -9,19 +16,70 @@ MAX_TRACE_BYTES = 2_000_000
 MAX_TRACE_REQUESTS = 5_000
 
 
-def read_upload(data: bytes | None, filename: str) -> tuple[list[Request] | None, str]:
+class TraceUpload(ReactiveHTML):
+    """A file input that sends one file as an `upload` event; a file over `max_bytes` is refused before sending.
+
+    Bokeh's own FileInput sends any file whole over the websocket, and one bigger than the server's message limit
+    closes the session; here the browser checks the size first and sends only the name and size of a refused file.
+    """
+
+    upload = param.Dict(default={}, doc="{n, name, size, data}: data is base64, empty when refused in the browser")
+    max_bytes = param.Integer(default=MAX_TRACE_BYTES, doc="Largest file the browser will send")
+    label = param.String(default="Trace file (CSV or Azure)")
+
+    _template = """
+    <div class="bv-upload" id="wrap" style="font-size: 13px; margin: 0 0 0 5px;">
+      <label for="file" id="caption" style="display: block; margin-bottom: 4px;">${label}</label>
+      <input id="file" type="file" accept=".csv,.txt" onchange="${script('pick')}"></input>
+    </div>
+    """
+    _scripts = {
+        "pick": """
+        const f = file.files[0];
+        if (!f) return;
+        state.n = (state.n || 0) + 1;
+        const n = state.n;
+        file.value = '';  // the same file may be picked again
+        if (f.size > data.max_bytes || f.size === 0) {
+          data.upload = {n: n, name: f.name, size: f.size, data: ''};
+          return;
+        }
+        const reader = new FileReader();
+        reader.onload = () => {
+          data.upload = {n: n, name: f.name, size: f.size, data: reader.result.split(',', 2)[1] || ''};
+        };
+        reader.readAsDataURL(f);
+        """
+    }
+
+
+def decode_upload(event: dict) -> tuple[bytes | None, str, int]:
+    """Return (file bytes or None when not sent, file name, size the browser reported) from an upload event."""
+    name = str(event.get("name") or "upload")[:200]
+    size = event.get("size")
+    size = size if isinstance(size, int) and size >= 0 else -1
+    try:
+        data = base64.b64decode(str(event.get("data") or ""), validate=True)
+    except (binascii.Error, ValueError):
+        data = None
+    return data, name, size
+
+
+def read_upload(data: bytes | None, filename: str, size: int | None = None) -> tuple[list[Request] | None, str]:
     """Return (requests, "") for a good file, or (None, message) naming what was wrong and what is allowed."""
     name = filename or "upload"
+    size = len(data or b"") if size is None or size < 0 else size
+    if size > MAX_TRACE_BYTES or (data is not None and len(data) > MAX_TRACE_BYTES):
+        return (
+            None,
+            f"{name}: {max(size, len(data or b'')):,} bytes is over the {MAX_TRACE_BYTES:,}-byte limit for uploads.",
+        )
     if not data:
         return None, f"{name}: the file is empty; expected a CSV trace."
-    if len(data) > MAX_TRACE_BYTES:
-        return None, f"{name}: {len(data):,} bytes is over the {MAX_TRACE_BYTES:,}-byte limit for uploads."
     try:
-        requests = parse_trace(data, name)
-    except TraceError as exc:
+        requests = parse_trace(data, name, max_requests=MAX_TRACE_REQUESTS)
+    except (TraceError, LimitError) as exc:
         return None, str(exc)
     if not requests:
         return None, f"{name}: no requests in the file; expected at least one row after the header."
-    if len(requests) > MAX_TRACE_REQUESTS:
-        return None, f"{name}: {len(requests):,} requests is over the {MAX_TRACE_REQUESTS:,}-request limit."
     return requests, ""

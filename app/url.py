@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import param
 
 # URL key -> SimState parameter
@@ -17,6 +19,8 @@ URL_KEYS = {
     "arrival_window": "arrival_window",
     "both": "both",
 }
+DIGITS = re.compile(r"[+-]?[0-9]{1,18}")  # plain ASCII digits only: no `1_6`, no other scripts' digits, no 5,000 digits
+MAX_SHOWN = 40  # characters of a bad value repeated in a message
 BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 
 
@@ -32,31 +36,31 @@ def parse_query(query: dict, state: param.Parameterized) -> tuple[dict, list[str
         if key not in query:
             continue
         text = _decode(query[key]).strip()
+        shown = repr(text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "...")
         p = state.param[name]
         if isinstance(p, param.Boolean):
             if text.lower() in BOOLEANS:
                 values[name] = BOOLEANS[text.lower()]
             else:
-                messages.append(f"URL: {key}={text!r} is not allowed (use 1 or 0); kept {int(getattr(state, name))}.")
+                messages.append(f"URL: {key}={shown} is not allowed (use 1 or 0); kept {int(getattr(state, name))}.")
             continue
         if isinstance(p, param.Selector):
             if text in p.objects:
                 values[name] = text
             else:
                 messages.append(
-                    f"URL: {key}={text!r} is not allowed (use {' or '.join(p.objects)}); kept {getattr(state, name)}."
+                    f"URL: {key}={shown} is not allowed (use {' or '.join(p.objects)}); kept {getattr(state, name)}."
                 )
             continue
         low, high = p.bounds
         if name == "step":
             high = values.get("window", state.window)
-        try:
-            number = int(text)
-        except ValueError:
+        if not DIGITS.fullmatch(text):
             messages.append(
-                f"URL: {key}={text!r} is not a whole number (allowed {low}..{high}); kept {getattr(state, name)}."
+                f"URL: {key}={shown} is not a whole number (allowed {low}..{high}); kept {getattr(state, name)}."
             )
             continue
+        number = int(text)
         clamped = min(max(number, low), high)
         if clamped != number:
             messages.append(f"URL: {key}={number} is out of range {low}..{high}; using {clamped}.")

@@ -12,7 +12,7 @@ from core import Metrics
 
 from . import palette
 from .plots import head_to_head_data, head_to_head_figure, link_hover, timeline_figure, update_timeline
-from .progress import playback_panel, progress_table
+from .progress import playback_texts
 from .state import SimState
 from .style import CSS
 
@@ -111,7 +111,7 @@ class TimelineView(pn.viewable.Viewer):
         self.other.figure.visible = s.both
         self.other_pane = pn.pane.Bokeh(self.other.figure, sizing_mode="stretch_width", css_classes=["bv-timeline"])
         s.param.watch(lambda e: setattr(self.other.figure, "visible", e.new), "both")
-        self.progress = ColumnDataSource({"panel": playback_panel(progress_table(s.run, s.window))})
+        self.progress = ColumnDataSource({"panel": list(playback_texts(s.run, s.window))})
         self.panel = Div(name="playback", stylesheets=[CSS], sizing_mode="stretch_width")
         self.caption = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["bv-caption"], stylesheets=[CSS])
         self._show_step()
@@ -138,7 +138,7 @@ class TimelineView(pn.viewable.Viewer):
 
     def _refresh(self, *_events) -> None:
         s = self.state
-        self.progress.data = {"panel": playback_panel(progress_table(s.run, s.window))}
+        self.progress.data = {"panel": list(playback_texts(s.run, s.window))}
         update_timeline(self.plot, s.run, s.window, min(s.step, s.window))
         update_timeline(self.other, s.other_run, s.window, min(s.step, s.window))
         self._show_step()

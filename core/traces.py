@@ -87,10 +87,12 @@ def read_trace_bytes(path: str | Path, limit: int = MAX_TRACE_BYTES) -> bytes:
     return data
 
 
-def parse_trace(data: bytes | str, source: str = "<trace>", options: TraceOptions | None = None) -> list[Request]:
-    """Return the requests of a trace held in memory (bytes or text), in trace order."""
+def parse_trace(
+    data: bytes | str, source: str = "<trace>", options: TraceOptions | None = None, max_requests: int = MAX_REQUESTS
+) -> list[Request]:
+    """Return the requests of a trace held in memory (bytes or text), in trace order (at most `max_requests`)."""
     text = _decode(data, source) if isinstance(data, bytes) else data
-    rows = _rows(text.lstrip("\ufeff"), source)
+    rows = _rows(text.lstrip("\ufeff"), source, max_requests)
     first = next(rows, None)
     if first is None:
         raise TraceError(source, 1, 1, "empty file; expected a header 'arrival,output_tokens' or the Azure header")
@@ -110,8 +112,8 @@ def _decode(data: bytes, source: str) -> str:
         raise TraceError(source, line, column, message) from None
 
 
-def _rows(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
-    """Yield (line where the record starts, fields) for each non-blank record, at most MAX_REQUESTS + 1 of them."""
+def _rows(text: str, source: str, max_requests: int) -> Iterator[tuple[int, list[str]]]:
+    """Yield (line where the record starts, fields) for each non-blank record: the header and `max_requests` rows."""
     reader = csv.reader(io.StringIO(text, newline=""))
     count, line = 0, 1
     while True:
@@ -123,8 +125,8 @@ def _rows(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
             raise TraceError(source, reader.line_num, 1, f"not a readable CSV record ({exc})") from None
         if row:
             count += 1
-            if count > MAX_REQUESTS + 1:
-                raise TraceError(source, line, 1, f"more than {MAX_REQUESTS:,} requests; that is the limit")
+            if count > max_requests + 1:
+                raise TraceError(source, line, 1, f"more than {max_requests:,} requests; that is the limit")
             yield line, row
         line = reader.line_num + 1  # a quoted field may span lines: count the lines read, not the records
 

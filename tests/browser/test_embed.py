@@ -24,7 +24,7 @@ def served_app(course_port):
     cmd = [
         sys.executable,
         "-m",
-        "core",
+        "batchviz",
         "serve",
         "--port",
         str(port),

@@ -16,7 +16,7 @@ from .pixels import read_timeline
 def exported(tmp_path_factory):
     """Write the page with the real CLI, in its own process (as a course author would)."""
     path = tmp_path_factory.mktemp("export") / "page.html"
-    subprocess.run([sys.executable, "-m", "core", "export", str(path)], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "batchviz", "export", str(path)], check=True, capture_output=True)
     return path.as_uri()
 
 

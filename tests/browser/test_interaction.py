@@ -75,7 +75,8 @@ def test_bad_trace_upload_keeps_the_traffic(page, page_errors, app_url, tmp_path
     bad = tmp_path / "bad.csv"
     bad.write_text("arrival,output_tokens\n0,3\n2,zero\n")
     page.locator("input[type=file]").first.set_input_files(str(bad))
-    expect(page.locator(".bv-message").first).to_contain_text("bad.csv:3:2: output_tokens must be an integer >= 1")
+    message = "bad.csv:3:2: output_tokens must be a whole number in 1..1,000,000"
+    expect(page.locator(".bv-message").first).to_contain_text(message)
     assert read_timeline(page, 4, 64) == before
 
 
