@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import fields
@@ -75,7 +76,7 @@ def timeout_flag(parser: argparse.ArgumentParser) -> None:
 
 def json_flag(parser: argparse.ArgumentParser, what: str) -> None:
     """Add --json."""
-    parser.add_argument("--json", action="store_true", help=f"print {what} as one JSON object instead of a table")
+    parser.add_argument("--json", action="store_true", help=f"print {what} as one JSON object (default: a text table)")
 
 
 def _add_simulate(sub) -> None:
@@ -191,7 +192,9 @@ def _sweep(args) -> str:
     best = knee(points)
     if args.json:
         return report.dumps({"points": [vars(p) for p in points], "knee": best.batch if best else None})
-    assumed = report.sweep_assumptions(describe_traffic(args, requests), None if args.trace else rate, model)
+    assumed = report.sweep_assumptions(
+        describe_traffic(args, requests, arrivals=False), None if args.trace else rate, model
+    )
     return assumed + "\n" + report.sweep_text(points, best, args.itl_target_ms)
 
 
@@ -222,4 +225,6 @@ def main(argv: list[str] | None = None, registrars: Iterable[Registrar] = (regis
     except (UsageError, LimitError) as exc:
         print(f"batchviz {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `batchviz ... | head`: the reader left early, which is not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit-time flush is quiet too
     return 0

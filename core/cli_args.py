@@ -79,7 +79,9 @@ def add_traffic_args(parser: argparse.ArgumentParser, defaults: TrafficConfig, e
     parser.set_defaults(traffic_defaults=defaults)
     group = parser.add_argument_group("traffic (a trace file, or the seeded generator; not both)")
     group.add_argument(
-        "--trace", metavar="FILE", help="CSV trace: arrival,output_tokens[,id,prompt_tokens], or the Azure format"
+        "--trace",
+        metavar="FILE",
+        help="CSV trace: arrival,output_tokens[,id,prompt_tokens], or the Azure format (default: the generator)",
     )
     for flag, (name, (low, high)) in TRACE_FLAGS.items():
         default = getattr(TraceOptions(), name)
@@ -148,13 +150,13 @@ def is_azure(data: bytes) -> bool:
     return bool(first) and tuple(c.strip() for c in first[0].split(",")) == AZURE_COLUMNS
 
 
-def describe_traffic(args: argparse.Namespace, requests: list[Request]) -> str:
-    """Return a one-line description of the workload."""
+def describe_traffic(args: argparse.Namespace, requests: list[Request], arrivals: bool = True) -> str:
+    """Return a one-line description of the workload (`arrivals=False`: its arrivals are described elsewhere)."""
     if args.trace:
         return f"{len(requests)} requests from {args.trace}"
     c = traffic_config(args)
-    arrivals = f"over the first {c.arrival_window} steps" if c.arrivals == "window" else f"Poisson at {c.rate}/step"
+    when = f"over the first {c.arrival_window} steps" if c.arrivals == "window" else f"Poisson at {c.rate}/step"
     shape = f"{c.lengths} lengths (mean {c.mean_tokens}, cap {c.max_tokens}" + (
         f", tail {c.tail})" if c.lengths == "heavy" else ")"
     )
-    return f"{c.requests} requests, {shape}, arriving {arrivals}, seed {c.seed}"
+    return f"{c.requests} requests, {shape}" + (f", arriving {when}" if arrivals else "") + f", seed {c.seed}"

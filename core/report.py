@@ -132,5 +132,5 @@ def sweep_assumptions(workload: str, rate_per_s: float | None, model: CostModel)
         f"workload: {workload}; arrivals {arrivals}\n"
         f"cost model: {model.params_b:g}B parameters x {model.bytes_per_param:g} bytes, "
         f"{model.kv_bytes_per_token:,.0f} KV bytes/token, {model.mem_bw_gbs:g} GB/s, {model.tflops:g} TFLOP/s, "
-        f"{model.overhead_ms:g} ms overhead per step; a step costs max(memory, compute) + overhead\n"
+        f"{model.overhead_ms:g} ms overhead per step; a step costs max(memory, compute) + overhead"
     )

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .limits import check_steps
+from .limits import LimitError, check_steps
 from .metrics import compute_metrics
 from .request import Request
 from .schedule import simulate
@@ -95,7 +95,14 @@ def _costed_run(workload: Callable[[float], list[Request]], batch: int, model: C
 
 def generated_workload(traffic: TrafficConfig, rate_per_s: float) -> Callable[[float], list[Request]]:
     """Return the generator's requests for a step time: Poisson at `rate_per_s`, in steps of that many ms."""
-    return lambda clock_ms: generate(replace(traffic, arrivals="poisson", rate=rate_per_s * clock_ms / 1e3))
+
+    def at(clock_ms: float) -> list[Request]:
+        try:
+            return generate(replace(traffic, arrivals="poisson", rate=rate_per_s * clock_ms / 1e3))
+        except LimitError as exc:
+            raise LimitError(f"{rate_per_s:g} requests/s in steps of {clock_ms:.3g} ms: {exc}") from None
+
+    return at
 
 
 def trace_workload(requests: list[Request], trace_step_ms: float) -> Callable[[float], list[Request]]:
