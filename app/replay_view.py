@@ -153,6 +153,7 @@ class PresetSelect(pn.widgets.Select):
 
     def _process_property_change(self, props: dict) -> dict:
         if "value" in props and props["value"] not in self.labels:
+            self.refused = ""  # so the same refusal twice is two events
             self.refused = (
                 f"Model preset {str(props['value'])[:40]!r} is not offered here; choose {' or '.join(self.labels)}."
             )

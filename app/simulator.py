@@ -14,6 +14,19 @@ from .url import URL_KEYS, parse_query, parse_theme, query_of
 from .views import Controls, HeadToHeadView, Messages, TimelineView
 
 
+def _location():
+    """Return (the session's Location, whether its URL must be rewritten because Panel could not read it)."""
+    try:
+        return pn.state.location, False
+    except ValueError:
+        # Panel converts every all-digit query value with int(), which refuses numbers past 4,300 digits. parse_query
+        # already refused that value with a message; start from a blank Location, and the first push cleans the URL.
+        from panel.io.location import Location
+
+        pn.state._locations[pn.state.curdoc] = Location()
+        return pn.state.location, True
+
+
 class App(pn.viewable.Viewer):
     """The batchviz simulator: `App()` in a notebook, `App().servable()` when served."""
 
@@ -65,13 +78,16 @@ class App(pn.viewable.Viewer):
 
     def sync_url(self) -> None:
         """Keep the browser's URL in step with the state, so a view can be shared as a deep link."""
-        if pn.state.location is None:
+        location, clean = _location()
+        if location is None:
             return
 
         def push(*_events):
-            pn.state.location.search = "?" + "&".join(f"{k}={v}" for k, v in query_of(self.state).items())
+            location.search = "?" + "&".join(f"{k}={v}" for k, v in query_of(self.state).items())
 
         self.state.param.watch(push, list(URL_KEYS.values()))
+        if clean:
+            push()
 
     def __panel__(self):
         controls = self.controls.__panel__()

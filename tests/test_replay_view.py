@@ -1,5 +1,6 @@
 """The app's replay section without a browser: the worker thread, one replay per server, cancel, no-torch text."""
 
+import html
 import time
 
 import numpy as np
@@ -62,3 +63,55 @@ def test_without_torch_the_view_says_how_to_enable_it(monkeypatch):
     view = ReplayView(state=SimState())
     html = view.__panel__().objects[1].object
     assert "pip install torch==2.13.0" in html and "The rest of the app works without it." in html
+
+
+def test_replay_errors_are_escaped_in_the_status_box():
+    """Exception text is shown as text: markup in it never reaches the page as HTML."""
+    view = ReplayView(state=SimState())
+    view._say("Replay failed: <img src=x onerror=alert(1)>")
+    assert "<img" not in view.status.text and "&lt;img src=x onerror=alert(1)&gt;" in view.status.text
+
+
+def test_a_forced_preset_is_refused_with_a_message():
+    """A browser that sends a preset not in the list gets a message; the server keeps its preset and logs nothing."""
+    view = ReplayView(state=SimState())
+    view.model._process_events({"value": "gpt2"})
+    assert view.model.value == "tiny"
+    assert html.escape("Model preset 'gpt2' is not offered here; choose tiny or small.") in view.status.text
+    view.status.text = ""
+    view.model._process_events({"value": "gpt2"})  # the same refusal again still says so
+    assert "is not offered here" in view.status.text
+    view.model._process_events({"value": "small"})
+    assert view.model.value == "small"
+
+
+class _Session:
+    def __init__(self, connections: int):
+        self.connection_count = connections
+
+
+class _Context:
+    def __init__(self, connections: int):
+        self._session = _Session(connections)
+
+
+class _Doc:
+    def __init__(self, connections: int):
+        self.session_context = _Context(connections)
+
+
+def test_a_closed_page_cancels_its_replay_at_the_next_poll():
+    """When the page's websocket closes (no connection left), the next poll cancels the job and frees the server."""
+    view = ReplayView(state=SimState())
+    view.job = ReplayJob(generate(TrafficConfig(seed=1, requests=300)), 1)
+    assert view.job.start() == ""
+    view._poll = type("Poll", (), {"stop": lambda self: None})()
+    view._doc = _Doc(connections=1)
+    view._check()
+    assert not view.job.cancel.is_set()
+    view._doc = _Doc(connections=0)
+    view._check()
+    assert view.job.cancel.is_set()
+    _wait(view.job)
+    assert view.job.error == "Replay cancelled."
+    assert replay_view.session_closed(None) is False
