@@ -87,7 +87,7 @@ class App(pn.viewable.Viewer):
 
         self.state.param.watch(push, list(URL_KEYS.values()))
         if clean:
-            push()
+            pn.state.onload(push)  # once the page is up: the browser reports its own address first
 
     def __panel__(self):
         controls = self.controls.__panel__()
