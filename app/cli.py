@@ -35,6 +35,12 @@ def _add_serve(sub) -> None:
         default=1,
         help="worker processes, each with its own sessions (default 1; a proxy in front needs sticky sessions)",
     )
+    p.add_argument(
+        "--session-expiry",
+        type=bounded_int(1, 86_400),
+        default=15,
+        help="seconds after its page closes that a session's memory is freed, 1..86400 (default 15)",
+    )
     p.add_argument("--show", action="store_true", help="open a browser (default: don't)")
 
 
@@ -46,6 +52,13 @@ def serve_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--allow-websocket-origin", origin]
     if args.num_procs > 1:
         argv += ["--num-procs", str(args.num_procs)]
+    expiry_ms = str(args.session_expiry * 1000)
+    argv += [
+        "--unused-session-lifetime",
+        expiry_ms,
+        "--check-unused-sessions",
+        str(min(args.session_expiry * 1000, 5000)),
+    ]
     return argv + (["--show"] if args.show else [])
 
 

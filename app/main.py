@@ -2,20 +2,38 @@
 
 import panel as pn
 
+from app.builder import build_later
 from app.simulator import App
-from app.url import parse_theme
+from app.style import CSS
+from app.url import parse_theme, safe_location
 
 pn.extension(notifications=False)
 
 
+def build_app(query: dict, rewrite_url: bool = False) -> App:
+    """Return a session's app for the URL's arguments, with the URL kept in step with its state."""
+    app = App(query=query)
+    app.sync_url(rewrite_url)
+    return app
+
+
 def create_app() -> pn.viewable.Viewable:
-    """Return a session's app, reading deep-link arguments from the URL."""
-    query = dict(pn.state.session_args) if pn.state.curdoc and pn.state.curdoc.session_context else {}
+    """Return a session's page: served, an empty column that the session builder fills once the page has loaded.
+
+    Building a session costs a few hundred milliseconds of Python. Built here, on the event loop, a burst of new
+    sessions would hold every open session's slider changes behind it (see app/builder.py).
+    """
+    doc = pn.state.curdoc
+    served = bool(doc and doc.session_context)
+    query = dict(pn.state.session_args) if served else {}
     if parse_theme(query)[0] == "dark":
         pn.config.theme = "dark"  # before the app builds its widgets, so they take the dark design
-    app = App(query=query)
-    app.sync_url()
-    return app
+    if not served:
+        return build_app(query)
+    _, rewrite = safe_location()  # now: the page template reads the Location before the app is built
+    page = pn.Column(sizing_mode="stretch_width", min_height=400, stylesheets=[CSS], css_classes=["bv-app"])
+    pn.state.onload(lambda: build_later(doc, page, lambda: build_app(query, rewrite)))
+    return page
 
 
 if pn.state.served:

@@ -15,6 +15,7 @@ from bokeh.plotting import figure
 from core import LimitError, Request
 
 from . import palette
+from .loop import on_document
 from .plots import draw_states
 from .state import SimState
 from .style import CSS
@@ -196,7 +197,7 @@ class ReplayView(pn.viewable.Viewer):
             return
         self.run_button.disabled, self.cancel_button.disabled = True, False
         self.progress.visible, self.progress.value = True, 0
-        self.status.text = f"Replaying {len(self.job.requests)} requests on {s.slots} slots…"
+        self._status(f"Replaying {len(self.job.requests)} requests on {s.slots} slots…")
         # The worker never touches the page; this callback, on the event loop, reads its progress.
         self._doc = pn.state.curdoc
         self._poll = pn.state.add_periodic_callback(self._check, period=100)
@@ -205,7 +206,10 @@ class ReplayView(pn.viewable.Viewer):
             pn.state.on_session_destroyed(lambda _ctx: job.cancel.set())
 
     def _say(self, message: str) -> None:
-        self.status.text = f'<span class="bv-message" role="alert">{html.escape(message)}</span>'
+        self._status(f'<span class="bv-message" role="alert">{html.escape(message)}</span>')
+
+    def _status(self, text: str) -> None:
+        on_document(lambda: setattr(self.status, "text", text))
 
     def _check(self) -> None:
         job = self.job
@@ -221,7 +225,7 @@ class ReplayView(pn.viewable.Viewer):
         if job.error:
             self._say(job.error)
             return
-        self.status.text = ""
+        self._status("")
         self.results.objects = self._render(job.result)
 
     def _render(self, runs: dict) -> list:

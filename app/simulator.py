@@ -10,21 +10,8 @@ from .replay_view import ReplayView
 from .state import SimState
 from .style import CSS
 from .upload import TraceUpload, decode_upload, read_upload
-from .url import URL_KEYS, parse_query, parse_theme, query_of
+from .url import URL_KEYS, parse_query, parse_theme, query_of, safe_location
 from .views import Controls, HeadToHeadView, Messages, TimelineView
-
-
-def _location():
-    """Return (the session's Location, whether its URL must be rewritten because Panel could not read it)."""
-    try:
-        return pn.state.location, False
-    except ValueError:
-        # Panel converts every all-digit query value with int(), which refuses numbers past 4,300 digits. parse_query
-        # already refused that value with a message; start from a blank Location, and the first push cleans the URL.
-        from panel.io.location import Location
-
-        pn.state._locations[pn.state.curdoc] = Location()
-        return pn.state.location, True
 
 
 class App(pn.viewable.Viewer):
@@ -76,9 +63,12 @@ class App(pn.viewable.Viewer):
         self.state.param.update(trace=None, trace_name="")
         self.reset_trace.visible = False
 
-    def sync_url(self) -> None:
-        """Keep the browser's URL in step with the state, so a view can be shared as a deep link."""
-        location, clean = _location()
+    def sync_url(self, rewrite: bool = False) -> None:
+        """Keep the browser's URL in step with the state, so a view can be shared as a deep link.
+
+        `rewrite`: write the URL now (the page's address could not be read, see `safe_location`).
+        """
+        location, _ = safe_location()
         if location is None:
             return
 
@@ -86,8 +76,8 @@ class App(pn.viewable.Viewer):
             location.search = "?" + "&".join(f"{k}={v}" for k, v in query_of(self.state).items())
 
         self.state.param.watch(push, list(URL_KEYS.values()))
-        if clean:
-            pn.state.onload(push)  # once the page is up: the browser reports its own address first
+        if rewrite:
+            push()
 
     def __panel__(self):
         controls = self.controls.__panel__()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import panel as pn
 import param
 
 # URL key -> SimState parameter
@@ -76,6 +77,22 @@ def query_of(state: param.Parameterized) -> dict[str, str]:
         if value != state.param[name].default or key in ("mode", "slots", "seed"):
             out[key] = str(int(value)) if isinstance(value, bool) else str(value)
     return out
+
+
+def safe_location():
+    """Return (the session's Location or None, whether its address must be rewritten because Panel could not read it).
+
+    Panel converts every all-digit query value with int(), which refuses numbers past 4,300 digits and would fail the
+    page. `parse_query` refuses such a value with a message; here the session starts from a blank Location instead,
+    and the app's first URL update writes a clean address.
+    """
+    try:
+        return pn.state.location, False
+    except ValueError:
+        from panel.io.location import Location
+
+        pn.state._locations[pn.state.curdoc] = Location()
+        return pn.state.location, True
 
 
 THEMES = ("light", "dark")

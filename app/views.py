@@ -11,6 +11,7 @@ from bokeh.models import ColumnDataSource, Div
 from core import Metrics
 
 from . import palette
+from .loop import on_document
 from .plots import head_to_head_data, head_to_head_figure, link_hover, timeline_figure, update_timeline
 from .progress import playback_texts
 from .state import SimState
@@ -110,13 +111,13 @@ class TimelineView(pn.viewable.Viewer):
         link_hover(self.plot, self.other)
         self.other.figure.visible = s.both
         self.other_pane = pn.pane.Bokeh(self.other.figure, sizing_mode="stretch_width", css_classes=["bv-timeline"])
-        s.param.watch(lambda e: setattr(self.other.figure, "visible", e.new), "both")
+        s.param.watch(lambda e: on_document(lambda: setattr(self.other.figure, "visible", e.new)), "both")
         self.progress = ColumnDataSource({"panel": list(playback_texts(s.run, s.window))})
         self.panel = Div(name="playback", stylesheets=[CSS], sizing_mode="stretch_width")
         self.caption = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["bv-caption"], stylesheets=[CSS])
         self._show_step()
         self.caption.object = palette.CAPTIONS[s.mode]
-        s.param.watch(self._refresh, ["static_run", "continuous_run", "mode", "window"])
+        s.param.watch(lambda *_e: on_document(self._refresh), ["static_run", "continuous_run", "mode", "window"])
 
     def link_player(self, player: pn.widgets.Player) -> None:
         """Make the player drive the curtain, cursor and texts in the browser, with no server round trip."""
@@ -170,7 +171,7 @@ class HeadToHeadView(pn.viewable.Viewer):
             head_to_head_figure(self.bar_data, palette.THEMES[self.theme]), sizing_mode="stretch_width"
         )
         self._refresh()
-        self.state.param.watch(self._refresh, ["static_run", "continuous_run", "window"])
+        self.state.param.watch(lambda *_e: on_document(self._refresh), ["static_run", "continuous_run", "window"])
 
     def _refresh(self, *_events) -> None:
         result = self.state.comparison()

@@ -3,7 +3,7 @@
 import importlib
 import sys
 
-BENCHMARKS = {"core": "core_speed", "browser": "browser_speed", "replay": "replay_speed"}
+BENCHMARKS = {"core": "core_speed", "browser": "browser_speed", "replay": "replay_speed", "load": "load"}
 
 name = sys.argv[1] if len(sys.argv) > 1 else "core"
 if name not in BENCHMARKS:
