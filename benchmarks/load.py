@@ -13,9 +13,10 @@ import socket
 import statistics
 import subprocess
 import sys
-import threading
+import multiprocessing
 import time
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -142,7 +143,6 @@ class Watcher:
         self.source = next(r.data_source for r in shown.renderers if "label" in r.data_source.data)
         self.latencies: list[float] = []
         self.errors: list[str] = []
-        self._stop = threading.Event()
 
     def change(self, seed: int, timeout: float = 60.0) -> float:
         """Set the seed from the client; return seconds until the timeline equals the core's for that seed."""
@@ -153,11 +153,11 @@ class Watcher:
             raise TimeoutError(f"seed {seed}: no new timeline within {timeout:.0f} s")
         return time.perf_counter() - t0
 
-    def run(self) -> None:
-        """Move the seed back and forth until stopped, recording each latency."""
+    def run(self, stop: Callable[[], bool]) -> None:
+        """Move the seed back and forth until `stop()`, recording each latency."""
         seeds = [5, 6, 7, 8]
         k = 0
-        while not self._stop.is_set():
+        while not stop():
             try:
                 self.latencies.append(self.change(seeds[k % len(seeds)]))
             except Exception as exc:  # counted, and the bench goes on
@@ -165,9 +165,16 @@ class Watcher:
             k += 1
             time.sleep(0.1)
 
-    def stop(self) -> None:
-        """Stop the slider loop."""
-        self._stop.set()
+
+def watch(url: str, ready, stop, results) -> None:
+    """In its own process (so the burst's clients never slow it down): open a session, move its slider until
+    `stop` is set, then put (latencies, errors) on `results`."""
+    watcher = Watcher(url)
+    watcher.change(4)  # warm: the first change also builds caches
+    ready.set()
+    watcher.run(stop.is_set)
+    close(watcher.session)
+    results.put((watcher.latencies, watcher.errors))
 
 
 @dataclass
@@ -197,11 +204,13 @@ def _open_one(url: str):
 def burst(server: Server, n: int) -> BurstResult:
     """Open `n` sessions at once while a watcher moves a slider; close them; measure the server."""
     n = min(n, MAX_SESSIONS)
-    watcher = Watcher(server.url)
-    watcher.change(4)  # warm: the first change also builds caches
+    ctx = multiprocessing.get_context("spawn")
+    ready, stop, results = ctx.Event(), ctx.Event(), ctx.Queue()
+    watcher = ctx.Process(target=watch, args=(server.url, ready, stop, results), daemon=True)
+    watcher.start()
+    if not ready.wait(120):
+        raise RuntimeError("the watching session did not open")
     rss_before, cpu_before = server.rss_mb(), server.cpu_s()
-    thread = threading.Thread(target=watcher.run, daemon=True)
-    thread.start()
     errors: list[str] = []
     sessions = []
     t0 = time.perf_counter()
@@ -216,21 +225,22 @@ def burst(server: Server, n: int) -> BurstResult:
     open_s = time.perf_counter() - t0
     cpu_per_session = (server.cpu_s() - cpu_before) / max(n, 1)
     time.sleep(1.0)  # a few more updates after the burst, and the peak settles
-    watcher.stop()
-    thread.join(timeout=70)
+    stop.set()
+    latencies, watch_errors = results.get(timeout=120)
+    watcher.join(timeout=30)
     rss_peak = server.rss_mb()
-    for session in [*sessions, watcher.session]:
+    for session in sessions:
         close(session)
     time.sleep(EXPIRY_S * 3 + 2)  # closed sessions expire and are dropped
     return BurstResult(
         n,
         open_s,
-        errors + watcher.errors,
+        errors + watch_errors,
         cpu_per_session,
         rss_before,
         rss_peak,
         server.rss_mb(),
-        watcher.latencies,
+        latencies,
     )
 
 
