@@ -7,13 +7,13 @@ the sessions close and expire, and the existing session's update latency (median
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import socket
 import statistics
 import subprocess
 import sys
-import multiprocessing
 import time
 import urllib.request
 from collections.abc import Callable
@@ -167,8 +167,10 @@ class Watcher:
 
 
 def watch(url: str, ready, stop, results) -> None:
-    """In its own process (so the burst's clients never slow it down): open a session, move its slider until
-    `stop` is set, then put (latencies, errors) on `results`."""
+    """Open a session and move its slider until `stop`; put (latencies, errors) on `results`.
+
+    It runs in its own process, so the burst's clients never slow it down.
+    """
     watcher = Watcher(url)
     watcher.change(4)  # warm: the first change also builds caches
     ready.set()
