@@ -3,7 +3,13 @@
 import importlib
 import sys
 
-BENCHMARKS = {"core": "core_speed", "browser": "browser_speed", "replay": "replay_speed", "load": "load"}
+BENCHMARKS = {
+    "core": "core_speed",
+    "browser": "browser_speed",
+    "replay": "replay_speed",
+    "load": "load",
+    "limits": "worst_input",
+}
 
 name = sys.argv[1] if len(sys.argv) > 1 else "core"
 if name not in BENCHMARKS:
