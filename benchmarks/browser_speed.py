@@ -95,6 +95,7 @@ def _playback(page, url: str, interval_ms: int, steps: int) -> list[float]:
     """Play from step 0 at `interval_ms` per step; return the painted-frame times of `steps` steps."""
     page.goto(url + "?slots=4&seed=4")
     page.wait_for_function(READY_JS, polling=50, timeout=60_000)
+    page.locator(".bk-Canvas").first.wait_for()  # the app arrives after the page's first render
     page.evaluate(PLAYBACK_JS, [interval_ms, steps])
     page.locator("button.play").first.click()
     frames = page.evaluate(PLAY_WAIT_JS, steps)

@@ -49,3 +49,22 @@ def test_page_answers_while_a_replay_runs_and_cancel_stops_it(page, page_errors,
     expect(page.locator(".bk-Div >> text=/^Replaying/").first).to_be_visible()  # still running
     page.get_by_role("button", name="Cancel").click()
     expect(page.locator(".bv-message >> text=Replay cancelled.").first).to_be_visible(timeout=30_000)
+
+
+def test_closing_the_page_frees_the_replay_at_once(browser, app_url):
+    """Close the tab during a long replay: the server's one replay slot is free again within seconds, not at expiry."""
+    import time
+
+    from app.replay_view import _SERVER_LOCK
+
+    page = browser.new_page()
+    open_app(page, app_url, "?mode=continuous&slots=1&seed=4&requests=1000")
+    page.get_by_role("button", name="Run replay").click()
+    expect(page.locator(".bk-Div >> text=/^Replaying/").first).to_be_visible(timeout=10_000)
+    time.sleep(1.0)
+    assert _SERVER_LOCK.locked()  # still replaying
+    page.close()
+    deadline = time.time() + 4  # the session itself lives on until its expiry (15 s); the replay would run ~20 s
+    while _SERVER_LOCK.locked() and time.time() < deadline:
+        time.sleep(0.05)
+    assert not _SERVER_LOCK.locked()
