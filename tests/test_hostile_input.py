@@ -193,3 +193,16 @@ def test_every_flag_of_every_subcommand_has_help_with_its_default():
 def test_load_trace_is_importable_from_core():
     """DESIGN.md's Python contract: `from core import load_trace`."""
     assert core.load_trace.__module__ == "core.traces"
+
+
+def test_core_imports_nothing_above_it():
+    """`core` is the bottom floor: running its whole command line loads neither app, replay, Panel nor torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from core.cli import main; main(['compare', '--requests', '20', '--json']); "
+        "print(sorted(m for m in ('app', 'replay', 'batchviz', 'panel', 'torch') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
