@@ -33,7 +33,7 @@ def _add_serve(sub) -> None:
         "--num-procs",
         type=bounded_int(1, 64),
         default=1,
-        help="worker processes, each with its own sessions (default 1; a proxy in front needs sticky sessions)",
+        help="worker processes, 1..64, each with its own sessions (default 1; a proxy in front needs sticky sessions)",
     )
     p.add_argument(
         "--session-expiry",
