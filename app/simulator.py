@@ -104,7 +104,7 @@ class App(pn.viewable.Viewer):
             css_classes=["bv-header"],
             stylesheets=[CSS],
         )
-        body = pn.FlexBox(sidebar, main, flex_wrap="wrap", sizing_mode="stretch_width", gap="16px")
+        body = pn.Row(sidebar, main, sizing_mode="stretch_width", styles={"flex-wrap": "wrap", "gap": "16px"})
         theme = THEMES[self.theme]
         # A custom property inherits into the shadow roots Bokeh renders in, so one place sets the muted text colour.
         return pn.Column(
