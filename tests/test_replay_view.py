@@ -115,3 +115,14 @@ def test_a_closed_page_cancels_its_replay_at_the_next_poll():
     _wait(view.job)
     assert view.job.error == "Replay cancelled."
     assert replay_view.session_closed(None) is False
+
+
+def test_a_request_past_the_context_is_refused_with_a_message():
+    """A trace whose prompt does not fit the model is refused before anything is allocated, and the server frees."""
+    from core import Request
+
+    job = ReplayJob([Request("A", 0, 4, 9000)], 2)
+    assert job.start() == ""
+    _wait(job)
+    assert job.error.startswith("Replay refused: request A: prompt 9,000 + output 4 tokens is over the model's context")
+    assert not replay_view._SERVER_LOCK.locked()
