@@ -35,6 +35,11 @@ class SimState(param.Parameterized):
     seed = param.Integer(default=4, bounds=(0, 99), doc="Traffic seed")
     requests = param.Integer(default=12, bounds=(1, 1000), doc="Number of requests (slider 1-64; URL up to 1000)")
     lengths = param.Selector(default="heavy", objects=list(LENGTH_KINDS), doc="Output length distribution")
+    mean_tokens = param.Integer(
+        default=TrafficConfig.mean_tokens,
+        bounds=(1, TrafficConfig.max_tokens),
+        doc="Mean output length in tokens: the load (lengths are capped at the generator's cap)",
+    )
     arrival_window = param.Integer(default=18, bounds=(1, 512), doc="Requests arrive over steps 0..N-1")
     batch_timeout = param.Integer(default=0, bounds=(0, 64), doc="Static: steps the oldest request may wait")
     window = param.Integer(default=64, bounds=(8, 4096), doc="Steps shown and measured")
@@ -56,7 +61,11 @@ class SimState(param.Parameterized):
         if trace is not None:
             return tuple(trace)
         return TrafficConfig(
-            seed=self.seed, requests=self.requests, lengths=self.lengths, arrival_window=self.arrival_window
+            seed=self.seed,
+            requests=self.requests,
+            lengths=self.lengths,
+            arrival_window=self.arrival_window,
+            mean_tokens=self.mean_tokens,
         )
 
     def traffic(self) -> list[Request]:
@@ -68,7 +77,9 @@ class SimState(param.Parameterized):
         shared_runs(self.traffic_key(requests), self.slots, self.batch_timeout)  # raises before anything changes
         self.param.update(trace=list(requests), trace_name=name)
 
-    @param.depends("slots", "seed", "requests", "lengths", "arrival_window", "batch_timeout", "trace", watch=True)
+    @param.depends(
+        "slots", "seed", "requests", "lengths", "mean_tokens", "arrival_window", "batch_timeout", "trace", watch=True
+    )
     def _recompute(self) -> None:
         static, continuous = shared_runs(self.traffic_key(), self.slots, self.batch_timeout)
         with param.parameterized.batch_call_watchers(self):

@@ -16,6 +16,7 @@ URL_KEYS = {
     "step": "step",
     "requests": "requests",
     "lengths": "lengths",
+    "mean_tokens": "mean_tokens",
     "timeout": "batch_timeout",
     "arrival_window": "arrival_window",
     "both": "both",

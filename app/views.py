@@ -85,6 +85,7 @@ class Controls(pn.viewable.Viewer):
             pn.widgets.IntSlider.from_param(s.param.seed, label="Traffic seed"),
             _slider(s, "requests", "Requests", 64),
             pn.widgets.Select.from_param(s.param.lengths, label="Output lengths"),
+            pn.widgets.IntSlider.from_param(s.param.mean_tokens, label="Mean output length (tokens)"),
             pn.widgets.IntSlider.from_param(s.param.arrival_window, label="Arrival window (steps)", end=64),
             pn.widgets.IntSlider.from_param(s.param.batch_timeout, label="Static batch timeout (steps)"),
             pn.widgets.Checkbox.from_param(s.param.both, label="Show both modes on one time axis"),

@@ -9,6 +9,7 @@ BENCHMARKS = {
     "replay": "replay_speed",
     "load": "load",
     "limits": "worst_input",
+    "default": "default_traffic",
 }
 
 name = sys.argv[1] if len(sys.argv) > 1 else "core"

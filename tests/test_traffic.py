@@ -20,7 +20,7 @@ def test_default_is_the_chapters_traffic():
 
 def test_heavy_tail_most_short_a_few_very_long():
     """Heavy-tailed: the median is well under the mean, and in batches of 32 the max is several times the mean."""
-    lengths = _lengths(requests=32 * 200, mean_tokens=64, max_tokens=4096, seed=1)
+    lengths = _lengths(requests=32 * 200, mean_tokens=64, max_tokens=4096, seed=1, tail=1.5)
     assert np.median(lengths) < 0.5 * lengths.mean()
     batches = lengths.reshape(-1, 32)
     ratio = batches.max(axis=1) / batches.mean(axis=1)
@@ -57,7 +57,7 @@ def test_seed_changes_and_fixes_the_traffic():
 def test_seed_4_is_pinned():
     """A regression pin: the chapter's default traffic must not drift between numpy versions or refactors."""
     reqs = generate()
-    assert [(r.arrival, r.output_tokens) for r in reqs[:4]] == [(1, 1), (5, 4), (6, 1), (8, 5)]
+    assert [(r.arrival, r.output_tokens) for r in reqs[:4]] == [(1, 6), (5, 16), (6, 2), (8, 18)]
 
 
 @pytest.mark.parametrize(
@@ -74,3 +74,16 @@ def test_bad_config_names_the_field(field, value, message):
     """A bad field raises ValueError naming the field and the allowed values."""
     with pytest.raises(ValueError, match=message):
         TrafficConfig(**{field: value})
+
+
+def test_the_default_traffic_has_the_chapters_shape():
+    """Over seeds 0-99 on 4 slots and 64 steps: continuous 75-90% busy, static 40-55%, and visibly behind."""
+    from core.chapter_default import default_shape
+
+    shape = default_shape()
+    assert 0.75 <= shape.continuous_utilisation_median <= 0.90
+    assert 0.40 <= shape.static_utilisation_median <= 0.55
+    assert shape.static_completes_fewer >= 90 and shape.continuous_latency_lower >= 70
+    assert shape.meets_the_chapter()
+    old = TrafficConfig(mean_tokens=10, tail=1.5, max_tokens=48)
+    assert not default_shape(old).meets_the_chapter()  # the default it replaced did not

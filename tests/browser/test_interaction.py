@@ -97,3 +97,14 @@ def test_deep_link_with_a_longer_window(page, page_errors, app_url):
     expect(page.locator(".bv-step").first).to_have_text("step 80 / 100")
     full = core_run("continuous", 2, 4).timeline_strings(100)
     assert read_timeline(page, 2, 100) == [row[:80] + "-" * 20 for row in full]
+
+
+def test_mean_output_length_turns_the_load_up_and_down(page, page_errors, app_url):
+    """?mean_tokens=8 draws the core's schedule of lighter traffic; the slider is on the page with its value."""
+    from core import TrafficConfig, generate
+
+    open_app(page, app_url, "?mode=continuous&slots=4&seed=4&mean_tokens=8")
+    light = simulate(generate(TrafficConfig(seed=4, mean_tokens=8)), 4, "continuous").timeline_strings(64)
+    assert read_timeline(page, 4, 64) == light
+    assert light != core_run("continuous", 4, 4).timeline_strings(64)
+    expect(page.get_by_text("Mean output length (tokens)").first).to_be_visible()
