@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from core import simulate
 from core.traces import parse_trace
 
-from .helpers import core_run, open_app, text_of
+from .helpers import core_run, open_app
 from .pixels import read_timeline
 
 GOOD = "id,arrival,output_tokens\nx,0,5\ny,0,2\nz,1,9\nw,4,3\n"
@@ -56,7 +56,7 @@ def test_a_bad_upload_keeps_the_trace_the_view_and_the_session(page, page_errors
     expect(page.get_by_role("button", name="Use generated traffic")).to_be_visible()
     page.get_by_role("button", name="continuous").click()  # the session still answers, on the same trace
     _wait_for(page, simulate(trace, 3, "continuous").timeline_strings(64), 3)
-    expect(page).to_have_url(re.compile(r"mode=continuous"))
+    expect(page).to_have_url(re.compile(r"mode=continuous"), timeout=15_000)
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_a_bad_upload_keeps_the_trace_the_view_and_the_session(page, page_errors
 def test_any_query_string_renders_with_a_message(page, page_errors, app_url, query, message):
     """Odd digits, a 5,000-digit number or junk: the page renders the default picture and says what it refused."""
     open_app(page, app_url, query + "&mode=continuous" if "mode=" not in query else query)
-    assert message in text_of(page, ".bv-message")
+    expect(page.locator(".bv-message").first).to_contain_text(message, timeout=15_000)
     assert read_timeline(page, 4, 64) == core_run("continuous", 4, 4).timeline_strings(64)
     if "9" * 5000 in query:  # a number Panel itself cannot read: the page rewrites the address without it
-        expect(page).to_have_url(re.compile(r"\?mode=continuous&slots=4&seed=4$"))
+        expect(page).to_have_url(re.compile(r"\?mode=continuous&slots=4&seed=4$"), timeout=15_000)
