@@ -5,6 +5,8 @@ from __future__ import annotations
 import panel as pn
 import param
 
+from core import worked_example as worked
+
 from .palette import THEMES
 from .replay_view import ReplayView
 from .state import SimState
@@ -12,6 +14,14 @@ from .style import CSS
 from .upload import TraceUpload, decode_upload, read_upload
 from .url import URL_KEYS, parse_query, parse_theme, query_of, safe_location
 from .views import Controls, HeadToHeadView, Messages, TimelineView
+
+PRESET = "worked"
+WORKED_NAME = "the chapter's worked example"
+
+
+def _decode_preset(raw) -> str:
+    value = raw[-1] if isinstance(raw, list | tuple) else raw
+    return (value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)).strip()
 
 
 class App(pn.viewable.Viewer):
@@ -32,14 +42,22 @@ class App(pn.viewable.Viewer):
         self.replay = ReplayView(state=self.state)
         self.upload = TraceUpload(sizing_mode="stretch_width")
         self.upload.param.watch(self._on_upload, "upload")
-        self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=False)
+        self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=self.state.trace is not None)
         self.reset_trace.on_click(self._clear_trace)
+        self.worked = pn.widgets.Button(label="The chapter's worked example (A-F)", button_type="light")
+        self.worked.on_click(lambda _e: self.load_worked_example())
 
     def _apply_query(self, query: dict) -> None:
         values, messages = parse_query(query, self.state)
         if "theme" in query:
             self.theme, theme_message = parse_theme(query)
             messages += [theme_message] if theme_message else []
+        if "preset" in query:
+            preset = _decode_preset(query["preset"])
+            if preset == PRESET:
+                self.load_worked_example()
+            else:
+                messages.append(f"URL: preset={preset[:40]!r} is not allowed (use {PRESET}); kept the traffic.")
         if "window" in values and "step" not in values:
             values["step"] = values["window"]
         # The window first: it sets the step's bounds, which a deep link past step 64 needs before the step is set.
@@ -59,6 +77,13 @@ class App(pn.viewable.Viewer):
         self.messages.text = message
         self.reset_trace.visible = self.state.trace is not None
 
+    def load_worked_example(self) -> None:
+        """Show the chapter's worked example: requests A-F on 4 slots, static batch timeout 1 (`?preset=worked`)."""
+        self.state.param.update(slots=worked.SLOTS, batch_timeout=worked.BATCH_TIMEOUT)
+        self.state.use_trace(worked.worked_example(), WORKED_NAME)
+        if hasattr(self, "reset_trace"):
+            self.reset_trace.visible = True
+
     def _clear_trace(self, _event=None) -> None:
         self.state.param.update(trace=None, trace_name="")
         self.reset_trace.visible = False
@@ -73,9 +98,12 @@ class App(pn.viewable.Viewer):
             return
 
         def push(*_events):
-            location.search = "?" + "&".join(f"{k}={v}" for k, v in query_of(self.state).items())
+            query = query_of(self.state)
+            if self.state.trace_name == WORKED_NAME:
+                query["preset"] = PRESET
+            location.search = "?" + "&".join(f"{k}={v}" for k, v in query.items())
 
-        self.state.param.watch(push, list(URL_KEYS.values()))
+        self.state.param.watch(push, [*URL_KEYS.values(), "trace_name"])
         if rewrite:
             push()
 
@@ -84,6 +112,7 @@ class App(pn.viewable.Viewer):
         self.timeline.link_player(self.controls.player)
         sidebar = pn.Column(
             controls,
+            self.worked,
             pn.pane.Markdown("**Load a trace**"),
             self.upload,
             self.reset_trace,

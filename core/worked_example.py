@@ -1,0 +1,17 @@
+"""The chapter's worked example: six requests A-F on four slots, with every figure the chapter quotes."""
+
+from __future__ import annotations
+
+from .request import Request
+
+SLOTS = 4
+BATCH_TIMEOUT = 1  # static: A-C arrive at 0 and wait one step for D, so the first batch is A-D
+# (id, arrival step, output tokens). Found by solving the chapter's figures under DESIGN.md's semantics:
+# static pads 30 slot-steps, E and F wait 12 and 11 steps, everything is done at step 22; continuous leaves
+# 16 slot-steps idle, starts E and F 11 and 10 steps earlier, and is done at step 14.
+_ROWS = (("A", 0, 14), ("B", 0, 4), ("C", 0, 5), ("D", 1, 5), ("E", 3, 7), ("F", 4, 5))
+
+
+def worked_example() -> list[Request]:
+    """Return the worked example's requests A-F, in arrival order."""
+    return [Request(rid, arrival, tokens) for rid, arrival, tokens in _ROWS]
