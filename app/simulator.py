@@ -44,7 +44,7 @@ class App(pn.viewable.Viewer):
         self.upload.param.watch(self._on_upload, "upload")
         self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=self.state.trace is not None)
         self.reset_trace.on_click(self._clear_trace)
-        self.worked = pn.widgets.Button(label="The chapter's worked example (A-F)", button_type="light")
+        self.worked = pn.widgets.Button(label="The chapter's worked example (A-F)")
         self.worked.on_click(lambda _e: self.load_worked_example())
 
     def _apply_query(self, query: dict) -> None:
