@@ -1,4 +1,4 @@
-"""Changing raw Bokeh models safely when callbacks may run on worker threads (`batchviz serve --num-threads`)."""
+"""Changing raw Bokeh models safely when callbacks may run off the event loop (e.g. `panel serve --num-threads`)."""
 
 from __future__ import annotations
 

@@ -12,16 +12,11 @@ from .replay_view import ReplayView
 from .state import SimState
 from .style import CSS
 from .upload import TraceUpload, decode_upload, read_upload
-from .url import URL_KEYS, parse_query, parse_theme, query_of, safe_location
+from .url import URL_KEYS, parse_query, parse_theme, query_of, query_value, safe_location
 from .views import Controls, HeadToHeadView, Messages, TimelineView
 
 PRESET = "worked"
 WORKED_NAME = "the chapter's worked example"
-
-
-def _decode_preset(raw) -> str:
-    value = raw[-1] if isinstance(raw, list | tuple) else raw
-    return (value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)).strip()
 
 
 class App(pn.viewable.Viewer):
@@ -34,6 +29,8 @@ class App(pn.viewable.Viewer):
         params.setdefault("state", SimState())
         super().__init__(**params)
         self.messages = Messages()
+        self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=False)
+        self.reset_trace.on_click(self._clear_trace)
         if query:
             self._apply_query(query)
         self.controls = Controls(state=self.state)
@@ -42,8 +39,6 @@ class App(pn.viewable.Viewer):
         self.replay = ReplayView(state=self.state)
         self.upload = TraceUpload(sizing_mode="stretch_width")
         self.upload.param.watch(self._on_upload, "upload")
-        self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=self.state.trace is not None)
-        self.reset_trace.on_click(self._clear_trace)
         self.worked = pn.widgets.Button(label="The chapter's worked example (A-F)")
         self.worked.on_click(lambda _e: self.load_worked_example())
 
@@ -53,7 +48,7 @@ class App(pn.viewable.Viewer):
             self.theme, theme_message = parse_theme(query)
             messages += [theme_message] if theme_message else []
         if "preset" in query:
-            preset = _decode_preset(query["preset"])
+            preset = query_value(query["preset"]).strip()
             if preset == PRESET:
                 self.load_worked_example()
             else:
@@ -81,8 +76,7 @@ class App(pn.viewable.Viewer):
         """Show the chapter's worked example: requests A-F on 4 slots, static batch timeout 1 (`?preset=worked`)."""
         self.state.param.update(slots=worked.SLOTS, batch_timeout=worked.BATCH_TIMEOUT)
         self.state.use_trace(worked.worked_example(), WORKED_NAME)
-        if hasattr(self, "reset_trace"):
-            self.reset_trace.visible = True
+        self.reset_trace.visible = True
 
     def _clear_trace(self, _event=None) -> None:
         self.state.param.update(trace=None, trace_name="")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 import panel as pn
 import param
+
+from core.limits import plain_int
 
 # URL key -> SimState parameter
 URL_KEYS = {
@@ -21,12 +21,12 @@ URL_KEYS = {
     "arrival_window": "arrival_window",
     "both": "both",
 }
-DIGITS = re.compile(r"[+-]?[0-9]{1,18}")  # plain ASCII digits only: no `1_6`, no other scripts' digits, no 5,000 digits
 MAX_SHOWN = 40  # characters of a bad value repeated in a message
 BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 
 
-def _decode(raw) -> str:
+def query_value(raw) -> str:
+    """Return a URL argument as text: the last value given, bytes decoded as UTF-8."""
     value = raw[-1] if isinstance(raw, list | tuple) else raw
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
@@ -37,7 +37,7 @@ def parse_query(query: dict, state: param.Parameterized) -> tuple[dict, list[str
     for key, name in URL_KEYS.items():
         if key not in query:
             continue
-        text = _decode(query[key]).strip()
+        text = query_value(query[key]).strip()
         shown = repr(text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "...")
         p = state.param[name]
         if isinstance(p, param.Boolean):
@@ -57,12 +57,12 @@ def parse_query(query: dict, state: param.Parameterized) -> tuple[dict, list[str
         low, high = p.bounds
         if name == "step":
             high = values.get("window", state.window)
-        if not DIGITS.fullmatch(text):
+        number = plain_int(text)  # plain ASCII digits only: no `1_6`, no other scripts' digits, no 5,000 digits
+        if number is None:
             messages.append(
                 f"URL: {key}={shown} is not a whole number (allowed {low}..{high}); kept {getattr(state, name)}."
             )
             continue
-        number = int(text)
         clamped = min(max(number, low), high)
         if clamped != number:
             messages.append(f"URL: {key}={number} is out of range {low}..{high}; using {clamped}.")
@@ -103,7 +103,7 @@ def parse_theme(query: dict) -> tuple[str, str]:
     """Return (theme, message) from the URL's `theme` argument: light (default) or dark."""
     if "theme" not in query:
         return "light", ""
-    text = _decode(query["theme"]).strip().lower()
+    text = query_value(query["theme"]).strip().lower()
     if text in THEMES:
         return text, ""
     return "light", f"URL: theme={text!r} is not allowed (use light or dark); using light."

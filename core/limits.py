@@ -30,18 +30,26 @@ def show_number(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-_DIGITS = re.compile(r"[+]?[0-9]+")
+_DIGITS = re.compile(r"[+-]?[0-9]+")
+
+
+def plain_int(text: str) -> int | None:
+    """Return `text` as an integer if it is plain ASCII digits (a sign allowed, at most MAX_INT_DIGITS), else None."""
+    text = text.strip()
+    if not _DIGITS.fullmatch(text) or len(text.lstrip("+-").lstrip("0")) > MAX_INT_DIGITS:
+        return None
+    return int(text)
 
 
 def parse_int(text: str, name: str, low: int, high: int) -> int:
     """Return `text` as an integer in [low, high]: plain ASCII digits only (no `1_0`, no other scripts' digits)."""
     text = text.strip()
-    if not _DIGITS.fullmatch(text) and not (text.startswith("-") and _DIGITS.fullmatch(text[1:])):
+    if not _DIGITS.fullmatch(text):
         raise ValueError(f"{name} must be a whole number in {low:,}..{high:,}, got {_quote(text)}")
-    digits = text.lstrip("+-").lstrip("0")
-    if len(digits) > MAX_INT_DIGITS:
-        raise LimitError(f"{name} must be a whole number in {low:,}..{high:,}, got {len(digits):,} digits")
-    value = int(text)
+    value = plain_int(text)
+    if value is None:
+        digits = len(text.lstrip("+-").lstrip("0"))
+        raise LimitError(f"{name} must be a whole number in {low:,}..{high:,}, got {digits:,} digits")
     if not low <= value <= high:
         raise LimitError(f"{name} must be a whole number in {low:,}..{high:,}, got {value:,}")
     return value

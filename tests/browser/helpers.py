@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from core import TrafficConfig, compute_metrics, generate, simulate
 
+from .pixels import read_timeline
+
 READY_JS = "window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents[0].is_idle"
 
 
@@ -12,6 +14,16 @@ def open_app(page, url: str, query: str = "") -> None:
     page.goto(url + query)
     page.wait_for_function(READY_JS, polling=100, timeout=30_000)
     page.locator(".bk-Canvas").first.wait_for(timeout=30_000)
+
+
+def wait_for_timeline(page, expected: list[str], slots: int, window: int = 64) -> None:
+    """Wait up to 5 s until the timeline read from the pixels equals `expected` (the server may still be sending)."""
+    page.wait_for_function("Bokeh.documents[0].is_idle", polling=100)
+    for _ in range(50):
+        if read_timeline(page, slots, window) == expected:
+            return
+        page.wait_for_timeout(100)
+    assert read_timeline(page, slots, window) == expected
 
 
 def core_run(mode: str, slots: int, seed: int):

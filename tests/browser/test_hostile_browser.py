@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from core import simulate
 from core.traces import parse_trace
 
-from .helpers import core_run, open_app
+from .helpers import core_run, open_app, wait_for_timeline
 from .pixels import read_timeline
 
 GOOD = "id,arrival,output_tokens\nx,0,5\ny,0,2\nz,1,9\nw,4,3\n"
@@ -35,27 +35,19 @@ def _upload(page, name: str, data: bytes) -> None:
     page.locator("input[type=file]").first.set_input_files({"name": name, "mimeType": "text/csv", "buffer": data})
 
 
-def _wait_for(page, expected: list[str], slots: int) -> None:
-    for _ in range(50):
-        if read_timeline(page, slots, 64) == expected:
-            return
-        page.wait_for_timeout(100)
-    assert read_timeline(page, slots, 64) == expected
-
-
 @pytest.mark.parametrize("name,data,message", BAD_UPLOADS, ids=[c[0] for c in BAD_UPLOADS])
 def test_a_bad_upload_keeps_the_trace_the_view_and_the_session(page, page_errors, app_url, name, data, message):
     """After a good trace, a bad file shows its message; the trace, its picture, the reset button and the URL stay live."""
     open_app(page, app_url, "?mode=static&slots=3&seed=4")
     _upload(page, "good.csv", GOOD.encode())
     trace = parse_trace(GOOD)
-    _wait_for(page, simulate(trace, 3, "static").timeline_strings(64), 3)
+    wait_for_timeline(page, simulate(trace, 3, "static").timeline_strings(64), 3)
     _upload(page, "bad.csv", data)
     expect(page.locator(".bv-message").first).to_contain_text(message, timeout=30_000)
     assert read_timeline(page, 3, 64) == simulate(trace, 3, "static").timeline_strings(64)
     expect(page.get_by_role("button", name="Use generated traffic")).to_be_visible()
     page.get_by_role("button", name="continuous").click()  # the session still answers, on the same trace
-    _wait_for(page, simulate(trace, 3, "continuous").timeline_strings(64), 3)
+    wait_for_timeline(page, simulate(trace, 3, "continuous").timeline_strings(64), 3)
     expect(page).to_have_url(re.compile(r"mode=continuous"), timeout=15_000)
 
 

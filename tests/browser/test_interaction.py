@@ -7,19 +7,10 @@ from playwright.sync_api import expect
 from core import simulate
 from core.traces import parse_trace
 
-from .helpers import core_run, open_app, text_of
+from .helpers import core_run, open_app, text_of, wait_for_timeline
 from .pixels import read_timeline
 
 PLAYBACK_AT_20 = "?mode=static&slots=4&seed=4&step=20"
-
-
-def _wait_for_timeline(page, expected: list[str], slots: int) -> None:
-    page.wait_for_function("Bokeh.documents[0].is_idle", polling=100)
-    for _ in range(50):
-        if read_timeline(page, slots, 64) == expected:
-            return
-        page.wait_for_timeout(100)
-    assert read_timeline(page, slots, 64) == expected
 
 
 def test_keyboard_moves_the_slots_slider(page, page_errors, app_url):
@@ -29,7 +20,7 @@ def test_keyboard_moves_the_slots_slider(page, page_errors, app_url):
     handle.focus()
     handle.press("ArrowRight")
     handle.press("ArrowRight")
-    _wait_for_timeline(page, core_run("continuous", 6, 4).timeline_strings(64), 6)
+    wait_for_timeline(page, core_run("continuous", 6, 4).timeline_strings(64), 6)
     assert re.search(r"slots=6", page.url)
 
 
@@ -88,7 +79,7 @@ def test_good_trace_upload_draws_that_trace(page, page_errors, app_url, tmp_path
     good.write_text(text)
     page.locator("input[type=file]").first.set_input_files(str(good))
     expected = simulate(parse_trace(text), 3, "static").timeline_strings(64)
-    _wait_for_timeline(page, expected, 3)
+    wait_for_timeline(page, expected, 3)
 
 
 def test_deep_link_with_a_longer_window(page, page_errors, app_url):
