@@ -203,14 +203,24 @@ for (const src of sources) {
   const want = id === null ? [] : src.data.id.flatMap((v, i) => v === id ? [i] : []);
   if (want.join() !== src.selected.indices.join()) src.selected.indices = want;
 }
+// The batch at the cursor outlines the same request's tokens, block-table row and blocks.
+for (const div of inspectors) {
+  if (div.__bvHover === id) continue;
+  div.__bvHover = id;
+  const keep = div.stylesheets.filter((s) => !(typeof s === "string" && s.startsWith("/*hover*/")));
+  const rule = `[data-req="${CSS.escape(id)}"] { outline: 3px solid ${outline}; outline-offset: 1px; }`;
+  if (id !== null) keep.push("/*hover*/ " + rule);
+  div.stylesheets = keep;
+}
 """
 
 
-def link_hover(*plots: TimelinePlot) -> None:
-    """Make hovering a request in any of `plots` highlight that request in all of them."""
+def link_hover(*plots: TimelinePlot, inspectors: tuple = (), outline: str = palette.HIGHLIGHT_COLOR) -> None:
+    """Make hovering a request in any of `plots` highlight it in all of them, and in the `inspectors` (Bokeh Divs)."""
     sources = [p.sources["generating"] for p in plots]
+    args = {"sources": sources, "inspectors": list(inspectors), "outline": outline}
     for p in plots:
-        p.hover.callback = CustomJS(args={"mine": p.sources["generating"], "sources": sources}, code=HOVER_JS)
+        p.hover.callback = CustomJS(args={"mine": p.sources["generating"], **args}, code=HOVER_JS)
 
 
 def update_timeline(plot: TimelinePlot, run: Run, window: int, step: int) -> None:

@@ -7,7 +7,10 @@ import param
 
 from core import worked_example as worked
 
+from . import story
+from .batch_view import BatchView
 from .palette import THEMES
+from .quiz import Quiz
 from .replay_view import ReplayView
 from .state import SimState
 from .style import CSS
@@ -15,8 +18,10 @@ from .upload import TraceUpload, decode_upload, read_upload
 from .url import URL_KEYS, parse_query, parse_theme, query_of, query_value, safe_location
 from .views import Controls, HeadToHeadView, Messages, TimelineView
 
+LENGTH_LABELS = {"heavy": "Heavy-tailed", "uniform": "Uniform", "fixed": "Fixed"}
 PRESET = "worked"
 WORKED_NAME = "the chapter's worked example"
+TABS = {"simulator": "Simulator", "quiz": "Check yourself"}  # ?tab= value -> tab title, in page order
 
 
 class App(pn.viewable.Viewer):
@@ -24,6 +29,7 @@ class App(pn.viewable.Viewer):
 
     state = param.ClassSelector(class_=SimState)
     theme = param.Selector(default="light", objects=list(THEMES), doc="Page colours (?theme=dark)")
+    tab = param.Selector(default="simulator", objects=list(TABS), doc="The part of the page shown (?tab=quiz)")
 
     def __init__(self, query: dict | None = None, **params):
         params.setdefault("state", SimState())
@@ -41,12 +47,34 @@ class App(pn.viewable.Viewer):
         self.upload.param.watch(self._on_upload, "upload")
         self.worked = pn.widgets.Button(label="The chapter's worked example (A-F)")
         self.worked.on_click(lambda _e: self.load_worked_example())
+        self.batch = BatchView(state=self.state)
+        self.quiz = Quiz()
+        self.length_buttons = [self._button(f"{label} lengths", lengths=kind) for kind, label in LENGTH_LABELS.items()]
+        self.one_slot = self._button("Try slots = 1", slots=1)
+
+    def _button(self, label: str, **values) -> pn.widgets.Button:
+        """Return a button that sets state values in one click (on generated traffic, for the lengths)."""
+        button = pn.widgets.Button(label=label)
+
+        def click(_event):
+            if "lengths" in values and self.state.trace is not None:
+                self._clear_trace()  # lengths shape the generated traffic; a trace has its own
+            self.state.param.update(**values)
+
+        button.on_click(click)
+        return button
 
     def _apply_query(self, query: dict) -> None:
         values, messages = parse_query(query, self.state)
         if "theme" in query:
             self.theme, theme_message = parse_theme(query)
             messages += [theme_message] if theme_message else []
+        if "tab" in query:
+            tab = query_value(query["tab"]).strip()
+            if tab in TABS:
+                self.tab = tab
+            else:
+                messages.append(f"URL: tab={tab[:40]!r} is not allowed (use {' or '.join(TABS)}); showing simulator.")
         if "preset" in query:
             preset = query_value(query["preset"]).strip()
             if preset == PRESET:
@@ -95,15 +123,19 @@ class App(pn.viewable.Viewer):
             query = query_of(self.state)
             if self.state.trace_name == WORKED_NAME:
                 query["preset"] = PRESET
+            if self.tab != "simulator":
+                query["tab"] = self.tab
             location.search = "?" + "&".join(f"{k}={v}" for k, v in query.items())
 
         self.state.param.watch(push, [*URL_KEYS.values(), "trace_name"])
+        self.param.watch(push, "tab")
         if rewrite:
             push()
 
     def __panel__(self):
         controls = self.controls.__panel__()
         self.timeline.link_player(self.controls.player)
+        self.timeline.link_inspector(self.batch.div)
         sidebar = pn.Column(
             controls,
             self.worked,
@@ -113,11 +145,28 @@ class App(pn.viewable.Viewer):
             width=310,
             css_classes=["bv-sidebar"],
         )
-        main = pn.Column(
+        text_pane = lambda text: pn.pane.HTML(text, sizing_mode="stretch_width", stylesheets=[CSS])  # noqa: E731
+        simulator = pn.Column(
             self.messages,
+            text_pane(story.WHY),
             self.timeline,
+            pn.pane.Bokeh(self.timeline.loop, sizing_mode="stretch_width"),
+            self.batch,
             self.head_to_head,
+            text_pane(story.SPREAD),
+            pn.Row(*self.length_buttons),
+            text_pane(story.ONE_SLOT),
+            self.one_slot,
+            text_pane(story.NOT_FIXED),
             self.replay,
+            sizing_mode="stretch_width",
+            css_classes=["bv-story"],
+        )
+        tabs = pn.Tabs((TABS["simulator"], simulator), (TABS["quiz"], self.quiz), sizing_mode="stretch_width")
+        tabs.active = list(TABS).index(self.tab)
+        tabs.param.watch(lambda e: setattr(self, "tab", list(TABS)[e.new]), "active")
+        main = pn.Column(
+            tabs,
             css_classes=["bv-main"],
             styles={"flex": "1 1 560px", "min-width": "300px"},
         )

@@ -15,6 +15,7 @@ from .loop import on_document
 from .plots import head_to_head_data, head_to_head_figure, link_hover, timeline_figure, update_timeline
 from .progress import playback_texts
 from .state import SimState
+from .story import loop_texts
 from .style import CSS
 
 PLAYBACK_JS = """
@@ -23,6 +24,7 @@ const t = Math.max(0, Math.min(cb_obj.value, n - 1));
 for (const c of curtains) c.left = t;
 for (const c of cursors) c.location = t;
 panel.text = src.data.panel[t];
+loop.text = src.data.loop[t];
 """
 
 
@@ -113,12 +115,18 @@ class TimelineView(pn.viewable.Viewer):
         self.other.figure.visible = s.both
         self.other_pane = pn.pane.Bokeh(self.other.figure, sizing_mode="stretch_width", css_classes=["bv-timeline"])
         s.param.watch(lambda e: on_document(lambda: setattr(self.other.figure, "visible", e.new)), "both")
-        self.progress = ColumnDataSource({"panel": list(playback_texts(s.run, s.window))})
+        self.progress = ColumnDataSource(self._texts())
         self.panel = Div(name="playback", stylesheets=[CSS], sizing_mode="stretch_width")
+        # The scheduling loop with the lines this step executed lit; it follows the cursor like the texts above.
+        self.loop = Div(name="loop", stylesheets=[CSS], sizing_mode="stretch_width")
         self.caption = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["bv-caption"], stylesheets=[CSS])
         self._show_step()
         self.caption.object = palette.CAPTIONS[s.mode]
         s.param.watch(lambda *_e: on_document(self._refresh), ["static_run", "continuous_run", "mode", "window"])
+
+    def link_inspector(self, div: Div) -> None:
+        """Make hovering a request in either timeline outline its tokens and blocks in `div` (the batch view)."""
+        link_hover(self.plot, self.other, inspectors=(div,), outline=palette.THEMES[self.theme].text)
 
     def link_player(self, player: pn.widgets.Player) -> None:
         """Make the player drive the curtain, cursor and texts in the browser, with no server round trip."""
@@ -130,17 +138,23 @@ class TimelineView(pn.viewable.Viewer):
                 "curtains": [p.curtain, self.other.curtain],
                 "cursors": [p.cursor, self.other.cursor],
                 "panel": self.panel,
+                "loop": self.loop,
             },
         )
+
+    def _texts(self) -> dict[str, list[str]]:
+        s = self.state
+        return {"panel": list(playback_texts(s.run, s.window)), "loop": list(loop_texts(s.run, s.window))}
 
     def _show_step(self) -> None:
         t = min(self.state.step, self.state.window)
         data = self.progress.data
         self.panel.text = data["panel"][t]
+        self.loop.text = data["loop"][t]
 
     def _refresh(self, *_events) -> None:
         s = self.state
-        self.progress.data = {"panel": list(playback_texts(s.run, s.window))}
+        self.progress.data = self._texts()
         update_timeline(self.plot, s.run, s.window, min(s.step, s.window))
         update_timeline(self.other, s.other_run, s.window, min(s.step, s.window))
         self._show_step()

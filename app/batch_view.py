@@ -1,0 +1,214 @@
+"""The batch at the playback cursor: continuous's ragged batch and block tables, static's padded rectangle."""
+
+from __future__ import annotations
+
+import html
+
+import panel as pn
+import param
+from bokeh.models import Div
+
+from core import Run
+from core.step_batch import BLOCK_SIZE, ContinuousBatches, ContinuousStep, StaticStep, static_step
+
+from .loop import on_document
+from .state import SimState
+from .style import CSS
+
+# Row colours (Okabe-Ito, without the orange that means padding): a request's tokens, block-table row and blocks in
+# the pool share one colour, so the eye follows it from the flat buffer to the memory it owns.
+ROW_COLORS = ("#0072B2", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#7A6A00")
+MAX_CELLS = 8  # a longer prefill shows its first and last tokens around an ellipsis; the data attributes hold all
+MAX_ROWS = 16  # rows drawn; a 64-slot batch says how many more there are
+MAX_POOL = 256  # blocks drawn in the pool strip
+
+
+def inspected_step(step: int, window: int) -> int:
+    """Return the step the cursor points at: the step about to run, or the window's last step at its end."""
+    return max(0, min(step, window - 1))
+
+
+def _attr(values) -> str:
+    return ",".join(str(int(v)) for v in values)
+
+
+def _label(run: Run, i: int) -> str:
+    return html.escape(run.requests[i].id, quote=True)
+
+
+def _cells(values: list[int], css: str) -> str:
+    """Return one cell per value, or the first and last few around an ellipsis when there are many."""
+    shown = values if len(values) <= MAX_CELLS else [*values[:4], None, *values[-2:]]
+    hidden = len(values) - 6
+    return "".join(
+        f'<span class="bv-cell bv-more" title="{hidden} more">…</span>'
+        if v is None
+        else f'<span class="bv-cell {css}">{v}</span>'
+        for v in shown
+    )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _compact(values: list[int]) -> str:
+    """Return a list of ids as ranges ('4-7 12'), which is how a block table reads when blocks come in runs."""
+    parts, k = [], 0
+    while k < len(values):
+        j = k
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        parts.append(str(values[k]) if j == k else f"{values[k]}-{values[j]}")
+        k = j + 1
+    return " ".join(parts)
+
+
+def continuous_html(run: Run, step: ContinuousStep) -> str:
+    """Return the ragged batch: the flat token buffer cut by cu_seqlens, the arrays, block tables and the KV pool."""
+    b = step.batch
+    cu = b.cu_seqlens.tolist()
+    head = (
+        f'<div class="bv-batch-title">Continuous, step {step.step}: one ragged batch, {len(step.requests)} rows, '
+        f"{cu[-1]} tokens, no padding</div>"
+    )
+    if not step.requests:
+        body = '<p class="bv-batch-empty">Nobody is running: the slots are idle.</p>'
+        return (
+            f'<section class="bv-batch" data-policy="continuous" data-step="{step.step}" data-cu-seqlens="0">'
+            f"{head}{body}</section>"
+        )
+    color = {i: ROW_COLORS[row % len(ROW_COLORS)] for row, i in enumerate(step.requests)}
+    segments, tables = [], []
+    for row, i in enumerate(step.requests[:MAX_ROWS]):
+        lo, hi = cu[row], cu[row + 1]
+        positions = b.positions[lo:hi].tolist()
+        kind = "prefill" if step.prefill[row] else "decode"
+        blocks = [int(x) for x in b.block_tables[row] if x >= 0]
+        name = _label(run, i)
+        segments.append(
+            f'<span class="bv-seg bv-{kind}" data-req="{name}" data-row="{row}" data-positions="{_attr(positions)}" '
+            f'data-token-ids="{_attr(b.token_ids[lo:hi])}" style="--bv-row:{color[i]}" '
+            f'title="{name}: {kind}, positions {positions[0]}-{positions[-1]}">'
+            f'<span class="bv-cu">{lo}</span><span class="bv-seg-name">{name} {kind}</span>'
+            f'<span class="bv-seg-cells">{_cells(positions, "bv-pos")}</span></span>'
+        )
+        tables.append(
+            f'<div class="bv-table-row" data-req="{name}" data-blocks="{_attr(blocks)}" style="--bv-row:{color[i]}">'
+            f'<span class="bv-seg-name">{name}</span> {b.context_lens[row]} tokens in {_count(len(blocks), "block")}: '
+            f'<span class="bv-blocks">{_compact(blocks)}</span></div>'
+        )
+    more = len(step.requests) - MAX_ROWS
+    if more > 0:
+        segments.append(f'<span class="bv-more-rows">… {more} more rows</span>')
+    segments.append(f'<span class="bv-cu bv-cu-end">{cu[-1]}</span>')
+    pool = "".join(
+        f'<span class="bv-block" data-block="{k}" data-req="{_label(run, o)}" style="--bv-row:{color.get(o)}" '
+        f'title="block {k}: {_label(run, o)}"></span>'
+        if o >= 0
+        else f'<span class="bv-block bv-free" data-block="{k}" title="block {k}: free"></span>'
+        for k, o in enumerate(step.block_owner[:MAX_POOL].tolist())
+    )
+    free = int((step.block_owner < 0).sum())
+    arrays = (
+        '<table class="bv-arrays">'
+        f'<tr><th>cu_seqlens</th><td data-array="cu_seqlens">{" ".join(map(str, cu))}</td></tr>'
+        f"<tr><th>positions</th><td>{_compact_list(b.positions.tolist())}</td></tr>"
+        f"<tr><th>token_ids</th><td>{_compact_list(b.token_ids.tolist())}</td></tr></table>"
+    )
+    return (
+        f'<section class="bv-batch" data-policy="continuous" data-step="{step.step}" data-cu-seqlens="{_attr(cu)}">'
+        f'{head}<div class="bv-flat">{"".join(segments)}</div>{arrays}'
+        f'<div class="bv-subtitle">Block tables (KV blocks of {BLOCK_SIZE} tokens; a request only ever adds '
+        f"blocks; nobody else's move)</div>{''.join(tables)}"
+        f'<div class="bv-subtitle">KV block pool: {len(step.block_owner)} blocks, {free} free</div>'
+        f'<div class="bv-pool">{pool}</div></section>'
+    )
+
+
+def _compact_list(values: list[int], limit: int = 24) -> str:
+    if len(values) <= limit:
+        return " ".join(map(str, values))
+    return " ".join(map(str, values[:limit])) + f" … ({len(values) - limit} more)"
+
+
+def static_html(run: Run, step: StaticStep) -> str:
+    """Return the padded rectangle: one row per member (left-padded prompts first), padding rows marked."""
+    if not step.requests:
+        return (
+            f'<section class="bv-batch" data-policy="static" data-step="{step.step}" data-rows="0" '
+            'data-useful-rows="0">'
+            f'<div class="bv-batch-title">Static, step {step.step}: no batch is running</div>'
+            '<p class="bv-batch-empty">The slots are idle until the next batch forms.</p></section>'
+        )
+    useful_rows = sum(step.live)
+    rows = []
+    for i, alive, n in list(zip(step.requests, step.live, step.new_tokens))[:MAX_ROWS]:
+        name = _label(run, i)
+        pad = step.width - n
+        if not alive:
+            cells = '<span class="bv-cell bv-padrow">padding</span>'
+        elif step.width <= MAX_CELLS:
+            cells = '<span class="bv-cell bv-leftpad"></span>' * pad + '<span class="bv-cell bv-tok"></span>' * n
+        else:
+            cells = (f'<span class="bv-cell bv-leftpad bv-wide">{pad} pad</span>' if pad else "") + (
+                f'<span class="bv-cell bv-tok bv-wide">{n} tokens</span>'
+            )
+        rows.append(
+            f'<div class="bv-rect-row" data-req="{name}" data-live="{int(alive)}">'
+            f'<span class="bv-seg-name">{name}</span>{cells}</div>'
+        )
+    first = step.width > 1 or int(run.start[step.requests[0]]) == step.step
+    what = "the prompts, left-padded to the longest" if first else "one token per row"
+    return (
+        f'<section class="bv-batch" data-policy="static" data-step="{step.step}" data-rows="{len(step.requests)}" '
+        f'data-useful-rows="{useful_rows}" data-computed="{step.computed_tokens}" data-useful="{step.useful_tokens}">'
+        f'<div class="bv-batch-title">Static, step {step.step}: a padded rectangle of {len(step.requests)} rows x '
+        f"{step.width} ({what})</div>"
+        f'<div class="bv-rect">{"".join(rows)}</div>'
+        f'<p class="bv-rect-sum">{useful_rows} of {len(step.requests)} rows did useful work; '
+        f"{step.computed_tokens} tokens computed, {step.useful_tokens} useful.</p></section>"
+    )
+
+
+class BatchView(pn.viewable.Viewer):
+    """The ragged batch (continuous) and the padded rectangle (static) at the playback cursor, for the runs shown."""
+
+    state = param.ClassSelector(class_=SimState)
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.div = Div(name="batch", stylesheets=[CSS], sizing_mode="stretch_width")
+        self._walker: ContinuousBatches | None = None
+        self._refresh()
+        self.state.param.watch(
+            lambda *_e: on_document(self._refresh), ["step", "static_run", "continuous_run", "mode", "window"]
+        )
+
+    def html(self) -> str:
+        """Return both batches at the cursor's step, the mode shown first."""
+        s = self.state
+        t = inspected_step(s.step, s.window)
+        if self._walker is None or self._walker.run is not s.continuous_run:
+            self._walker = ContinuousBatches(s.continuous_run)
+        parts = {
+            "continuous": continuous_html(s.continuous_run, self._walker.at(t)),
+            "static": static_html(s.static_run, static_step(s.static_run, t)),
+        }
+        first, second = (s.mode, "static" if s.mode == "continuous" else "continuous")
+        return f'<div class="bv-batches" data-batch-step="{t}">{parts[first]}{parts[second]}</div>'
+
+    def _refresh(self, *_events) -> None:
+        self.div.text = self.html()
+
+    def __panel__(self):
+        intro = pn.pane.HTML(
+            "<h3>The batch at the cursor</h3><p>What the engine actually runs at this step. Continuous batching "
+            "lays every running request's new tokens end to end in one flat buffer (a newcomer's whole prompt, "
+            "everyone else one token); <code>cu_seqlens</code> marks where each request's tokens start, and each "
+            "request reads its keys and values from its own KV blocks. Static batching computes a rectangle: every "
+            "member is a row, finished ones included. Hover a request in the timeline to find it here.</p>",
+            sizing_mode="stretch_width",
+            stylesheets=[CSS],
+        )
+        return pn.Column(intro, pn.pane.Bokeh(self.div, sizing_mode="stretch_width"), sizing_mode="stretch_width")

@@ -1,0 +1,115 @@
+"""The chapter's story beside the widget: why static wastes, the scheduling loop at the cursor, spread, limits."""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from functools import lru_cache
+
+from core import Run
+
+WHY = (
+    "<h3>Why static batching wastes, and what continuous batching changes</h3>"
+    "<p><b>Static batching</b> takes a group of requests and runs it until its longest member has finished. A member "
+    "that finishes early keeps its slot anyway, and the GPU keeps computing a row for it that nobody reads: that is "
+    "<i>padding</i>. A request that arrives meanwhile waits for the whole batch, however short it is.</p>"
+    "<p><b>Continuous batching</b> (iteration-level scheduling) looks at the batch between every two forward passes: "
+    "finished requests leave at once and waiting ones take their slots. There is no batch boundary any more; the "
+    "batch is simply whoever is running now. It does not make one forward pass any faster. It removes the gaps, the "
+    "padding and the wait for the next batch, and on real traffic, where a few answers are many times longer than "
+    "most, that is worth 2-4x the throughput with lower latency at the same time.</p>"
+)
+
+SPREAD = (
+    "<h3>The gain comes from the spread of lengths</h3>"
+    "<p>Static batching wastes exactly the difference between each member's length and the longest one in its "
+    "batch. With heavy-tailed lengths that difference is large; with equal lengths every member finishes together, "
+    "there is no padding, and continuous batching has almost nothing left to reclaim. Switch the lengths and watch "
+    "the two timelines and the head-to-head bars come together.</p>"
+)
+
+ONE_SLOT = (
+    "<h3>Try slots = 1</h3>"
+    "<p>With one slot, both schedulers run one request at a time in arrival order, and the two timelines are "
+    "identical: there is no padding to remove. Continuous batching is an occupancy optimisation, not a faster "
+    "kernel.</p>"
+)
+
+NOT_FIXED = (
+    "<h3>What batching does not fix</h3>"
+    "<p>Here every forward pass costs one step, whatever it holds. On a real GPU a small batch is memory-bound: "
+    "reading the weights dominates, so more rows are nearly free. Past a point the batch becomes compute-bound, each "
+    "step gets slower as rows are added, and every request in the batch feels it: a single request's latency gets "
+    "worse, not better. Batching raises throughput; it never makes one request faster than running it alone. "
+    "Choosing the batch size, the largest one whose step time still meets the latency target, is the next "
+    "problem.</p>"
+)
+
+def _code(statement: str, comment: str = "") -> str:
+    return f"    {statement:<38}# {comment}" if comment else f"    {statement}"
+
+
+LOOPS = {
+    "continuous": (
+        ("head", "while serving:"),
+        ("retire", _code("retire the finished", "their slots and KV blocks are free now")),
+        ("admit", _code("admit waiting into free slots", "a newcomer's prompt joins as prefill")),
+        ("build", _code("batch = build_batch(running)", "ragged: only each row's new tokens")),
+        ("forward", _code("forward(batch)", "one new token for every row")),
+    ),
+    "static": (
+        ("head", "while serving:"),
+        ("retire", _code("if every member finished: retire all", "the whole batch leaves at once")),
+        ("admit", _code("if every slot is free: admit a batch", "up to `slots` waiting requests")),
+        ("build", _code("batch = pad(members)", "finished members stay as padding")),
+        ("forward", _code("forward(batch)", "one token per row, padding included")),
+    ),
+}
+
+
+def _verb(subjects: list, verb: str) -> str:
+    return verb + "s" if len(subjects) == 1 else verb
+
+
+def _names(run: Run, indices: list[int]) -> str:
+    names = [run.requests[i].id for i in indices]
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return html.escape(shown)
+
+
+@lru_cache(maxsize=256)
+def loop_texts(run: Run, window: int) -> tuple[str, ...]:
+    """Return, for each playback position 0..window, the scheduling loop with the lines that step executed lit.
+
+    Position t shows step t, the step about to run (the window's end shows its last step); the retire and admit
+    lines light only when that step retired or admitted someone, the batch lines whenever anything runs.
+    """
+    retired, admitted = defaultdict(list), defaultdict(list)
+    for i, (s, r) in enumerate(zip(run.start.tolist(), run.release.tolist())):
+        if s < window:
+            admitted[s].append(i)
+        if r < window:
+            retired[r].append(i)
+    texts = []
+    for position in range(window + 1):
+        t = min(position, window - 1)
+        running = int(((run.start <= t) & (t < run.release)).sum())
+        padding = int(((run.finish <= t) & (t < run.release)).sum())
+        notes = {
+            "retire": f"← {_names(run, retired[t])} {_verb(retired[t], 'leave')}" if retired[t] else "",
+            "admit": f"← {_names(run, admitted[t])} {_verb(admitted[t], 'join')}" if admitted[t] else "",
+            "build": f"← {running} rows" + (f", {padding} of them padding" if padding else "") if running else "",
+            "forward": "← nothing to run: the slots are idle" if not running else "",
+        }
+        lit = {"head": True, "retire": bool(retired[t]), "admit": bool(admitted[t]), "build": running > 0}
+        lit["forward"] = running > 0
+        lines = "".join(
+            f'<div class="bv-code-line{" bv-lit" if lit[key] else ""}" data-line="{key}">'
+            f'<span class="bv-code">{html.escape(code)}</span><span class="bv-note">{notes.get(key, "")}</span></div>'
+            for key, code in LOOPS[run.policy]
+        )
+        texts.append(
+            f'<div class="bv-loop" data-loop-step="{t}"><div class="bv-loop-title">The scheduling loop, step {t} '
+            f"({run.policy})</div>{lines}</div>"
+        )
+    return tuple(texts)
