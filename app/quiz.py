@@ -134,7 +134,7 @@ def feedback_html(answers: list[int | None]) -> str:
         items.append(
             f'<li data-question="{q.key}" data-verdict="{verdict}"><b>{n}. {words}</b> '
             f"The answer: {html.escape(q.options[q.answer])} {html.escape(q.why)} "
-            f'<a href="{html.escape(q.link, quote=True)}" target="_top">{html.escape(q.link_text)}</a></li>'
+            f'<a href="{html.escape(q.link, quote=True)}">{html.escape(q.link_text)}</a></li>'
         )
     total = score(answers)
     return (
@@ -149,12 +149,11 @@ class Quiz(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.choices = [
-            pn.widgets.RadioBoxGroup(options=dict(zip(q.options, range(len(q.options)))), value=None, name=q.key)
-            for q in QUESTIONS
+            pn.widgets.RadioBoxGroup(options=dict(zip(q.options, range(len(q.options)))), value=None) for q in QUESTIONS
         ]
         for group in self.choices:
             group.value = None  # a radio group selects its first option unless told otherwise
-        self.check = pn.widgets.Button(label="Check my answers", button_type="primary")
+        self.check = pn.widgets.Button(label="Check my answers", color="primary")
         self.result = pn.pane.HTML("", sizing_mode="stretch_width", stylesheets=[CSS])
         self.check.on_click(lambda _e: self.show())
 

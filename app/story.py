@@ -45,6 +45,7 @@ NOT_FIXED = (
     "problem.</p>"
 )
 
+
 def _code(statement: str, comment: str = "") -> str:
     return f"    {statement:<38}# {comment}" if comment else f"    {statement}"
 

@@ -9,11 +9,15 @@ from .pixels import read_timeline
 READY_JS = "window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents[0].is_idle"
 
 
-def open_app(page, url: str, query: str = "") -> None:
-    """Navigate to the app (with an optional query string) and wait for the document and a canvas."""
+def open_app(page, url: str, query: str = "", canvas: bool = True) -> None:
+    """Navigate to the app (with an optional query string) and wait for the document and, if `canvas`, a canvas.
+
+    A tab without plots (?tab=quiz) has no visible canvas: pass canvas=False and wait for what it shows instead.
+    """
     page.goto(url + query)
     page.wait_for_function(READY_JS, polling=100, timeout=30_000)
-    page.locator(".bk-Canvas").first.wait_for(timeout=30_000)
+    if canvas:
+        page.locator(".bk-Canvas").first.wait_for(timeout=30_000)
 
 
 def wait_for_timeline(page, expected: list[str], slots: int, window: int = 64) -> None:
