@@ -13,6 +13,7 @@ from bokeh.models import Button, ColumnDataSource, CustomJS, Div, RadioButtonGro
 from bokeh.resources import INLINE
 
 from core import TrafficConfig, compute_metrics, generate, simulate
+from core import worked_example as worked
 
 from . import palette
 from .plots import MIN_LABEL_CELLS, ROW_PX, head_to_head_data, head_to_head_figure, timeline_figure
@@ -47,7 +48,18 @@ def precompute(config: TrafficConfig) -> dict:
             for mode in MODES:
                 run = simulate(requests, slots, mode)
                 runs[mode][k].append([int(v) for a in (run.start, run.finish, run.slot, run.release) for v in a])
-    return {"traffic": traffic, "runs": runs}
+    return {"traffic": traffic, "runs": runs, "worked": precompute_worked()}
+
+
+def precompute_worked() -> dict:
+    """Return the worked example's runs for every (mode, slots), static with the example's batch timeout."""
+    requests = worked.worked_example()
+    runs = {mode: [] for mode in MODES}
+    for slots in SLOTS:
+        for mode in MODES:
+            run = simulate(requests, slots, mode, worked.BATCH_TIMEOUT if mode == "static" else 0)
+            runs[mode].append([int(v) for a in (run.start, run.finish, run.slot, run.release) for v in a])
+    return {"traffic": {"ids": [r.id for r in requests], "arrival": [r.arrival for r in requests]}, "runs": runs}
 
 
 def build_page(config: TrafficConfig | None = None, window: int = 64, title: str = "batchviz") -> str:
@@ -71,6 +83,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
         return Div(text=text, stylesheets=[CSS], **kw)
 
     mode = RadioButtonGroup(labels=list(MODES), active=0, name="mode")
+    traffic = RadioButtonGroup(labels=["Generated traffic", "Worked example (A-F)"], active=0, name="traffic")
     slots = Slider(title="Batch slots", start=1, end=16, value=4, step=1, name="slots", width=280)
     seed = Slider(title="Traffic seed", start=0, end=99, value=config.seed, step=1, name="seed", width=280)
     step = Slider(title="Step", start=0, end=window, value=window, step=1, name="step", width=280)
@@ -88,6 +101,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
         args={
             "data_json": json.dumps(data, separators=(",", ":")),
             "mode_group": mode,
+            "traffic_group": traffic,
             "slots_slider": slots,
             "seed_slider": seed,
             "step_slider": step,
@@ -109,6 +123,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
         code=JS_PATH.read_text(encoding="utf-8"),
     )
     mode.js_on_change("active", redraw)
+    traffic.js_on_change("active", redraw)
     for slider in (slots, seed, step):
         slider.js_on_change("value", redraw)
     play.js_on_click(CustomJS(args={"play": play, "step": step, "interval": PLAY_INTERVAL_MS}, code=PLAY_JS))
@@ -123,7 +138,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
             sizing_mode="stretch_width",
         ),
         row(
-            column(mode, slots, seed, step, row(play, nxt, reset), width=310),
+            column(mode, traffic, slots, seed, step, row(play, nxt, reset), width=310),
             column(
                 readout,
                 stats,

@@ -28,10 +28,10 @@ QUESTIONS = (
         "spread",
         "Which property of real traffic makes continuous batching worth 2-4x, rather than nearly nothing?",
         (
-            "Requests arrive in bursts rather than evenly.",
+            "Requests arrive in bursts, so a batch fills up faster than with evenly spaced arrivals.",
             "Output lengths vary widely: most answers are short and a few are many times longer.",
-            "Prompts are much longer than answers.",
-            "A GPU runs a bigger batch faster per step.",
+            "Prompts are much longer than answers, so prefill dominates the work of every batch.",
+            "A GPU runs each step of a bigger batch faster, so fuller batches finish sooner.",
         ),
         1,
         "Static batching wastes the gap between each member's length and the longest in its batch. With equal "
@@ -45,9 +45,12 @@ QUESTIONS = (
         (
             "A finished member keeps its slot, computed for nothing, until the batch's longest member ends; "
             "a request that arrives meanwhile waits for the whole batch.",
-            "Padding is the prompt being read; nobody waits once the batch has started.",
-            "The longest request waits for the short ones to finish first.",
-            "Padding is an idle slot while the batch forms; a new request joins the running batch at once.",
+            "Padding is the prompt being read at the first step; nobody waits once the batch has started, "
+            "because new requests are added to it as they arrive.",
+            "The longest request waits for the short ones to finish first, and padding fills the slots it "
+            "is not using; a new arrival takes the next free slot.",
+            "Padding is an idle slot while the batch forms; a new request joins the running batch at once, "
+            "so only the requests of the first batch ever wait.",
         ),
         0,
         "In the worked example, B finishes at step 5 but holds its slot as padding until step 15, and E and F wait "
@@ -59,10 +62,10 @@ QUESTIONS = (
         "paged",
         "What does continuous batching need from the KV cache to be cheap?",
         (
-            "One contiguous buffer per request, sized for the longest possible answer.",
-            "Compacting the cache whenever a request leaves, so the free space is in one piece.",
+            "One contiguous buffer per request, sized for the longest possible answer, so it never grows.",
+            "Compacting the cache whenever a request leaves, so the free space stays in one piece for newcomers.",
             "Fixed-size blocks listed in each request's block table, so joining and leaving move no one else's memory.",
-            "No cache at all: recompute every earlier token at each step.",
+            "No cache at all: recompute every earlier token at each step, so there is nothing to move.",
         ),
         2,
         "A newcomer takes whichever blocks are free and a finished request returns its blocks to the pool; the "
@@ -74,11 +77,13 @@ QUESTIONS = (
         "ragged",
         "Why is the continuous batch ragged, and what does cu_seqlens hold?",
         (
-            "Rows are padded to one length; cu_seqlens holds each row's padding.",
-            "Requests are sorted by length; cu_seqlens holds each request's total length.",
-            "Each request attends over a different context; cu_seqlens holds those context lengths.",
-            "Each running request contributes only its new tokens (its whole prompt when it joins, one token after), "
-            "laid end to end; cu_seqlens holds where each request's tokens start in that flat buffer.",
+            "Rows are padded to the longest prompt in the batch, and cu_seqlens holds how many padding tokens "
+            "each row carries.",
+            "Requests are sorted by length before each step, and cu_seqlens holds each request's total length so far.",
+            "Each request attends over a context of its own length, and cu_seqlens holds those context lengths, "
+            "one per row.",
+            "Each request adds only its new tokens (a joining prompt, else one token), end to end, and "
+            "cu_seqlens holds where each one's tokens start.",
         ),
         3,
         "At step 4 of the worked example E joins with its 5-token prompt between three one-token decodes: "
@@ -90,11 +95,11 @@ QUESTIONS = (
         "latency",
         "Why does batching not make a single request faster?",
         (
-            "It does: a bigger batch finishes every request sooner.",
-            "A request still needs one forward pass per token, no pass gets faster, and once the batch is "
-            "compute-bound each pass gets slower as rows are added.",
-            "Because the scheduler spends time between passes.",
-            "Because of padding; without padding every request would be faster.",
+            "It does: a bigger batch finishes every request sooner, because the GPU's work is shared.",
+            "A request still needs one pass per token, no pass gets faster, and past the compute-bound point "
+            "more rows make every pass slower.",
+            "Because the scheduler spends time between passes deciding who joins, and that time grows with the batch.",
+            "Because of padding: without padding rows, every request in the batch would finish faster than alone.",
         ),
         1,
         "Batching shares each pass among more requests: throughput rises, but a request alone on the GPU is as fast "
@@ -106,11 +111,10 @@ QUESTIONS = (
         "one_slot",
         "With slots = 1, what do the two timelines show, and why?",
         (
-            "Continuous batching is still faster, because it admits requests sooner.",
-            "Static batching is faster, because it has no scheduling between passes.",
-            "They are identical: with one slot there is no padding to remove, so continuous batching is an occupancy "
-            "optimisation, not a faster kernel.",
-            "Nothing runs: a batch needs at least two slots.",
+            "Continuous batching is still faster, because it admits each request the moment it arrives.",
+            "Static batching is faster, because it spends no time scheduling between passes.",
+            "They are identical: there is no padding to remove, so continuous batching is an occupancy optimisation.",
+            "Nothing runs: a batch needs at least two slots, so both timelines stay idle.",
         ),
         2,
         "One request at a time, in arrival order, under both policies: the same schedule, step for step.",

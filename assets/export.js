@@ -18,10 +18,18 @@ function pct(x) {
   return (v - f === 0.5 ? (f % 2 === 0 ? f : f + 1) : Math.round(v)) + "%";
 }
 
+// The chosen traffic: the generator's at a seed, or the chapter's worked example (its own runs, static timeout 1).
+const WORKED = traffic_group.active === 1;
+if (window.__bvPreset === undefined) {  // first draw: ?preset=worked opens the worked example, as on the server
+  window.__bvPreset = new URLSearchParams(window.location.search).get("preset") === "worked";
+  if (window.__bvPreset && !WORKED) { traffic_group.active = 1; return; }  // the change runs this script again
+}
+seed_slider.disabled = WORKED;
+
 function runOf(mode, slots, seed) {
-  const flat = D.runs[mode][slots - 1][seed];
+  const flat = WORKED ? D.worked.runs[mode][slots - 1] : D.runs[mode][slots - 1][seed];
   const n = flat.length / 4;
-  const traffic = D.traffic[seed];
+  const traffic = WORKED ? D.worked.traffic : D.traffic[seed];
   return {
     slots, n, ids: traffic.ids, arrival: traffic.arrival,
     start: flat.slice(0, n), finish: flat.slice(n, 2 * n), slot: flat.slice(2 * n, 3 * n),
@@ -103,7 +111,7 @@ function describeStep(r, t) {
 
 function h2h(slots, seed) {
   const s = metricsAt(runOf("static", slots, seed), W), c = metricsAt(runOf("continuous", slots, seed), W);
-  const total = D.traffic[seed].ids.length;
+  const total = runOf("static", slots, seed).n;
   const lat = (m) => m.avg === null ? "–" : fixed(m.avg, 1);
   const rows = [["completed", "Completed in window", `${s.done}/${total}`, `${c.done}/${total}`],
                 ["utilisation", "GPU utilisation", pct(s.util), pct(c.util)],
@@ -128,7 +136,7 @@ function h2h(slots, seed) {
 const mode = MODES[mode_group.active], slots = slots_slider.value, seed = seed_slider.value;
 const step = Math.max(0, Math.min(step_slider.value, W));
 const r = runOf(mode, slots, seed);
-const key = `${mode}/${slots}/${seed}`;
+const key = `${WORKED}/${mode}/${slots}/${seed}`;
 if (window.__bvKey !== key) {
   window.__bvKey = key;
   const data = timelineData(r);

@@ -6,7 +6,8 @@ import sys
 import pytest
 from playwright.sync_api import expect
 
-from core import compute_metrics
+from core import compute_metrics, simulate
+from core.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
 
 from .helpers import READY_JS, assert_numbers_match_core, core_run, text_of
 from .pixels import read_timeline
@@ -111,3 +112,19 @@ def test_export_playback_reveals_cells_and_logs_decisions(page, page_errors, off
     assert 5 < step <= 64
     assert read_timeline(page, 4, 64) == [row[:step] + "-" * (64 - step) for row in full]
     assert text_of(page, ".bk-Div >> text=/^step \\d+:/") == run.describe_step(step)
+
+
+def test_export_has_the_worked_example(page, page_errors, offline, exported):
+    """?preset=worked opens the worked example (static timeout 1) from file://; a button goes back to generated."""
+    worked_static = simulate(worked_example(), SLOTS, "static", BATCH_TIMEOUT)
+    _open(page, exported + "?preset=worked")
+    _set(page, mode=1)
+    assert read_timeline(page, SLOTS, 64) == worked_static.timeline_strings(64)
+    assert text_of(page, "[data-stat=completed]") == "6/6"
+    assert text_of(page, "[data-h2h=static-avg_latency]") == f"{compute_metrics(worked_static, 64).avg_latency:.1f}"
+    _set(page, slots=6)
+    expected = simulate(worked_example(), 6, "static", BATCH_TIMEOUT).timeline_strings(64)
+    assert read_timeline(page, 6, 64) == expected
+    page.get_by_role("button", name="Generated traffic").click()
+    page.wait_for_timeout(150)
+    assert read_timeline(page, 6, 64) == core_run("static", 6, 4).timeline_strings(64)
