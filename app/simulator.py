@@ -20,6 +20,8 @@ from .views import Controls, HeadToHeadView, Messages, TimelineView
 
 LENGTH_LABELS = {"heavy": "Heavy-tailed", "uniform": "Uniform", "fixed": "Fixed"}
 PRESET = "worked"
+# The active tab keeps the page's own text colour (Bokeh's default paints it on white, unreadable in the dark theme).
+TAB_CSS = ".bk-tab.bk-active { background-color: transparent; color: inherit; font-weight: 600; }"
 WORKED_NAME = "the chapter's worked example"
 TABS = {"simulator": "Simulator", "quiz": "Check yourself"}  # ?tab= value -> tab title, in page order
 
@@ -162,7 +164,12 @@ class App(pn.viewable.Viewer):
             sizing_mode="stretch_width",
             css_classes=["bv-story"],
         )
-        tabs = pn.Tabs((TABS["simulator"], simulator), (TABS["quiz"], self.quiz), sizing_mode="stretch_width")
+        tabs = pn.Tabs(
+            (TABS["simulator"], simulator),
+            (TABS["quiz"], self.quiz),
+            sizing_mode="stretch_width",
+            stylesheets=[TAB_CSS],
+        )
         tabs.active = list(TABS).index(self.tab)
         tabs.param.watch(lambda e: setattr(self, "tab", list(TABS)[e.new]), "active")
         main = pn.Column(
