@@ -169,6 +169,7 @@ class App(pn.viewable.Viewer):
             (TABS["quiz"], self.quiz),
             sizing_mode="stretch_width",
             stylesheets=[TAB_CSS],
+            dynamic=True,  # the quiz's widgets are sent only when its tab opens: a new session costs less
         )
         tabs.active = list(TABS).index(self.tab)
         tabs.param.watch(lambda e: setattr(self, "tab", list(TABS)[e.new]), "active")
