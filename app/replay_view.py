@@ -172,6 +172,7 @@ class ReplayView(pn.viewable.Viewer):
     """Run the traffic shown through a real model: progress, cancel, wall-clock timelines, measured vs simulated."""
 
     state = param.ClassSelector(class_=SimState)
+    measured = param.Dict(default={}, doc="The last replay's continuous step time (ms) by batch size")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -233,6 +234,7 @@ class ReplayView(pn.viewable.Viewer):
 
         static, continuous = runs["static"], runs["continuous"]
         doc = summary(static, continuous)
+        self.measured = dict(doc["step_ms_by_batch"]["continuous"])
         text = (
             f'<div class="bv-replay">Model <b>{doc["model"]}</b> on <b data-replay="device">{doc["device"]}</b>. '
             f'Measured speedup <b data-replay="measured">{doc["measured_speedup"] or 0:.2f}×</b> '

@@ -9,6 +9,9 @@ from core import worked_example as worked
 
 from . import story
 from .batch_view import BatchView
+from .exercises.knee import KneeView
+from .exercises.spread import SpreadView
+from .exercises.temperature import TemperatureView
 from .palette import THEMES
 from .quiz import Quiz
 from .replay_view import ReplayView
@@ -23,7 +26,13 @@ PRESET = "worked"
 # The active tab keeps the page's own text colour (Bokeh's default paints it on white, unreadable in the dark theme).
 TAB_CSS = ".bk-tab.bk-active { background-color: transparent; color: inherit; font-weight: 600; }"
 WORKED_NAME = "the chapter's worked example"
-TABS = {"simulator": "Simulator", "quiz": "Check yourself"}  # ?tab= value -> tab title, in page order
+TABS = {  # ?tab= value -> tab title, in page order
+    "simulator": "Simulator",
+    "knee": "Exercise 1: the knee",
+    "spread": "Exercise 2: length spread",
+    "temperature": "Exercise 3: one temperature",
+    "quiz": "Check yourself",
+}
 
 
 class App(pn.viewable.Viewer):
@@ -37,6 +46,7 @@ class App(pn.viewable.Viewer):
         params.setdefault("state", SimState())
         super().__init__(**params)
         self.messages = Messages()
+        self.knee, self.spread, self.temperature = KneeView(), SpreadView(), TemperatureView()
         self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=False)
         self.reset_trace.on_click(self._clear_trace)
         if query:
@@ -45,6 +55,7 @@ class App(pn.viewable.Viewer):
         self.timeline = TimelineView(state=self.state, theme=self.theme)
         self.head_to_head = HeadToHeadView(state=self.state, theme=self.theme)
         self.replay = ReplayView(state=self.state)
+        self.replay.param.watch(lambda e: setattr(self.knee, "measured", e.new), "measured")
         self.upload = TraceUpload(sizing_mode="stretch_width")
         self.upload.param.watch(self._on_upload, "upload")
         self.worked = pn.widgets.Button(label="The chapter's worked example (A-F)")
@@ -76,7 +87,9 @@ class App(pn.viewable.Viewer):
             if tab in TABS:
                 self.tab = tab
             else:
-                messages.append(f"URL: tab={tab[:40]!r} is not allowed (use {' or '.join(TABS)}); showing simulator.")
+                messages.append(f"URL: tab={tab[:40]!r} is not allowed (use {', '.join(TABS)}); showing simulator.")
+        for view in (self.knee, self.spread, self.temperature):
+            messages += view.apply_query(query)
         if "preset" in query:
             preset = query_value(query["preset"]).strip()
             if preset == PRESET:
@@ -127,12 +140,30 @@ class App(pn.viewable.Viewer):
                 query["preset"] = PRESET
             if self.tab != "simulator":
                 query["tab"] = self.tab
+            query.update(self.exercise_query())
             location.search = "?" + "&".join(f"{k}={v}" for k, v in query.items())
 
         self.state.param.watch(push, [*URL_KEYS.values(), "trace_name"])
         self.param.watch(push, "tab")
+        self.knee.param.watch(push, ["rate_per_s", "itl_target_ms"])
+        self.spread.param.watch(push, "sigma")
+        self.temperature.param.watch(push, "bug")
         if rewrite:
             push()
+
+    def exercise_query(self) -> dict[str, str]:
+        """Return the exercises' URL arguments that differ from their defaults."""
+        out = {}
+        for key, view, name in (
+            ("rate", self.knee, "rate_per_s"),
+            ("itl", self.knee, "itl_target_ms"),
+            ("sigma", self.spread, "sigma"),
+            ("bug", self.temperature, "bug"),
+        ):
+            value = getattr(view, name)
+            if value != view.param[name].default:
+                out[key] = str(int(value)) if isinstance(value, bool) else f"{value:g}"
+        return out
 
     def __panel__(self):
         controls = self.controls.__panel__()
@@ -164,15 +195,26 @@ class App(pn.viewable.Viewer):
             sizing_mode="stretch_width",
             css_classes=["bv-story"],
         )
+        # The other tabs are built the first time they open: most learners stay on the simulator, and a new
+        # session should not pay for figures it never shows.
+        lazy = {"knee": self.knee, "spread": self.spread, "temperature": self.temperature, "quiz": self.quiz}
+        bodies = {key: pn.Column(sizing_mode="stretch_width") for key in lazy}
+
+        def open_tab(key: str) -> None:
+            if key in bodies and not bodies[key].objects:
+                bodies[key].objects = [lazy[key]]
+
         tabs = pn.Tabs(
             (TABS["simulator"], simulator),
-            (TABS["quiz"], self.quiz),
+            *((TABS[key], body) for key, body in bodies.items()),
             sizing_mode="stretch_width",
             stylesheets=[TAB_CSS],
             dynamic=True,  # the quiz's widgets are sent only when its tab opens: a new session costs less
         )
+        open_tab(self.tab)
         tabs.active = list(TABS).index(self.tab)
         tabs.param.watch(lambda e: setattr(self, "tab", list(TABS)[e.new]), "active")
+        self.param.watch(lambda e: open_tab(e.new), "tab")
         main = pn.Column(
             tabs,
             css_classes=["bv-main"],

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import fields
+from dataclasses import fields, replace
 
 from . import report
 from .cli_args import (
@@ -20,11 +20,12 @@ from .cli_args import (
     trace_options,
     traffic_config,
 )
+from .hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError
 from .metrics import compare, compute_metrics
 from .run import POLICIES
 from .schedule import simulate
-from .sweep import DEFAULT_BATCHES, SWEEP_TRAFFIC, CostModel, knee, sweep, trace_workload
+from .sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, SWEEP_TRAFFIC, CostModel, knee, sweep, trace_workload
 from .traffic import TrafficConfig
 
 # The chapter's script: chat-shaped traffic on 8 slots; a typical seed drains ~3x faster under continuous batching.
@@ -37,7 +38,7 @@ COST_HELP = {
     "bytes_per_param": "bytes per weight (2 for bf16)",
     "kv_bytes_per_token": "KV-cache bytes per cached token",
     "mem_bw_gbs": "memory bandwidth, GB/s",
-    "tflops": "sustained dense compute, TFLOP/s",
+    "tflops": "dense bf16 compute, TFLOP/s",
     "overhead_ms": "fixed cost per step, ms",
 }
 
@@ -124,7 +125,7 @@ def _add_sweep(sub) -> None:
         "--rate-per-s",
         type=bounded_float(0.001, 1e6),
         default=None,
-        help="generated traffic: arrival rate, requests per second, 0.001..1e6 (default 10)",
+        help=f"generated traffic: arrival rate, requests per second, 0.001..1e6 (default {DEFAULT_RATE_PER_S:g})",
     )
     p.add_argument(
         "--batches",
@@ -137,12 +138,26 @@ def _add_sweep(sub) -> None:
         default=50.0,
         help="inter-token latency target, ms (default %(default)s)",
     )
+    p.add_argument(
+        "--accelerator",
+        choices=list(ACCELERATORS),
+        default=DEFAULT_ACCELERATOR,
+        help="cost model preset: memory bandwidth and dense bf16 compute as published (default %(default)s)",
+    )
+    p.add_argument(
+        "--model-shape",
+        choices=list(MODEL_SHAPES),
+        default=DEFAULT_MODEL_SHAPE,
+        help="cost model preset: parameters, bytes per weight and KV bytes per token (default %(default)s)",
+    )
+    preset = cost_model()
     for f in fields(CostModel):
         p.add_argument(
             "--" + f.name.replace("_", "-"),
             type=bounded_float(0.0, 1e15),
-            default=f.default,
-            help=f"cost model: {COST_HELP[f.name]} (default %(default)s)",
+            default=None,
+            help=f"cost model: {COST_HELP[f.name]}; overrides the preset (default {getattr(preset, f.name):g}, "
+            "from the default presets)",
         )
     json_flag(p, "the points and the knee")
 
@@ -179,7 +194,9 @@ def _batches(text: str) -> tuple[int, ...]:
 
 def _sweep(args) -> str:
     try:
-        model = CostModel(**{f.name: getattr(args, f.name) for f in fields(CostModel)})
+        preset = cost_model(args.accelerator, args.model_shape)
+        overrides = {f.name: getattr(args, f.name) for f in fields(CostModel) if getattr(args, f.name) is not None}
+        model = replace(preset, **overrides)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     batches = _batches(args.batches)
@@ -187,13 +204,14 @@ def _sweep(args) -> str:
     if args.trace and args.rate_per_s is not None:
         raise UsageError("--rate-per-s applies to generated traffic; a --trace file brings its own arrival times")
     workload = trace_workload(requests, trace_options(args).step_ms) if args.trace else None
-    rate = args.rate_per_s or 10.0
+    rate = args.rate_per_s or DEFAULT_RATE_PER_S
     points = sweep(rate, batches, model, traffic_config(args), args.itl_target_ms, workload=workload)
     best = knee(points)
     if args.json:
         return report.dumps({"points": [vars(p) for p in points], "knee": best.batch if best else None})
+    presets = f"{args.model_shape} on {args.accelerator}" + (", edited" if model != preset else "")
     assumed = report.sweep_assumptions(
-        describe_traffic(args, requests, arrivals=False), None if args.trace else rate, model
+        describe_traffic(args, requests, arrivals=False), None if args.trace else rate, model, presets
     )
     return assumed + "\n" + report.sweep_text(points, best, args.itl_target_ms)
 

@@ -107,30 +107,32 @@ def comparison_text(comparison: Comparison, workload: str, slots: int) -> str:
 def sweep_text(points: list[SweepPoint], knee: SweepPoint | None, target_ms: float) -> str:
     """Return the sweep table and the knee."""
     lines = [
-        f"{'batch':>6}{'step ms':>10}{'tokens/s':>11}{'p99 lat s':>11}{'mean lat s':>11}{'util':>7}"
-        f"  ITL<={target_ms:g}ms"
+        f"{'batch':>6}{'full step ms':>13}{'ITL p50':>9}{'ITL p99':>9}{'tokens/s':>10}{'p99 lat s':>11}"
+        f"{'mean lat s':>11}{'util':>7}  ITL p99<={target_ms:g}ms"
     ]
     for p in points:
         lines.append(
-            f"{p.batch:>6}{p.step_ms:>10.1f}{p.tokens_per_s:>11.0f}{p.p99_latency_ms / 1e3:>11.2f}"
+            f"{p.batch:>6}{p.step_ms:>13.1f}{p.itl_p50_ms:>9.1f}{p.itl_p99_ms:>9.1f}{p.tokens_per_s:>10.0f}"
+            f"{p.p99_latency_ms / 1e3:>11.2f}"
             f"{p.avg_latency_ms / 1e3:>11.2f}{p.utilisation:>7.0%}  {'yes' if p.meets_target else 'no'}"
         )
     if knee is None:
         lines.append(f"knee: no batch size meets the {target_ms:g} ms inter-token latency target")
     else:
         lines.append(
-            f"knee: batch {knee.batch} is the largest that meets {target_ms:g} ms per token "
-            f"({knee.step_ms:.1f} ms per step, {knee.tokens_per_s:.0f} tokens/s)"
+            f"knee: batch {knee.batch} is the largest that meets {target_ms:g} ms per token at p99 "
+            f"({knee.itl_p99_ms:.1f} ms, {knee.tokens_per_s:.0f} tokens/s)"
         )
     return "\n".join(lines)
 
 
-def sweep_assumptions(workload: str, rate_per_s: float | None, model: CostModel) -> str:
-    """Return the lines stating the workload and the cost model a sweep assumed."""
+def sweep_assumptions(workload: str, rate_per_s: float | None, model: CostModel, presets: str = "") -> str:
+    """Return the lines stating the workload and the cost model (and the presets it started from) a sweep assumed."""
     arrivals = f"Poisson at {rate_per_s:g} requests/s" if rate_per_s is not None else "the trace's own arrival times"
     return (
         f"workload: {workload}; arrivals {arrivals}\n"
-        f"cost model: {model.params_b:g}B parameters x {model.bytes_per_param:g} bytes, "
+        f"cost model{f' ({presets})' if presets else ''}: {model.params_b:g}B parameters x "
+        f"{model.bytes_per_param:g} bytes, "
         f"{model.kv_bytes_per_token:,.0f} KV bytes/token, {model.mem_bw_gbs:g} GB/s, {model.tflops:g} TFLOP/s, "
         f"{model.overhead_ms:g} ms overhead per step; a step costs max(memory, compute) + overhead"
     )

@@ -1,0 +1,58 @@
+"""What the exercise views share: a small log-x figure, number parsing for deep links, and the text pane."""
+
+from __future__ import annotations
+
+import math
+
+import panel as pn
+from bokeh.models import Range1d
+from bokeh.plotting import figure
+
+from ..style import CSS
+from ..url import query_value
+
+MAX_SHOWN = 40
+
+
+def text_pane(text: str) -> pn.pane.HTML:
+    """Return an HTML pane in the app's style."""
+    return pn.pane.HTML(text, sizing_mode="stretch_width", stylesheets=[CSS])
+
+
+def small_figure(
+    name: str, title: str, y_label: str, x_label: str, log_x: bool = False, log_y: bool = False, height: int = 220
+):
+    """Return a plain figure of the exercise views: no toolbar, no grid noise, stretched to the column."""
+    fig = figure(
+        name=name,
+        title=title,
+        height=height,
+        sizing_mode="stretch_width",
+        toolbar_location=None,
+        tools="",
+        x_axis_type="log" if log_x else "linear",
+        x_axis_label=x_label,
+        y_axis_label=y_label,
+        y_axis_type="log" if log_y else "linear",
+        y_range=Range1d(0.1 if log_y else 0, 1),
+    )
+    fig.outline_line_color = None
+    return fig
+
+
+def query_number(query: dict, key: str, low: float, high: float, current: float) -> tuple[float | None, str]:
+    """Return (a number from the URL, or None, and a message): finite, within [low, high], or refused and named."""
+    if key not in query:
+        return None, ""
+    text = query_value(query[key]).strip()
+    shown = repr(text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "...")
+    try:
+        value = float(text) if len(text) <= MAX_SHOWN and text.isascii() else math.nan
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        return None, f"URL: {key}={shown} is not a number (allowed {low:g}..{high:g}); kept {current:g}."
+    if not low <= value <= high:
+        clamped = min(max(value, low), high)
+        return clamped, f"URL: {key}={value:g} is out of range {low:g}..{high:g}; using {clamped:g}."
+    return value, ""

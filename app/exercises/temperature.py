@@ -1,0 +1,105 @@
+"""Exercise 3, one temperature for the whole batch: each row's distribution and draws, with the bug on or off."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource
+
+from core.temperature_bug import DRAWS, ROWS, VOCAB, TemperatureResult, run_rows
+
+from ..loop import on_document
+from ..url import BOOLEANS, query_value
+from .common import small_figure, text_pane
+
+CORRECT, BUGGY = run_rows(bug=False), run_rows(bug=True)  # fixed logits and seeds: the same for every session
+WHY = (
+    "<p>A batched sampler must take every row's parameters from that row. Dividing the whole batch's logits by the "
+    "first row's temperature is a one-line bug: the greedy row starts sampling, and every other row gets someone "
+    "else's temperature. Nothing crashes; outputs just stop being what each request asked for.</p>"
+)
+
+
+class TemperatureView(pn.viewable.Viewer):
+    """Three rows with their own sampling over fixed logits; a toggle applies the first row's temperature to all."""
+
+    bug = param.Boolean(default=False, doc="Apply the batch's first temperature to every row")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._layout = None  # built when the tab first opens
+
+    def _build(self) -> None:
+        self.sources = [ColumnDataSource({"token": [], "p": [], "correct": []}) for _ in ROWS]
+        self.figures = []
+        for i, (label, _) in enumerate(ROWS):
+            fig = small_figure(f"temperature-row{i}", f"row {i}: {label}", "probability", "token id", height=170)
+            fig.vbar(x="token", top="p", width=0.8, source=self.sources[i], fill_color="#0072B2", line_color=None)
+            # The row's own distribution, outlined: with the bug on, the gap between bars and outline is the bug.
+            fig.vbar(x="token", top="correct", width=0.8, source=self.sources[i], fill_alpha=0, line_color="#000000")
+            fig.x_range.start, fig.x_range.end = -0.5, VOCAB - 0.5
+            self.figures.append(fig)
+        self.toggle = pn.widgets.Checkbox.from_param(
+            self.param.bug, label="Inject the bug: one temperature (the first row's) for the whole batch"
+        )
+        self.draws = text_pane("")
+        self._refresh()
+        self.param.watch(lambda *_e: on_document(self._refresh), "bug")
+
+    def result(self) -> TemperatureResult:
+        """Return the rows' distributions and draws for the toggle's setting."""
+        return BUGGY if self.bug else CORRECT
+
+    def apply_query(self, query: dict) -> list[str]:
+        """Set the bug from `?bug=1`; return messages for what was refused."""
+        if "bug" not in query:
+            return []
+        text = query_value(query["bug"]).strip().lower()
+        if text in BOOLEANS:
+            self.bug = BOOLEANS[text]
+            return []
+        return [f"URL: bug={text[:40]!r} is not allowed (use 1 or 0); kept {int(self.bug)}."]
+
+    def _refresh(self, *_events) -> None:
+        r = self.result()
+        for i, source in enumerate(self.sources):
+            source.data = {"token": list(range(VOCAB)), "p": r.probs[i].tolist(), "correct": CORRECT.probs[i].tolist()}
+            self.figures[i].y_range.end = 1.05
+        changed = r.changed_rows(CORRECT)
+        rows = "".join(
+            f'<tr data-row="{i}"><th scope="row">{html.escape(label)}</th>'
+            f'<td class="bv-draws" data-draws="{",".join(map(str, r.draws[:, i]))}">'
+            f"{' '.join(map(str, r.draws[:, i]))}</td>"
+            f'<td data-distinct="{len(np.unique(r.draws[:, i]))}">{len(np.unique(r.draws[:, i]))}</td></tr>'
+            for i, (label, _) in enumerate(ROWS)
+        )
+        self.draws.object = (
+            f'<p class="bv-counter">Rows that changed behaviour: <b data-changed="{len(changed)}">{len(changed)} of '
+            f"{len(ROWS)}</b>.</p>"
+            f'<table class="bv-h2h"><caption>{DRAWS} draws per row, each row with its own seeded generator</caption>'
+            f"<thead><tr><th>row</th><th>tokens drawn</th><th>distinct</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+
+    def __panel__(self):
+        if self._layout is None:
+            self._build()
+            self._layout = self._compose()
+        return self._layout
+
+    def _compose(self):
+        return pn.Column(
+            text_pane(
+                "<h3>Exercise 3: one temperature for the whole batch</h3><p>One batch of three requests with "
+                "different sampling over fixed logits, from the core's sampler. Each bar chart is the distribution "
+                "a row samples from (outlined: the one it asked for); below, the tokens it drew.</p>"
+            ),
+            self.toggle,
+            pn.Row(*(pn.pane.Bokeh(f, sizing_mode="stretch_width") for f in self.figures), sizing_mode="stretch_width"),
+            self.draws,
+            text_pane(WHY),
+            sizing_mode="stretch_width",
+            css_classes=["bv-story"],
+        )
