@@ -158,8 +158,9 @@ class SpreadView(pn.viewable.Viewer):
         return pn.Column(
             text_pane(
                 "<h3>Exercise 2: when continuous batching stops paying</h3><p>The same arrivals three times, with "
-                "heavy-tailed, uniform and fixed output lengths (the same intended mean, 64 tokens). Narrow the heavy-tailed spread and "
-                "watch the gain shrink toward the uniform (dashed) and fixed (dotted) lines.</p>"
+                "heavy-tailed, uniform and fixed output lengths (the same intended mean, 64 tokens). Narrow the "
+                "heavy-tailed spread and watch the gain shrink toward the uniform (dashed) and fixed (dotted) "
+                "lines.</p>"
             ),
             self.slider,
             pn.Row(
