@@ -104,8 +104,8 @@ QUESTIONS = (
         1,
         "Batching shares each pass among more requests: throughput rises, but a request alone on the GPU is as fast "
         "as it gets. Past the compute-bound point, more rows make every step, and so every request, slower.",
-        "?tab=simulator&slots=1",
-        "One slot: each request runs alone, and that is its best latency",
+        "?tab=knee",
+        "Exercise 1: past the knee, every step slows",
     ),
     Question(
         "one_slot",

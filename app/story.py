@@ -42,7 +42,7 @@ NOT_FIXED = (
     "step gets slower as rows are added, and every request in the batch feels it: a single request's latency gets "
     "worse, not better. Batching raises throughput; it never makes one request faster than running it alone. "
     "Choosing the batch size, the largest one whose step time still meets the latency target, is the next "
-    "problem.</p>"
+    'problem: <a href="?tab=knee">Exercise 1, find the knee</a>.</p>'
 )
 
 

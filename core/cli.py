@@ -142,13 +142,17 @@ def _add_sweep(sub) -> None:
         "--accelerator",
         choices=list(ACCELERATORS),
         default=DEFAULT_ACCELERATOR,
-        help="cost model preset: memory bandwidth and dense bf16 compute as published (default %(default)s)",
+        help="cost model preset: memory bandwidth and dense bf16 compute as published: "
+        + ", ".join(f"{a.key} ({a.name}: {a.mem_bw_gbs:g} GB/s, {a.tflops:g} TFLOP/s)" for a in ACCELERATORS.values())
+        + " (default %(default)s)",
     )
     p.add_argument(
         "--model-shape",
         choices=list(MODEL_SHAPES),
         default=DEFAULT_MODEL_SHAPE,
-        help="cost model preset: parameters, bytes per weight and KV bytes per token (default %(default)s)",
+        help="cost model preset: parameters and KV bytes per token, bf16: "
+        + ", ".join(f"{m.key} ({m.params_b:g}B, {m.kv_bytes_per_token:,.0f} B/token)" for m in MODEL_SHAPES.values())
+        + " (default %(default)s)",
     )
     preset = cost_model()
     for f in fields(CostModel):
@@ -209,7 +213,8 @@ def _sweep(args) -> str:
     best = knee(points)
     if args.json:
         return report.dumps({"points": [vars(p) for p in points], "knee": best.batch if best else None})
-    presets = f"{args.model_shape} on {args.accelerator}" + (", edited" if model != preset else "")
+    presets = f"{MODEL_SHAPES[args.model_shape].name} on {ACCELERATORS[args.accelerator].name}"
+    presets += ", edited" if model != preset else ""
     assumed = report.sweep_assumptions(
         describe_traffic(args, requests, arrivals=False), None if args.trace else rate, model, presets
     )

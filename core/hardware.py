@@ -11,6 +11,7 @@ from .sweep import CostModel
 class Accelerator:
     """An accelerator's memory bandwidth and dense bf16 compute, as its maker publishes them (no sparsity)."""
 
+    key: str  # what the CLI and the URL take
     name: str
     mem_bw_gbs: float  # HBM bandwidth, GB/s
     tflops: float  # dense bf16 tensor throughput, TFLOP/s
@@ -20,6 +21,7 @@ class Accelerator:
 class ModelShape:
     """A decoder's size for the cost model: its parameters and the KV-cache bytes one token costs."""
 
+    key: str
     name: str
     params_b: float
     layers: int
@@ -34,25 +36,25 @@ class ModelShape:
 
 
 ACCELERATORS = {
-    a.name: a
+    a.key: a
     for a in (
-        Accelerator("A100 80GB SXM", mem_bw_gbs=2_039.0, tflops=312.0),
-        Accelerator("H100 SXM", mem_bw_gbs=3_350.0, tflops=989.0),
-        Accelerator("H200 SXM", mem_bw_gbs=4_800.0, tflops=989.0),
+        Accelerator("a100-80gb", "A100 80GB SXM", mem_bw_gbs=2_039.0, tflops=312.0),
+        Accelerator("h100-sxm", "H100 SXM", mem_bw_gbs=3_350.0, tflops=989.0),
+        Accelerator("h200", "H200 SXM", mem_bw_gbs=4_800.0, tflops=989.0),
     )
 }
 
 MODEL_SHAPES = {
-    m.name: m
+    m.key: m
     for m in (
-        ModelShape("Llama-2 7B", params_b=6.74, layers=32, kv_heads=32, head_dim=128),
-        ModelShape("Llama-3 8B", params_b=8.03, layers=32, kv_heads=8, head_dim=128),  # grouped-query attention
-        ModelShape("Llama-2 13B", params_b=13.0, layers=40, kv_heads=40, head_dim=128),
+        ModelShape("llama2-7b", "Llama-2 7B", params_b=6.74, layers=32, kv_heads=32, head_dim=128),
+        ModelShape("llama3-8b", "Llama-3 8B", params_b=8.03, layers=32, kv_heads=8, head_dim=128),  # grouped-query
+        ModelShape("llama2-13b", "Llama-2 13B", params_b=13.0, layers=40, kv_heads=40, head_dim=128),
     )
 }
 
-DEFAULT_ACCELERATOR = "H100 SXM"
-DEFAULT_MODEL_SHAPE = "Llama-2 7B"
+DEFAULT_ACCELERATOR = "h100-sxm"
+DEFAULT_MODEL_SHAPE = "llama2-7b"
 DEFAULT_OVERHEAD_MS = 1.0
 
 

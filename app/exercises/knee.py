@@ -231,8 +231,12 @@ class KneeView(pn.viewable.Viewer):
 
     def _compose(self):
         presets = pn.Row(
-            pn.widgets.Select.from_param(self.param.accelerator, label="Accelerator", width=200),
-            pn.widgets.Select.from_param(self.param.model_shape, label="Model", width=200),
+            pn.widgets.Select.from_param(
+                self.param.accelerator, label="Accelerator", options={a.name: k for k, a in ACCELERATORS.items()}
+            ),
+            pn.widgets.Select.from_param(
+                self.param.model_shape, label="Model", options={m.name: k for k, m in MODEL_SHAPES.items()}
+            ),
         )
         return pn.Column(
             text_pane(

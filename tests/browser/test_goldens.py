@@ -17,6 +17,9 @@ LAYOUTS = [
     ("default-1280", 1280, 900, "?mode=continuous&slots=4&seed=4"),
     ("static-narrow-800", 800, 1000, "?mode=static&slots=4&seed=4"),
     ("dark-1280", 1280, 900, "?theme=dark&mode=continuous&slots=6&seed=4&step=40"),
+    ("knee-1280", 1280, 900, "?tab=knee"),
+    ("spread-1280", 1280, 900, "?tab=spread&sigma=0.8"),
+    ("temperature-1280", 1280, 900, "?tab=temperature&bug=1"),
 ]
 
 
