@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 
 import panel as pn
@@ -51,6 +51,83 @@ def points_data(points: tuple[SweepPoint, ...]) -> dict[str, list]:
         "tokens_per_s": [p.tokens_per_s for p in points],
         "p99_latency_s": [p.p99_latency_ms / 1e3 for p in points],
     }
+
+
+@dataclass
+class KneePlots:
+    """The knee view's three figures and the marks that move: the target line, the knee lines and its label."""
+
+    itl: object
+    throughput: object
+    latency: object
+    target_line: Span
+    knee_spans: list[Span]
+    knee_label: Label
+
+
+def knee_plots(source: ColumnDataSource, measured: ColumnDataSource) -> KneePlots:
+    """Return the ITL, throughput and p99 latency figures over `source` (see points_data), log batch axis."""
+    itl = small_figure("knee-itl", "Inter-token latency", "ms", "batch size (slots)", log_x=True)
+    itl.line(
+        "batch",
+        "step_ms",
+        source=source,
+        color="#888888",
+        line_dash="dashed",
+        line_width=2,
+        legend_label="a full batch's step",
+    )
+    itl.line(
+        "batch",
+        "itl_p99_ms",
+        source=source,
+        color=palette.CONTINUOUS_COLOR,
+        line_width=3,
+        legend_label="p99 as the tokens felt it",
+    )
+    itl.scatter("batch", "itl_p99_ms", source=source, color=palette.CONTINUOUS_COLOR, size=7)
+    itl.scatter(
+        "batch",
+        "step_ms",
+        source=measured,
+        color=palette.STATIC_COLOR,
+        size=8,
+        marker="diamond",
+        legend_label="measured by the replay (run it on the Simulator tab)",
+    )
+    itl.legend.location = "top_left"
+    target_line = Span(location=0, dimension="width", line_color="#D55E00", line_width=2)
+    itl.add_layout(target_line)
+    throughput = small_figure("knee-throughput", "Throughput", "tokens/s", "batch size (slots)", log_x=True)
+    throughput.line("batch", "tokens_per_s", source=source, color="#0072B2", line_width=3)
+    throughput.scatter("batch", "tokens_per_s", source=source, color="#0072B2", size=7)
+    latency = small_figure(
+        "knee-latency", "p99 end-to-end latency (log scale)", "s", "batch size (slots)", log_x=True, log_y=True
+    )
+    latency.line("batch", "p99_latency_s", source=source, color="#CC79A7", line_width=3)
+    latency.scatter("batch", "p99_latency_s", source=source, color="#CC79A7", size=7)
+    spans = [
+        Span(location=1, dimension="height", line_color="#000000", line_dash="dotted", line_width=2) for _ in range(3)
+    ]
+    for fig, span in zip((itl, throughput, latency), spans):
+        fig.add_layout(span)
+    label = Label(x=1, y=0, text="", text_font_size="11px", x_offset=4, y_offset=4)
+    itl.add_layout(label)
+    return KneePlots(itl, throughput, latency, target_line, spans, label)
+
+
+def show_knee(plots: KneePlots, data: dict, best: int | None, target_ms: float, measured_ms=()) -> None:
+    """Move the target line, the knee marks and the axes to a new sweep (mirrored in assets/export_exercises.js)."""
+    plots.target_line.location = target_ms
+    plots.itl.y_range.end = max([*data["step_ms"], target_ms, *measured_ms]) * 1.1
+    plots.throughput.y_range.end = max(data["tokens_per_s"]) * 1.1 or 1
+    positive = [v for v in data["p99_latency_s"] if v > 0] or [1.0]
+    plots.latency.y_range.start, plots.latency.y_range.end = min(positive) / 2, max(positive) * 2
+    for span in plots.knee_spans:
+        span.location = best if best else None
+        span.visible = best is not None
+    plots.knee_label.x, plots.knee_label.y = (best or 1), target_ms
+    plots.knee_label.text = f"knee: batch {best}" if best else "no batch meets the target"
 
 
 class KneeView(pn.viewable.Viewer):
@@ -127,70 +204,16 @@ class KneeView(pn.viewable.Viewer):
         self.model = replace(self.model, **{name: min(max(float(value), low), high)})
 
     def _build_figures(self) -> None:
-        self.itl = small_figure("knee-itl", "Inter-token latency", "ms", "batch size (slots)", log_x=True)
-        self.itl.line(
-            "batch",
-            "step_ms",
-            source=self.source,
-            color="#888888",
-            line_dash="dashed",
-            line_width=2,
-            legend_label="a full batch's step",
-        )
-        self.itl.line(
-            "batch",
-            "itl_p99_ms",
-            source=self.source,
-            color=palette.CONTINUOUS_COLOR,
-            line_width=3,
-            legend_label="p99 as the tokens felt it",
-        )
-        self.itl.scatter("batch", "itl_p99_ms", source=self.source, color=palette.CONTINUOUS_COLOR, size=7)
-        self.itl.scatter(
-            "batch",
-            "step_ms",
-            source=self.measured_source,
-            color=palette.STATIC_COLOR,
-            size=8,
-            marker="diamond",
-            legend_label="measured by the replay (run it on the Simulator tab)",
-        )
-        self.itl.legend.location = "top_left"
-        self.target_line = Span(location=self.itl_target_ms, dimension="width", line_color="#D55E00", line_width=2)
-        self.knee_label = Label(x=1, y=0, text="", text_font_size="11px", x_offset=4, y_offset=4)
-        self.itl.add_layout(self.target_line)
-        self.throughput = small_figure("knee-throughput", "Throughput", "tokens/s", "batch size (slots)", log_x=True)
-        self.throughput.line("batch", "tokens_per_s", source=self.source, color="#0072B2", line_width=3)
-        self.throughput.scatter("batch", "tokens_per_s", source=self.source, color="#0072B2", size=7)
-        self.latency = small_figure(
-            "knee-latency", "p99 end-to-end latency (log scale)", "s", "batch size (slots)", log_x=True, log_y=True
-        )
-        self.latency.line("batch", "p99_latency_s", source=self.source, color="#CC79A7", line_width=3)
-        self.latency.scatter("batch", "p99_latency_s", source=self.source, color="#CC79A7", size=7)
-        self.knee_spans = [
-            Span(location=1, dimension="height", line_color="#000000", line_dash="dotted", line_width=2)
-            for _ in range(3)
-        ]
-        for fig, span in zip((self.itl, self.throughput, self.latency), self.knee_spans):
-            fig.add_layout(span)
-        self.itl.add_layout(self.knee_label)
+        self.plots = knee_plots(self.source, self.measured_source)
 
     def _refresh(self, *_events) -> None:
         points = self.points()
         data = points_data(points)
         self.source.data = data
         best = knee(list(points))
-        self.target_line.location = self.itl_target_ms
-        top = max([*data["step_ms"], self.itl_target_ms, *self.measured_source.data["step_ms"]])
-        self.itl.y_range.end = top * 1.1
-        self.throughput.y_range.end = max(data["tokens_per_s"]) * 1.1 or 1
-        positive = [v for v in data["p99_latency_s"] if v > 0] or [1.0]
-        self.latency.y_range.start, self.latency.y_range.end = min(positive) / 2, max(positive) * 2
-        for span in self.knee_spans:
-            span.location = best.batch if best else None
-            span.visible = best is not None
-        self.knee_label.x, self.knee_label.y = (best.batch if best else 1), self.itl_target_ms
-        self.knee_label.text = f"knee: batch {best.batch}" if best else "no batch meets the target"
+        show_knee(
+            self.plots, data, best.batch if best else None, self.itl_target_ms, self.measured_source.data["step_ms"]
+        )
         self.readout.object = self._readout(points, best)
 
     def _show_measured(self, *_events) -> None:
@@ -247,9 +270,9 @@ class KneeView(pn.viewable.Viewer):
             pn.Row(self.rate, self.target),
             presets,
             pn.FlexBox(*self.inputs.values()),
-            pn.pane.Bokeh(self.itl, sizing_mode="stretch_width"),
-            pn.pane.Bokeh(self.throughput, sizing_mode="stretch_width"),
-            pn.pane.Bokeh(self.latency, sizing_mode="stretch_width"),
+            pn.pane.Bokeh(self.plots.itl, sizing_mode="stretch_width"),
+            pn.pane.Bokeh(self.plots.throughput, sizing_mode="stretch_width"),
+            pn.pane.Bokeh(self.plots.latency, sizing_mode="stretch_width"),
             text_pane(EXPLAIN),
             self.readout,
             sizing_mode="stretch_width",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -44,6 +45,91 @@ def histogram(lengths: np.ndarray, top: int) -> dict[str, list]:
     return {"left": edges[:-1].tolist(), "right": edges[1:].tolist(), "count": counts.tolist()}
 
 
+@dataclass
+class SpreadPlots:
+    """The three histograms, the advantage curve and its cursor at the current sigma."""
+
+    histograms: dict[str, object]
+    curve: object
+    cursor: Span
+
+
+def spread_plots(sources: dict[str, ColumnDataSource], sigma: float) -> SpreadPlots:
+    """Return a histogram per kind over `sources` and the heavy-tailed advantage against sigma."""
+    histograms = {}
+    for kind in LENGTH_KINDS:
+        fig = small_figure(f"spread-{kind}", f"{KIND_NAMES[kind]} lengths", "requests", "output tokens", height=180)
+        fig.quad(
+            left="left",
+            right="right",
+            bottom=0,
+            top="count",
+            source=sources[kind],
+            fill_color="#0072B2",
+            line_color="white",
+        )
+        histograms[kind] = fig
+    data = advantage_curve()
+    curve = small_figure(
+        "spread-curve",
+        "How much sooner continuous batching drains, by spread",
+        "static drain / continuous drain",
+        "log-normal sigma of the heavy-tailed lengths",
+    )
+    curve.line(data["sigma"], data["ratio"], color=palette.CONTINUOUS_COLOR, line_width=3)
+    curve.scatter(data["sigma"], data["ratio"], color=palette.CONTINUOUS_COLOR, size=6)
+    curve.y_range.start, curve.y_range.end = 0, max(data["ratio"]) * 1.15
+    for kind, dash in (("uniform", "dashed"), ("fixed", "dotted")):
+        curve.add_layout(
+            Span(
+                location=case(kind, 0).drain_ratio,
+                dimension="width",
+                line_dash=dash,
+                line_color="#555555",
+                line_width=2,
+            )
+        )
+    cursor = Span(location=sigma, dimension="height", line_color="#000000", line_width=2)
+    curve.add_layout(cursor)
+    return SpreadPlots(histograms, curve, cursor)
+
+
+def histogram_top(cases: list[SpreadCase]) -> int:
+    """Return the longest output among the cases: every histogram shares this x range."""
+    return int(max(c.lengths.max() for c in cases))
+
+
+def show_spread(plots: SpreadPlots, sources: dict[str, ColumnDataSource], top: int, sigma: float) -> None:
+    """Fit the histograms' axes to their data and move the cursor to `sigma`."""
+    for kind, fig in plots.histograms.items():
+        fig.x_range.start, fig.x_range.end = 0, top
+        fig.y_range.end = max(max(sources[kind].data["count"], default=0), 1) * 1.1
+    plots.cursor.location = sigma
+
+
+def spread_table(cases: list[SpreadCase], sigma: float) -> str:
+    """Return the three kinds' numbers as a table; each cell carries data-spread="kind-figure"."""
+    cells = {
+        "mean": ("mean output tokens", lambda c: f"{c.lengths.mean():.1f}"),
+        "batch_ratio": ("static batch max/mean, median", lambda c: f"{np.median(c.batch_ratios):.2f}"),
+        "batch_ratio_max": ("static batch max/mean, worst", lambda c: f"{c.batch_ratios.max():.2f}"),
+        "padding": ("static padding share", lambda c: f"{c.padding_share:.0%}"),
+        "drain_ratio": ("static drain / continuous drain", lambda c: f"{c.drain_ratio:.2f}x"),
+    }
+    head = "".join(f"<th>{KIND_NAMES[c.kind]}</th>" for c in cases)
+    body = "".join(
+        f'<tr><th scope="row">{label}</th>'
+        + "".join(f'<td data-spread="{c.kind}-{key}">{fmt(c)}</td>' for c in cases)
+        + "</tr>"
+        for key, (label, fmt) in cells.items()
+    )
+    return (
+        f'<table class="bv-h2h"><caption>{SPREAD_TRAFFIC.requests} requests over {SPREAD_TRAFFIC.arrival_window} '
+        f"steps on {SPREAD_SLOTS} slots, the same arrivals for each (heavy-tailed: sigma {sigma:.1f})"
+        f"</caption><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
 class SpreadView(pn.viewable.Viewer):
     """Three length distributions side by side, and the heavy-tailed advantage as the spread shrinks."""
 
@@ -55,42 +141,8 @@ class SpreadView(pn.viewable.Viewer):
 
     def _build(self) -> None:
         self.sources = {kind: ColumnDataSource(histogram(np.zeros(0), 1)) for kind in LENGTH_KINDS}
-        self.figures = {}
-        for kind in LENGTH_KINDS:
-            fig = small_figure(f"spread-{kind}", f"{KIND_NAMES[kind]} lengths", "requests", "output tokens", height=180)
-            fig.quad(
-                left="left",
-                right="right",
-                bottom=0,
-                top="count",
-                source=self.sources[kind],
-                fill_color="#0072B2",
-                line_color="white",
-            )
-            self.figures[kind] = fig
         self.numbers = text_pane("")
-        curve = advantage_curve()
-        self.curve = small_figure(
-            "spread-curve",
-            "How much sooner continuous batching drains, by spread",
-            "static drain / continuous drain",
-            "log-normal sigma of the heavy-tailed lengths",
-        )
-        self.curve.line(curve["sigma"], curve["ratio"], color=palette.CONTINUOUS_COLOR, line_width=3)
-        self.curve.scatter(curve["sigma"], curve["ratio"], color=palette.CONTINUOUS_COLOR, size=6)
-        self.curve.y_range.start, self.curve.y_range.end = 0, max(curve["ratio"]) * 1.15
-        for kind, dash in (("uniform", "dashed"), ("fixed", "dotted")):
-            self.curve.add_layout(
-                Span(
-                    location=case(kind, 0).drain_ratio,
-                    dimension="width",
-                    line_dash=dash,
-                    line_color="#555555",
-                    line_width=2,
-                )
-            )
-        self.cursor = Span(location=self.sigma, dimension="height", line_color="#000000", line_width=2)
-        self.curve.add_layout(self.cursor)
+        self.plots = spread_plots(self.sources, self.sigma)
         self.slider = pn.widgets.FloatSlider(
             label="Spread: log-normal sigma (heavy-tailed)",
             start=SIGMA_RANGE[0],
@@ -118,35 +170,11 @@ class SpreadView(pn.viewable.Viewer):
 
     def _refresh(self, *_events) -> None:
         cases = self.cases()
-        top = int(max(c.lengths.max() for c in cases))
+        top = histogram_top(cases)
         for c in cases:
             self.sources[c.kind].data = histogram(c.lengths, top)
-            fig = self.figures[c.kind]
-            fig.x_range.start, fig.x_range.end = 0, top
-            fig.y_range.end = max(histogram(c.lengths, top)["count"]) * 1.1
-        self.cursor.location = self.sigma
-        self.numbers.object = self._table(cases)
-
-    def _table(self, cases: list[SpreadCase]) -> str:
-        cells = {
-            "mean": ("mean output tokens", lambda c: f"{c.lengths.mean():.1f}"),
-            "batch_ratio": ("static batch max/mean, median", lambda c: f"{np.median(c.batch_ratios):.2f}"),
-            "batch_ratio_max": ("static batch max/mean, worst", lambda c: f"{c.batch_ratios.max():.2f}"),
-            "padding": ("static padding share", lambda c: f"{c.padding_share:.0%}"),
-            "drain_ratio": ("static drain / continuous drain", lambda c: f"{c.drain_ratio:.2f}x"),
-        }
-        head = "".join(f"<th>{KIND_NAMES[c.kind]}</th>" for c in cases)
-        body = "".join(
-            f'<tr><th scope="row">{label}</th>'
-            + "".join(f'<td data-spread="{c.kind}-{key}">{fmt(c)}</td>' for c in cases)
-            + "</tr>"
-            for key, (label, fmt) in cells.items()
-        )
-        return (
-            f'<table class="bv-h2h"><caption>{SPREAD_TRAFFIC.requests} requests over {SPREAD_TRAFFIC.arrival_window} '
-            f"steps on {SPREAD_SLOTS} slots, the same arrivals for each (heavy-tailed: sigma {self.sigma:.1f})"
-            f"</caption><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
-        )
+        show_spread(self.plots, self.sources, top, self.sigma)
+        self.numbers.object = spread_table(cases, self.sigma)
 
     def __panel__(self):
         if self._layout is None:
@@ -164,11 +192,11 @@ class SpreadView(pn.viewable.Viewer):
             ),
             self.slider,
             pn.Row(
-                *(pn.pane.Bokeh(self.figures[k], sizing_mode="stretch_width") for k in LENGTH_KINDS),
+                *(pn.pane.Bokeh(self.plots.histograms[k], sizing_mode="stretch_width") for k in LENGTH_KINDS),
                 sizing_mode="stretch_width",
             ),
             self.numbers,
-            pn.pane.Bokeh(self.curve, sizing_mode="stretch_width"),
+            pn.pane.Bokeh(self.plots.curve, sizing_mode="stretch_width"),
             text_pane(WHY),
             sizing_mode="stretch_width",
             css_classes=["bv-story"],

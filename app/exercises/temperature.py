@@ -23,6 +23,46 @@ WHY = (
 )
 
 
+def temperature_plots(sources: list[ColumnDataSource]) -> list:
+    """Return one bar chart per row: the distribution it samples from, outlined by the one it asked for."""
+    figures = []
+    for i, (label, _) in enumerate(ROWS):
+        fig = small_figure(f"temperature-row{i}", f"row {i}: {label}", "probability", "token id", height=170)
+        fig.vbar(x="token", top="p", width=0.8, source=sources[i], fill_color="#0072B2", line_color=None)
+        # The row's own distribution, outlined: with the bug on, the gap between bars and outline is the bug.
+        fig.vbar(x="token", top="correct", width=0.8, source=sources[i], fill_alpha=0, line_color="#000000")
+        fig.x_range.start, fig.x_range.end = -0.5, VOCAB - 0.5
+        fig.y_range.end = 1.05
+        figures.append(fig)
+    return figures
+
+
+def rows_data(result: TemperatureResult) -> list[dict[str, list]]:
+    """Return each row's bar data: the distribution sampled from and the one the row asked for."""
+    return [
+        {"token": list(range(VOCAB)), "p": result.probs[i].tolist(), "correct": CORRECT.probs[i].tolist()}
+        for i in range(len(ROWS))
+    ]
+
+
+def draws_html(result: TemperatureResult) -> str:
+    """Return the changed-rows counter and each row's draws (data-draws, data-distinct for tests)."""
+    changed = result.changed_rows(CORRECT)
+    rows = "".join(
+        f'<tr data-row="{i}"><th scope="row">{html.escape(label)}</th>'
+        f'<td class="bv-draws" data-draws="{",".join(map(str, result.draws[:, i]))}">'
+        f"{' '.join(map(str, result.draws[:, i]))}</td>"
+        f'<td data-distinct="{len(np.unique(result.draws[:, i]))}">{len(np.unique(result.draws[:, i]))}</td></tr>'
+        for i, (label, _) in enumerate(ROWS)
+    )
+    return (
+        f'<p class="bv-counter">Rows that changed behaviour: <b data-changed="{len(changed)}">{len(changed)} of '
+        f"{len(ROWS)}</b>.</p>"
+        f'<table class="bv-h2h"><caption>{DRAWS} draws per row, each row with its own seeded generator</caption>'
+        f"<thead><tr><th>row</th><th>tokens drawn</th><th>distinct</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
 class TemperatureView(pn.viewable.Viewer):
     """Three rows with their own sampling over fixed logits; a toggle applies the first row's temperature to all."""
 
@@ -34,14 +74,7 @@ class TemperatureView(pn.viewable.Viewer):
 
     def _build(self) -> None:
         self.sources = [ColumnDataSource({"token": [], "p": [], "correct": []}) for _ in ROWS]
-        self.figures = []
-        for i, (label, _) in enumerate(ROWS):
-            fig = small_figure(f"temperature-row{i}", f"row {i}: {label}", "probability", "token id", height=170)
-            fig.vbar(x="token", top="p", width=0.8, source=self.sources[i], fill_color="#0072B2", line_color=None)
-            # The row's own distribution, outlined: with the bug on, the gap between bars and outline is the bug.
-            fig.vbar(x="token", top="correct", width=0.8, source=self.sources[i], fill_alpha=0, line_color="#000000")
-            fig.x_range.start, fig.x_range.end = -0.5, VOCAB - 0.5
-            self.figures.append(fig)
+        self.figures = temperature_plots(self.sources)
         self.toggle = pn.widgets.Checkbox.from_param(
             self.param.bug, label="Inject the bug: one temperature (the first row's) for the whole batch"
         )
@@ -64,24 +97,10 @@ class TemperatureView(pn.viewable.Viewer):
         return [f"URL: bug={text[:40]!r} is not allowed (use 1 or 0); kept {int(self.bug)}."]
 
     def _refresh(self, *_events) -> None:
-        r = self.result()
-        for i, source in enumerate(self.sources):
-            source.data = {"token": list(range(VOCAB)), "p": r.probs[i].tolist(), "correct": CORRECT.probs[i].tolist()}
-            self.figures[i].y_range.end = 1.05
-        changed = r.changed_rows(CORRECT)
-        rows = "".join(
-            f'<tr data-row="{i}"><th scope="row">{html.escape(label)}</th>'
-            f'<td class="bv-draws" data-draws="{",".join(map(str, r.draws[:, i]))}">'
-            f"{' '.join(map(str, r.draws[:, i]))}</td>"
-            f'<td data-distinct="{len(np.unique(r.draws[:, i]))}">{len(np.unique(r.draws[:, i]))}</td></tr>'
-            for i, (label, _) in enumerate(ROWS)
-        )
-        self.draws.object = (
-            f'<p class="bv-counter">Rows that changed behaviour: <b data-changed="{len(changed)}">{len(changed)} of '
-            f"{len(ROWS)}</b>.</p>"
-            f'<table class="bv-h2h"><caption>{DRAWS} draws per row, each row with its own seeded generator</caption>'
-            f"<thead><tr><th>row</th><th>tokens drawn</th><th>distinct</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
+        result = self.result()
+        for source, data in zip(self.sources, rows_data(result)):
+            source.data = data
+        self.draws.object = draws_html(result)
 
     def __panel__(self):
         if self._layout is None:

@@ -76,7 +76,9 @@ def test_the_knee_on_a_hand_built_cost_model(page, page_errors, app_url):
         box = page.get_by_label(label, exact=True)
         box.fill(value)
         box.press("Enter")
-    expect(page.locator("[data-knee]").first).to_have_attribute("data-knee", "8", timeout=15_000)
+    # Each input recomputes; wait for the last one (no overhead: batch 1 steps in exactly 5 ms).
+    expect(page.locator(".bv-knee-table tr[data-batch='1'] td[data-col=step_ms]")).to_have_text("5.0", timeout=15_000)
+    expect(page.locator("[data-knee]").first).to_have_attribute("data-knee", "8")
     table = _table(page)
     assert [table[b]["step_ms"] for b in (1, 2, 4, 8, 16)] == ["5.0", "10.0", "20.0", "40.0", "80.0"]
     assert [table[b]["itl_p99_ms"] for b in (8, 16)] == ["40.0", "80.0"]  # saturated: every batch fills
