@@ -9,13 +9,14 @@ from pathlib import Path
 from bokeh.document import Document
 from bokeh.embed import file_html
 from bokeh.layouts import column, row
-from bokeh.models import Button, ColumnDataSource, CustomJS, Div, RadioButtonGroup, Slider
+from bokeh.models import Button, ColumnDataSource, CustomJS, Div, RadioButtonGroup, Slider, TabPanel, Tabs
 from bokeh.resources import INLINE
 
 from core import TrafficConfig, compute_metrics, generate, simulate
 from core import worked_example as worked
 
 from . import palette
+from .export_exercises import knee_section, spread_section, temperature_section
 from .plots import MIN_LABEL_CELLS, ROW_PX, head_to_head_data, head_to_head_figure, timeline_figure
 from .progress import progress_table
 from .style import CSS
@@ -28,6 +29,12 @@ PLAY_INTERVAL_MS = 120
 SCRIPT_BODY = re.compile(r"(<script\b[^>]*>).*?(</script>)", re.DOTALL | re.IGNORECASE)
 LINKED_SCRIPT = re.compile(r"<script\b[^>]*\bsrc=", re.IGNORECASE)
 EXTERNAL = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=[^>]*>", re.IGNORECASE)
+
+TAB_KEYS = ("simulator", "knee", "spread", "temperature")  # ?tab= on the file URL, as on the served page
+TAB_JS = """
+const k = keys.indexOf(new URLSearchParams(window.location.search).get("tab"));
+if (k > 0) tabs.active = k;
+"""
 
 PLAY_JS = """
 const stop = () => { clearInterval(window.__bvTimer); window.__bvTimer = null; play.label = "▶ Play"; };
@@ -129,6 +136,13 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
     play.js_on_click(CustomJS(args={"play": play, "step": step, "interval": PLAY_INTERVAL_MS}, code=PLAY_JS))
     nxt.js_on_click(CustomJS(args={"step": step}, code="step.value = Math.min(step.end, step.value + 1);"))
     reset.js_on_click(CustomJS(args={"step": step}, code="step.value = 0;"))
+    sections = (
+        ("Exercise 1: the knee", knee_section()),
+        ("Exercise 2: length spread", spread_section()),
+        ("Exercise 3: one temperature", temperature_section()),
+    )
+    exercise_panels = [TabPanel(title=title, child=section) for title, (section, _) in sections]
+    exercise_redraws = [script for _, (_, script) in sections]
     layout = column(
         div(
             f"<h1>Static vs continuous batching</h1><p>Each row is a batch slot, each column one forward pass. "
@@ -137,29 +151,41 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
             css_classes=["bv-header"],
             sizing_mode="stretch_width",
         ),
-        row(
-            column(mode, traffic, slots, seed, step, row(play, nxt, reset), width=310),
-            column(
-                readout,
-                stats,
-                caption,
-                plot.figure,
-                div(palette.legend_html(), sizing_mode="stretch_width"),
-                waste,
-                log,
-                div("<h3>Head to head</h3>"),
-                table,
-                head_to_head_figure(bar_source),
-                sizing_mode="stretch_width",
-            ),
+        Tabs(
+            tabs=[
+                TabPanel(
+                    title="Simulator",
+                    child=row(
+                        column(mode, traffic, slots, seed, step, row(play, nxt, reset), width=310),
+                        column(
+                            readout,
+                            stats,
+                            caption,
+                            plot.figure,
+                            div(palette.legend_html(), sizing_mode="stretch_width"),
+                            waste,
+                            log,
+                            div("<h3>Head to head</h3>"),
+                            table,
+                            head_to_head_figure(bar_source),
+                            sizing_mode="stretch_width",
+                        ),
+                        sizing_mode="stretch_width",
+                    ),
+                ),
+                *exercise_panels,
+            ],
+            name="tabs",
             sizing_mode="stretch_width",
         ),
         sizing_mode="stretch_width",
     )
     doc = Document()
     doc.add_root(layout)
-    # The script fills the head-to-head table on load too, so the first view and every later one share one path.
-    doc.js_on_event("document_ready", redraw)
+    # The scripts fill their views on load too, so the first view and every later one share one path.
+    for script in (redraw, *exercise_redraws):
+        doc.js_on_event("document_ready", script)
+    doc.js_on_event("document_ready", CustomJS(args={"tabs": layout.children[1], "keys": list(TAB_KEYS)}, code=TAB_JS))
     page = drop_linked_scripts(file_html(doc, INLINE, title))
     # Look at the markup only: the inlined Bokeh bundle mentions URLs in code paths this page never takes.
     linked = EXTERNAL.findall(SCRIPT_BODY.sub(r"\1\2", page))

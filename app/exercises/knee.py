@@ -65,8 +65,11 @@ class KneePlots:
     knee_label: Label
 
 
-def knee_plots(source: ColumnDataSource, measured: ColumnDataSource) -> KneePlots:
-    """Return the ITL, throughput and p99 latency figures over `source` (see points_data), log batch axis."""
+def knee_plots(source: ColumnDataSource, measured: ColumnDataSource | None) -> KneePlots:
+    """Return the ITL, throughput and p99 latency figures over `source` (see points_data), log batch axis.
+
+    `measured`: the replay's step times, drawn as diamonds (None on the static page, which has no replay).
+    """
     itl = small_figure("knee-itl", "Inter-token latency", "ms", "batch size (slots)", log_x=True)
     itl.line(
         "batch",
@@ -86,15 +89,16 @@ def knee_plots(source: ColumnDataSource, measured: ColumnDataSource) -> KneePlot
         legend_label="p99 as the tokens felt it",
     )
     itl.scatter("batch", "itl_p99_ms", source=source, color=palette.CONTINUOUS_COLOR, size=7)
-    itl.scatter(
-        "batch",
-        "step_ms",
-        source=measured,
-        color=palette.STATIC_COLOR,
-        size=8,
-        marker="diamond",
-        legend_label="measured by the replay (run it on the Simulator tab)",
-    )
+    if measured is not None:
+        itl.scatter(
+            "batch",
+            "step_ms",
+            source=measured,
+            color=palette.STATIC_COLOR,
+            size=8,
+            marker="diamond",
+            legend_label="measured by the replay (run it on the Simulator tab)",
+        )
     itl.legend.location = "top_left"
     target_line = Span(location=0, dimension="width", line_color="#D55E00", line_width=2)
     itl.add_layout(target_line)

@@ -7,6 +7,9 @@ import pytest
 from playwright.sync_api import expect
 
 from core import compute_metrics, simulate
+from core.hardware import cost_model
+from core.spread import spread_study
+from core.sweep import DEFAULT_BATCHES, knee, sweep
 from core.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
 
 from .helpers import READY_JS, assert_numbers_match_core, core_run, text_of
@@ -43,7 +46,7 @@ def offline(page):
 def _open(page, url: str) -> None:
     page.goto(url)
     page.wait_for_function(READY_JS, polling=100, timeout=30_000)
-    page.locator(".bk-Canvas").first.wait_for(timeout=30_000)
+    page.locator(".bk-Canvas >> visible=true").first.wait_for(timeout=30_000)  # ?tab= may hide the first
 
 
 def _set(page, **values) -> None:
@@ -128,3 +131,50 @@ def test_export_has_the_worked_example(page, page_errors, offline, exported):
     page.get_by_role("button", name="Generated traffic").click()
     page.wait_for_timeout(150)
     assert read_timeline(page, 6, 64) == core_run("static", 6, 4).timeline_strings(64)
+
+
+def _knee_table(page) -> dict[int, dict[str, str]]:
+    rows = page.locator(".bv-knee-table tr[data-batch]")
+    out = {}
+    for k in range(rows.count()):
+        cells = rows.nth(k).locator("td[data-col]")
+        out[int(rows.nth(k).get_attribute("data-batch"))] = {
+            cells.nth(j).get_attribute("data-col"): cells.nth(j).inner_text() for j in range(cells.count())
+        }
+    return out
+
+
+def test_export_exercises_equal_the_core(page, page_errors, offline, exported):
+    """From file://: the knee at a preset, rate and target, the spread at a sigma, the bug's counter: the core's."""
+    _open(page, exported + "?tab=knee")
+    _set_models(page, {"knee-accelerator": "a100-80gb", "knee-model": "llama3-8b", "knee-rate": "40"})
+    _set_models(page, {"knee-target": 30})
+    points = sweep(40.0, DEFAULT_BATCHES, cost_model("a100-80gb", "llama3-8b"), itl_target_ms=30)
+    best = knee(points)
+    expect(page.locator("[data-knee]").first).to_have_attribute("data-knee", str(best.batch) if best else "none")
+    table = _knee_table(page)
+    for p in points:
+        assert table[p.batch] == {
+            "step_ms": f"{p.step_ms:.1f}",
+            "itl_p99_ms": f"{p.itl_p99_ms:.1f}",
+            "tokens_per_s": f"{p.tokens_per_s:.0f}",
+            "p99_latency_s": f"{p.p99_latency_ms / 1e3:.2f}",
+        }
+    page.locator(".bk-tab", has_text="Exercise 2").first.click()
+    _set_models(page, {"spread-sigma": 0.5})
+    for c in spread_study(0.5):
+        expect(page.locator(f"[data-spread={c.kind}-drain_ratio]").first).to_have_text(f"{c.drain_ratio:.2f}x")
+    page.locator(".bk-tab", has_text="Exercise 3").first.click()
+    expect(page.locator("[data-changed]").first).to_have_attribute("data-changed", "0")
+    _set_models(page, {"temperature-bug": True}, prop="active")
+    expect(page.locator("[data-changed]").first).to_have_attribute("data-changed", "2")
+
+
+def _set_models(page, values: dict, prop: str = "value") -> None:
+    """Set Bokeh models' values by name, as their widgets would, and let the page redraw."""
+    page.evaluate(
+        """([values, prop]) => { const doc = Bokeh.documents[0];
+             for (const [name, value] of Object.entries(values)) doc.get_model_by_name(name)[prop] = value; }""",
+        [values, prop],
+    )
+    page.wait_for_timeout(150)
