@@ -68,3 +68,22 @@ def test_closing_the_page_frees_the_replay_at_once(browser, app_url):
     while _SERVER_LOCK.locked() and time.time() < deadline:
         time.sleep(0.05)
     assert not _SERVER_LOCK.locked()
+
+
+MEASURED_JS = """() => {
+  const fig = Bokeh.documents[0].get_model_by_name("knee-itl");
+  const r = fig.renderers.find((r) => r.glyph.marker !== undefined && r.glyph.marker.value === "diamond");
+  return Array.from(r.data_source.data.batch);
+}"""
+
+
+def test_the_knee_view_overlays_the_replays_step_times(page, page_errors, app_url):
+    """After a replay in this session, exercise 1 draws its measured step time at each batch size the replay ran."""
+    open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
+    page.get_by_role("button", name="Run replay").click()
+    expect(page.locator("[data-replay=predicted]").first).to_be_visible(timeout=60_000)
+    page.locator(".bk-tab", has_text="Exercise 1").first.click()
+    page.wait_for_function("Bokeh.documents[0].get_model_by_name('knee-itl') !== null", timeout=15_000)
+    run = simulate(generate(TrafficConfig(seed=4)), 4, "continuous")
+    active = {int((run.start <= t).sum() - (run.finish <= t).sum()) for t in range(run.drain)} - {0}
+    assert sorted(page.evaluate(MEASURED_JS)) == sorted(active)
