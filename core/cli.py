@@ -42,6 +42,8 @@ COST_HELP = {
     "overhead_ms": "fixed cost per step, ms",
 }
 
+COST_FIELDS = [f for f in fields(CostModel) if f.name != "name"]  # the cost model's numbers, one flag each
+
 Command = Callable[[argparse.Namespace], str]
 Registrar = Callable[..., dict[str, Command]]  # (subparsers) -> runners by command name
 
@@ -155,7 +157,7 @@ def _add_sweep(sub) -> None:
         + " (default %(default)s)",
     )
     preset = cost_model()
-    for f in fields(CostModel):
+    for f in COST_FIELDS:
         p.add_argument(
             "--" + f.name.replace("_", "-"),
             type=bounded_float(0.0, 1e15),
@@ -199,7 +201,7 @@ def _batches(text: str) -> tuple[int, ...]:
 def _sweep(args) -> str:
     try:
         preset = cost_model(args.accelerator, args.model_shape)
-        overrides = {f.name: getattr(args, f.name) for f in fields(CostModel) if getattr(args, f.name) is not None}
+        overrides = {f.name: getattr(args, f.name) for f in COST_FIELDS if getattr(args, f.name) is not None}
         model = replace(preset, **overrides)
     except ValueError as exc:
         raise UsageError(str(exc)) from None

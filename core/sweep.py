@@ -2,46 +2,21 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .cost import Roofline
 from .limits import LimitError, check_steps
 from .metrics import compute_metrics
 from .request import Request
 from .schedule import simulate
 from .traffic import TrafficConfig, generate
 
-
-@dataclass(frozen=True)
-class CostModel:
-    """What one decode step costs: reading the weights and the batch's KV cache, or computing, whichever is slower."""
-
-    # The defaults are core.hardware's default presets, Llama-2 7B in bf16 on an H100 SXM (a test keeps them equal).
-    params_b: float = 6.74  # model parameters, billions
-    bytes_per_param: float = 2.0  # fp16/bf16 weights
-    kv_bytes_per_token: float = 524_288.0  # 2 (K,V) x 32 layers x 32 KV heads x 128 dims x 2 bytes
-    mem_bw_gbs: float = 3_350.0  # HBM bandwidth, GB/s
-    tflops: float = 989.0  # dense bf16 throughput, TFLOP/s
-    overhead_ms: float = 1.0  # launch and scheduling overhead per step
-
-    def __post_init__(self) -> None:
-        for name in ("params_b", "bytes_per_param", "mem_bw_gbs", "tflops"):
-            if not 0 < getattr(self, name) < math.inf:
-                raise ValueError(f"{name} must be a finite number > 0, got {getattr(self, name)!r}")
-        for name in ("kv_bytes_per_token", "overhead_ms"):
-            if not 0 <= getattr(self, name) < math.inf:
-                raise ValueError(f"{name} must be a finite number >= 0, got {getattr(self, name)!r}")
-
-    def step_ms(self, batch, context_tokens: float):
-        """Return the milliseconds of one decode step for `batch` sequences (a number or an array of them)."""
-        weight_bytes = self.params_b * 1e9 * self.bytes_per_param
-        kv_bytes = batch * context_tokens * self.kv_bytes_per_token
-        memory_ms = (weight_bytes + kv_bytes) / (self.mem_bw_gbs * 1e9) * 1e3
-        compute_ms = 2 * self.params_b * 1e9 * batch / (self.tflops * 1e12) * 1e3
-        return np.maximum(memory_ms, compute_ms) + self.overhead_ms
+# The sweep's name for the core's one roofline cost model (core/cost.py): a decode step reads every weight and the
+# batch's KV cache, or computes, whichever is slower.
+CostModel = Roofline
 
 
 @dataclass(frozen=True)

@@ -193,7 +193,7 @@ class KneeView(pn.viewable.Viewer):
         self.param.watch(lambda e: setattr(self.rate, "value", min(max(e.new, 1), 300)), "rate_per_s")
         self.param.watch(lambda e: setattr(self.target, "value", min(max(e.new, 5), 200)), "itl_target_ms")
         self.inputs = {}
-        for f in fields(CostModel):
+        for f in fields(CostModel)[:-1]:  # its numbers; the last field is the model's name
             label, low, high = FIELDS[f.name]
             widget = pn.widgets.FloatInput(
                 label=label, value=getattr(self.model, f.name), start=low, end=high, width=200

@@ -1,0 +1,260 @@
+"""Simulation on a clock: each forward pass lasts what a cost model says for what it holds; arrivals in milliseconds.
+
+The schedulers' rules are the step simulator's (DESIGN.md): first come, first served, lowest free slot, static
+batches formed when the slots can be filled, the oldest waited the timeout, or nobody else will arrive. What changes
+is time: a scheduler sees an arrival only once the clock has passed it, and a pass over 64 rows takes longer than a
+pass over 4. When nothing can run the clock jumps to the next event. Under `UnitCost` every time equals the step
+simulator's step number exactly (tested).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .cost import Roofline, StepCost, UnitCost
+from .limits import MAX_SLOTS, check_workload
+from .request import Request
+from .run import POLICIES
+from .step_batch import prompt_length
+
+
+@dataclass(frozen=True, eq=False)
+class TimedRun:
+    """A schedule on a clock. Per request: times in ms and pass indices; per pass: its start, size and work."""
+
+    requests: tuple[Request, ...]
+    slots: int
+    policy: str
+    batch_timeout_ms: float
+    cost: str
+    slot: np.ndarray
+    start_pass: np.ndarray  # the request's first pass (its prefill)
+    finish_pass: np.ndarray  # exclusive: its last token comes out of pass finish_pass - 1
+    release_pass: np.ndarray  # static: the pass its batch ends; continuous: finish_pass
+    pass_start_ms: np.ndarray  # pass p runs over [pass_start_ms[p], pass_end_ms[p]); idle gaps lie between passes
+    pass_end_ms: np.ndarray
+    pass_rows: np.ndarray  # decoding rows computed in each pass (static: every member, padding included)
+    pass_prefill: np.ndarray  # prompt tokens computed in each pass (static: the padded rectangle)
+    pass_context: np.ndarray  # cached tokens read in each pass
+
+    @property
+    def passes(self) -> int:
+        """Return the number of forward passes."""
+        return len(self.pass_start_ms)
+
+    @cached_property
+    def arrival_ms(self) -> np.ndarray:
+        """Return each request's arrival time."""
+        return np.array([r.arrival for r in self.requests], dtype=float)
+
+    @property
+    def start_ms(self) -> np.ndarray:
+        """Return when each request's first pass starts."""
+        return self.pass_start_ms[self.start_pass]
+
+    @property
+    def first_token_ms(self) -> np.ndarray:
+        """Return when each request's first token comes out (the end of its prefill pass)."""
+        return self.pass_end_ms[self.start_pass]
+
+    @property
+    def finish_ms(self) -> np.ndarray:
+        """Return when each request's last token comes out."""
+        return self.pass_end_ms[self.finish_pass - 1]
+
+    @property
+    def release_ms(self) -> np.ndarray:
+        """Return when each request's slot is free again."""
+        return self.pass_end_ms[self.release_pass - 1]
+
+    @property
+    def drain_ms(self) -> float:
+        """Return when the last request finishes."""
+        return float(self.finish_ms.max()) if len(self.requests) else 0.0
+
+    @cached_property
+    def pass_ms(self) -> np.ndarray:
+        """Return each pass's duration."""
+        return self.pass_end_ms - self.pass_start_ms
+
+
+def _pass_ms(cost: StepCost):
+    """Return a fast scalar function (rows, prefill, context) -> ms for the cost model."""
+    if isinstance(cost, UnitCost):
+        return lambda rows, prefill, context: 1.0
+    if isinstance(cost, Roofline):
+        weights = cost.params_b * 1e9 * cost.bytes_per_param
+        per_byte, kv = 1.0 / (cost.mem_bw_gbs * 1e6), cost.kv_bytes_per_token
+        per_token, overhead = 2 * cost.params_b * 1e9 / (cost.tflops * 1e9), cost.overhead_ms
+        # The same arithmetic as Roofline.pass_ms, on Python floats: one pass costs ~0.3 us, not a numpy call.
+        return lambda rows, prefill, context: (
+            max((weights + context * kv) * per_byte, per_token * (rows + prefill)) + overhead
+        )
+    return lambda rows, prefill, context: float(cost.pass_ms(rows, prefill, context))
+
+
+def simulate_timed(
+    requests: Sequence[Request], slots: int, policy: str, cost: StepCost, batch_timeout_ms: float = 0.0
+) -> TimedRun:
+    """Return the schedule of `requests` (arrivals in ms) on `slots` slots, each pass costed by `cost`."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+    if not isinstance(slots, (int, np.integer)) or not 1 <= slots <= MAX_SLOTS:
+        raise ValueError(f"slots must be an integer in 1..{MAX_SLOTS}, got {slots!r}")
+    if not 0 <= batch_timeout_ms < float("inf"):
+        raise ValueError(f"batch_timeout_ms must be a finite number >= 0, got {batch_timeout_ms!r}")
+    requests = tuple(requests)
+    check_workload(len(requests), sum(r.output_tokens for r in requests))
+    step = _pass_ms(cost)
+    loop = _continuous if policy == "continuous" else _static
+    out = loop(requests, slots, step, float(batch_timeout_ms))
+    slot, start, finish, release, starts, ends, rows, prefill, context = out
+    as_int = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
+    return TimedRun(
+        requests,
+        slots,
+        policy,
+        float(batch_timeout_ms),
+        cost.name,
+        as_int(slot),
+        as_int(start),
+        as_int(finish),
+        as_int(release),
+        np.array(starts, dtype=float),
+        np.array(ends, dtype=float),
+        as_int(rows),
+        as_int(prefill),
+        as_int(context),
+    )
+
+
+def _order(requests: tuple[Request, ...]) -> list[int]:
+    return sorted(range(len(requests)), key=lambda i: (requests[i].arrival, i))  # FCFS; ties keep trace order
+
+
+def _continuous(requests, slots, step, _timeout):
+    """Admit into the lowest free slot at the first pass that starts at or after the arrival."""
+    n = len(requests)
+    order = _order(requests)
+    arrival = [requests[i].arrival for i in order]
+    prompt = [prompt_length(r.prompt_tokens) for r in requests]
+    slot_of, start, finish = [0] * n, [0] * n, [0] * n
+    starts, ends, rows_l, prefill_l, context_l = [], [], [], [], []
+    free = list(range(slots))
+    running: list[tuple[int, int, int]] = []  # heap of (finish pass, slot, request)
+    k, p, clock = 0, 0, 0.0
+    base = 0  # sum over running of (prompt - start pass): their context at pass p is base + count * p - prefill
+    while k < n or running:
+        while running and running[0][0] == p:  # retire
+            _, s, i = heapq.heappop(running)
+            heapq.heappush(free, s)
+            base -= prompt[i] - start[i]
+        if not running and k < n and arrival[k] > clock:
+            clock = float(arrival[k])  # nothing runs: the clock jumps to the next arrival
+        new_prompt = new_count = 0
+        while free and k < n and arrival[k] <= clock:  # admit
+            i, s = order[k], heapq.heappop(free)
+            k += 1
+            slot_of[i], start[i], finish[i] = s, p, p + requests[i].output_tokens
+            heapq.heappush(running, (finish[i], s, i))
+            new_prompt += prompt[i]
+            new_count += 1
+            base += prompt[i] - p
+        decoding = len(running) - new_count
+        context = base + len(running) * p - new_prompt
+        starts.append(clock)
+        rows_l.append(decoding)
+        prefill_l.append(new_prompt)
+        context_l.append(context)
+        clock += step(decoding, new_prompt, context)
+        ends.append(clock)
+        p += 1
+    return slot_of, start, finish, finish, starts, ends, rows_l, prefill_l, context_l
+
+
+def _static(requests, slots, step, timeout):
+    """Form a batch when the slots can be filled, the oldest waited the timeout, or nobody else will arrive."""
+    n = len(requests)
+    order = _order(requests)
+    arrival = [requests[i].arrival for i in order]
+    slot_of, start, finish, release = [0] * n, [0] * n, [0] * n, [0] * n
+    starts, ends, rows_l, prefill_l, context_l = [], [], [], [], []
+    k, p, clock = 0, 0, 0.0
+    while k < n:
+        oldest = arrival[k]
+        full_at = arrival[k + slots - 1] if k + slots - 1 < n else float("inf")
+        clock = max(clock, oldest, min(full_at, oldest + timeout, arrival[-1]))
+        size = 0
+        while size < slots and k + size < n and arrival[k + size] <= clock:
+            size += 1
+        members = order[k : k + size]
+        width = max(prompt_length(requests[i].prompt_tokens) for i in members)
+        length = max(requests[i].output_tokens for i in members)
+        for j, i in enumerate(members):
+            slot_of[i], start[i], finish[i], release[i] = j, p, p + requests[i].output_tokens, p + length
+        for age in range(length):  # the padded rectangle: every member is a row until the longest finishes
+            starts.append(clock)
+            rows_l.append(0 if age == 0 else size)
+            prefill_l.append(size * width if age == 0 else 0)
+            context_l.append(0 if age == 0 else size * (width + age))
+            clock += step(rows_l[-1], prefill_l[-1], context_l[-1])
+            ends.append(clock)
+        p += length
+        k += size
+    return slot_of, start, finish, release, starts, ends, rows_l, prefill_l, context_l
+
+
+@dataclass(frozen=True)
+class TimedMetrics:
+    """What a timed run achieved, in milliseconds: drain, throughput and latency percentiles."""
+
+    drain_ms: float
+    tokens_per_s: float
+    ttft_ms: dict[str, float]  # time to first token: mean, p50, p90, p99
+    itl_ms: dict[str, float]  # inter-token latency, per token after the first
+    e2e_ms: dict[str, float]  # arrival to last token
+
+    def as_dict(self) -> dict:
+        """Return the metrics as a plain JSON-ready dict."""
+        return {
+            "drain_ms": self.drain_ms,
+            "tokens_per_s": self.tokens_per_s,
+            "ttft_ms": self.ttft_ms,
+            "itl_ms": self.itl_ms,
+            "e2e_ms": self.e2e_ms,
+        }
+
+
+def _summary(values: np.ndarray, weights: np.ndarray | None = None) -> dict[str, float]:
+    if not len(values) or (weights is not None and weights.sum() == 0):
+        return {"mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0}
+    if weights is None:
+        weights = np.ones(len(values), dtype=np.int64)
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    pick = lambda q: float(values[order][np.searchsorted(cumulative, q / 100 * cumulative[-1])])  # noqa: E731
+    mean = float(np.average(values, weights=weights))
+    return {"mean": mean, "p50": pick(50), "p90": pick(90), "p99": pick(99)}
+
+
+def timed_metrics(run: TimedRun) -> TimedMetrics:
+    """Return drain, tokens/s, TTFT, per-token inter-token latency and end-to-end latency of a timed run."""
+    tokens = int((run.finish_pass - run.start_pass).sum())
+    # A pass's later tokens: one per request that is past its first pass and not yet finished in it.
+    diff = np.zeros(run.passes + 1, dtype=np.int64)  # pass indices run 0..passes
+    np.add.at(diff, run.start_pass + 1, 1)
+    np.add.at(diff, run.finish_pass, -1)
+    later_tokens = np.cumsum(diff)[: run.passes]
+    drain = run.drain_ms
+    return TimedMetrics(
+        drain_ms=drain,
+        tokens_per_s=tokens / (drain / 1e3) if drain else 0.0,
+        ttft_ms=_summary(run.first_token_ms - run.arrival_ms),
+        itl_ms=_summary(run.pass_ms, later_tokens),
+        e2e_ms=_summary(run.finish_ms - run.arrival_ms),
+    )
