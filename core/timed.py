@@ -89,11 +89,11 @@ def _pass_ms(cost: StepCost):
         return lambda rows, prefill, context: 1.0
     if isinstance(cost, Roofline):
         weights = cost.params_b * 1e9 * cost.bytes_per_param
-        per_byte, kv = 1.0 / (cost.mem_bw_gbs * 1e6), cost.kv_bytes_per_token
-        per_token, overhead = 2 * cost.params_b * 1e9 / (cost.tflops * 1e9), cost.overhead_ms
-        # The same arithmetic as Roofline.pass_ms, on Python floats: one pass costs ~0.3 us, not a numpy call.
+        kv, bandwidth = cost.kv_bytes_per_token, cost.mem_bw_gbs * 1e6
+        flop, compute, overhead = 2 * cost.params_b * 1e9, cost.tflops * 1e9, cost.overhead_ms
+        # Roofline.pass_ms's arithmetic, in the same order, on Python floats: the same bits, without a numpy call.
         return lambda rows, prefill, context: (
-            max((weights + context * kv) * per_byte, per_token * (rows + prefill)) + overhead
+            max((weights + context * kv) / bandwidth, flop * (rows + prefill) / compute) + overhead
         )
     return lambda rows, prefill, context: float(cost.pass_ms(rows, prefill, context))
 
@@ -165,6 +165,8 @@ def _continuous(requests, slots, step, _timeout):
             new_prompt += prompt[i]
             new_count += 1
             base += prompt[i] - p
+        if not running:
+            break  # the last request has finished
         decoding = len(running) - new_count
         context = base + len(running) * p - new_prompt
         starts.append(clock)
