@@ -20,12 +20,14 @@ from .cli_args import (
     trace_options,
     traffic_config,
 )
+from .cli_cost import add_cost_args, cost_from_args, describe_cost, requests_in_ms, step_ms, timed_text
 from .hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError
 from .metrics import compare, compute_metrics
 from .run import POLICIES
 from .schedule import simulate
 from .sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, SWEEP_TRAFFIC, CostModel, knee, sweep, trace_workload
+from .timed import simulate_timed, timed_metrics
 from .traffic import TrafficConfig
 
 # The chapter's script: chat-shaped traffic on 8 slots; a typical seed drains ~3x faster under continuous batching.
@@ -92,6 +94,7 @@ def _add_simulate(sub) -> None:
     slots_flag(p, 4)
     p.add_argument("--policy", choices=POLICIES, default="continuous", help="batching policy (default %(default)s)")
     timeout_flag(p)
+    add_cost_args(p)
     p.add_argument(
         "--window",
         type=bounded_int(0, MAX_DRAIN_STEPS),
@@ -110,6 +113,7 @@ def _add_compare(sub) -> None:
     add_traffic_args(p, COMPARE_TRAFFIC)
     slots_flag(p, COMPARE_SLOTS)
     timeout_flag(p)
+    add_cost_args(p)
     json_flag(p, "both policies' metrics and the ratios")
 
 
@@ -171,21 +175,46 @@ def _add_sweep(sub) -> None:
 def _simulate(args) -> str:
     if args.batch_timeout and args.policy != "static":
         raise UsageError("--batch-timeout applies to --policy static only")
-    run = simulate(load_requests(args), args.slots, args.policy, args.batch_timeout)
+    cost = cost_from_args(args)
+    requests = load_requests(args)
+    run = simulate(requests, args.slots, args.policy, args.batch_timeout)
     metrics = compute_metrics(run, args.window)
+    timed = _timed(args, requests, cost, args.policy) if cost else None
     if args.json:
-        return report.dumps(report.run_json(run, metrics, args.window))
-    return report.run_text(run, metrics)
+        doc = report.run_json(run, metrics, args.window)
+        if timed:
+            doc["timed"] = {"cost": describe_cost(cost), **timed.as_dict()}
+        return report.dumps(doc)
+    text = report.run_text(run, metrics)
+    if timed:
+        text += f"\ntime under the {describe_cost(cost)} cost model: drain {timed.drain_ms:,.1f} ms, "
+        text += f"{timed.tokens_per_s:,.0f} tokens/s, TTFT p50 {timed.ttft_ms['p50']:,.1f} ms, "
+        text += f"inter-token p50 {timed.itl_ms['p50']:,.1f} ms, end-to-end p99 {timed.e2e_ms['p99']:,.1f} ms"
+    return text
+
+
+def _timed(args, requests, cost, policy: str):
+    """Return the timed metrics of one policy on the workload, arrivals in milliseconds."""
+    timeout_ms = args.batch_timeout * step_ms(args) if policy == "static" else 0.0
+    return timed_metrics(simulate_timed(requests_in_ms(args, requests), args.slots, policy, cost, timeout_ms))
 
 
 def _compare(args) -> str:
+    cost = cost_from_args(args)
     requests = load_requests(args)
     result = compare(
         simulate(requests, args.slots, "static", args.batch_timeout), simulate(requests, args.slots, "continuous")
     )
+    timed = {policy: _timed(args, requests, cost, policy) for policy in ("static", "continuous")} if cost else None
     if args.json:
-        return report.dumps(result.as_dict())
-    return report.comparison_text(result, describe_traffic(args, requests), args.slots)
+        doc = result.as_dict()
+        if timed:
+            doc["timed"] = {"cost": describe_cost(cost), **{p: m.as_dict() for p, m in timed.items()}}
+        return report.dumps(doc)
+    text = report.comparison_text(result, describe_traffic(args, requests), args.slots)
+    if timed:
+        text += "\n\n" + timed_text(cost, timed["static"], timed["continuous"])
+    return text
 
 
 def _batches(text: str) -> tuple[int, ...]:

@@ -193,3 +193,28 @@ def test_export_page_links_nothing_even_with_panel_imported():
 
     markup = SCRIPT_BODY.sub(r"\1\2", build_page(TrafficConfig(requests=3)))
     assert re.findall(r"<(?:script|link)\b[^>]*\b(?:src|href)=", markup) == []
+
+
+def test_compare_on_a_clock(capsys, tmp_path):
+    """--cost roofline adds the core's timed figures (arrival steps of --step-ms); unit adds none; profiles load."""
+    from dataclasses import replace
+
+    from core.cost import Fitted
+    from core.hardware import cost_model
+    from core.timed import simulate_timed, timed_metrics
+
+    doc = _run_json(capsys, "compare", "--requests", "40", "--cost", "roofline", "--step-ms", "20")
+    requests = [
+        replace(r, arrival=round(r.arrival * 20)) for r in generate(replace(COMPARE_TRAFFIC_FOR_TEST, requests=40))
+    ]
+    for policy in ("static", "continuous"):
+        want = timed_metrics(simulate_timed(requests, 8, policy, cost_model()))
+        assert doc["timed"][policy]["drain_ms"] == pytest.approx(want.drain_ms, abs=1e-6)
+        assert doc["timed"][policy]["e2e_ms"]["p99"] == pytest.approx(want.e2e_ms["p99"], abs=1e-6)
+    assert doc["timed"]["cost"] == "roofline (Llama-2 7B on H100 SXM)"
+    assert "timed" not in _run_json(capsys, "compare", "--requests", "40", "--cost", "unit")
+    profile = Fitted((1, 64), (0, 1024), (0, 100_000), (((5, 50), (9, 60)), ((8, 55), (12, 70)))).save(
+        tmp_path / "p.json"
+    )
+    code, out, _ = _run(capsys, "compare", "--requests", "40", "--cost", str(profile))
+    assert code == 0 and "time under the fitted" in out and "inter-token p99, ms" in out

@@ -1,0 +1,108 @@
+"""The CLI's time flags: `--cost unit|roofline|FILE.json` with presets, and the workload's arrivals in milliseconds."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+from .cli_args import UsageError, is_azure
+from .cost import Fitted, StepCost
+from .hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
+from .request import Request
+from .timed import TimedMetrics
+from .traces import DEFAULT_STEP_MS, TraceError, TraceOptions, parse_trace, read_trace_bytes
+
+
+def add_cost_args(parser: argparse.ArgumentParser) -> None:
+    """Add --cost and its presets; `--step-ms` (a traffic flag) then also says how long a generated arrival step is."""
+    group = parser.add_argument_group("time (default: every pass costs one step)")
+    group.add_argument(
+        "--cost",
+        default="unit",
+        metavar="unit|roofline|FILE.json",
+        help="what a forward pass costs: unit (one step, the default), roofline (memory or compute, whichever is "
+        "slower, for --accelerator and --model-shape), or a profile measured by `batchviz calibrate`. With a cost, "
+        "arrivals are in milliseconds: Azure timestamps to the millisecond, and a generated or plain-CSV arrival "
+        f"step is --step-ms milliseconds (default {DEFAULT_STEP_MS:g})",
+    )
+    group.add_argument(
+        "--accelerator",
+        choices=list(ACCELERATORS),
+        default=None,
+        help=f"--cost roofline: the accelerator (default {DEFAULT_ACCELERATOR})",
+    )
+    group.add_argument(
+        "--model-shape",
+        choices=list(MODEL_SHAPES),
+        default=None,
+        help=f"--cost roofline: the model (default {DEFAULT_MODEL_SHAPE})",
+    )
+
+
+def cost_from_args(args: argparse.Namespace) -> StepCost | None:
+    """Return the cost model the flags ask for, or None for unit steps (the step simulator, unchanged)."""
+    presets = [f for f in ("--accelerator", "--model-shape") if getattr(args, f[2:].replace("-", "_")) is not None]
+    if args.cost == "unit":
+        if presets:
+            raise UsageError(f"{presets[0]} applies to --cost roofline only")
+        return None
+    if args.cost == "roofline":
+        return cost_model(args.accelerator or DEFAULT_ACCELERATOR, args.model_shape or DEFAULT_MODEL_SHAPE)
+    if presets:
+        raise UsageError(f"{presets[0]} applies to --cost roofline only; {args.cost} is a measured profile")
+    if not args.cost.endswith(".json"):
+        raise UsageError(f"--cost: expected unit, roofline or a .json profile, got {args.cost[:60]!r}")
+    try:
+        return Fitted.load(args.cost)
+    except ValueError as exc:
+        raise UsageError(f"--cost: {exc}") from None
+
+
+def step_ms(args: argparse.Namespace) -> float:
+    """Return how many milliseconds a generated or plain-CSV arrival step is."""
+    return DEFAULT_STEP_MS if args.step_ms is None else args.step_ms
+
+
+def requests_in_ms(args: argparse.Namespace, requests: list[Request]) -> list[Request]:
+    """Return the workload with arrivals in milliseconds: Azure traces re-read to the millisecond, others scaled."""
+    if args.trace:
+        data = read_trace_bytes(args.trace)
+        if is_azure(data):
+            scale = 1.0 if args.time_scale is None else args.time_scale
+            try:
+                return parse_trace(data, args.trace, TraceOptions(step_ms=1.0, time_scale=scale))
+            except TraceError as exc:
+                raise UsageError(str(exc)) from None
+    per_step = step_ms(args)
+    return [replace(r, arrival=round(r.arrival * per_step)) for r in requests]
+
+
+def timed_text(cost: StepCost, static: TimedMetrics, continuous: TimedMetrics) -> str:
+    """Return the time-based figures of both policies side by side."""
+    rows = [
+        ("drain, ms", static.drain_ms, continuous.drain_ms),
+        ("tokens/s", static.tokens_per_s, continuous.tokens_per_s),
+    ]
+    for label, key in (("TTFT", "ttft_ms"), ("inter-token", "itl_ms"), ("end-to-end", "e2e_ms")):
+        for q in ("p50", "p99"):
+            rows.append((f"{label} {q}, ms", getattr(static, key)[q], getattr(continuous, key)[q]))
+    lines = [f"time under the {describe_cost(cost)} cost model", f"{'':<22}{'static':>12}{'continuous':>12}"]
+    lines += [f"{label:<22}{s:>12,.1f}{c:>12,.1f}" for label, s, c in rows]
+    ratio = static.drain_ms / continuous.drain_ms if continuous.drain_ms else 1.0
+    lines.append(f"continuous drains {ratio:.2f}x sooner in time; tokens/s x{_ratio(continuous, static):.2f}")
+    return "\n".join(lines)
+
+
+def _ratio(a: TimedMetrics, b: TimedMetrics) -> float:
+    return a.tokens_per_s / b.tokens_per_s if b.tokens_per_s else 1.0
+
+
+def describe_cost(cost: StepCost) -> str:
+    """Return the cost model in a few words."""
+    if cost.name == "fitted":
+        return f"fitted ({cost.model or 'a model'} on {cost.device or 'a device'})"
+    for a in ACCELERATORS.values():
+        for m in MODEL_SHAPES.values():
+            if cost == cost_model(a.key, m.key):
+                return f"roofline ({m.name} on {a.name})"
+    return cost.name
