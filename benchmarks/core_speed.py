@@ -6,7 +6,10 @@ import time
 from pathlib import Path
 
 from core import TrafficConfig, generate, simulate
+from core.cost import UnitCost
+from core.hardware import cost_model
 from core.reference import simulate_per_step
+from core.timed import simulate_timed
 from core.traces import load_trace
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -39,6 +42,13 @@ def main(argv: list[str]) -> None:
     print(f"synthetic: {len(requests):,} heavy-tailed requests (Poisson 0.9/step, mean 64 tokens), {slots} slots")
     print(f"  {'both policies':<22}{'event-driven s':>15}{'per-step s':>12}{'speedup':>9}")
     print(f"  {'':<22}{fast:>15.3f}{slow:>12.2f}{slow / fast:>8.0f}x")
+    # On a clock: the same workload with each arrival step 5 ms, every pass costed (aim: roofline <= 3x unit steps).
+    timed = [r.__class__(r.id, r.arrival * 5, r.output_tokens, r.prompt_tokens) for r in requests]
+    roofline = cost_model()
+    clock_unit = _best_of(lambda: _both(lambda q, s, p: simulate_timed(q, s, p, UnitCost()), timed, slots), 3)
+    clock_roof = _best_of(lambda: _both(lambda q, s, p: simulate_timed(q, s, p, roofline), timed, slots), 3)
+    print(f"  {'on a clock, both':<22}{'unit s':>15}{'roofline s':>12}{'roofline / steps':>18}")
+    print(f"  {'':<22}{clock_unit:>15.3f}{clock_roof:>12.3f}{clock_roof / fast:>17.2f}x")
     for name in ("conv", "code"):
         path = TRACES / f"AzureLLMInferenceTrace_{name}.csv"
         if not path.exists():

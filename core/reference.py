@@ -87,7 +87,8 @@ def simulate_per_pass(
             can_form = (
                 policy == "continuous"
                 or len(waiting) >= slots
-                or (waiting and clock - requests[waiting[0]].arrival >= batch_timeout_ms)
+                # Compared as the jump below computes it: (arrival + timeout) - arrival can round below the timeout.
+                or (waiting and clock >= requests[waiting[0]].arrival + batch_timeout_ms)
                 or (waiting and arrived == n)
             )
             for s in range(slots):  # admit, lowest slot first

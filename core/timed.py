@@ -91,10 +91,13 @@ def _pass_ms(cost: StepCost):
         weights = cost.params_b * 1e9 * cost.bytes_per_param
         kv, bandwidth = cost.kv_bytes_per_token, cost.mem_bw_gbs * 1e6
         flop, compute, overhead = 2 * cost.params_b * 1e9, cost.tflops * 1e9, cost.overhead_ms
+
         # Roofline.pass_ms's arithmetic, in the same order, on Python floats: the same bits, without a numpy call.
-        return lambda rows, prefill, context: (
-            max((weights + context * kv) / bandwidth, flop * (rows + prefill) / compute) + overhead
-        )
+        def roofline(rows, prefill, context):
+            memory, computing = (weights + context * kv) / bandwidth, flop * (rows + prefill) / compute
+            return (memory if memory >= computing else computing) + overhead  # max(), without the call
+
+        return roofline
     return lambda rows, prefill, context: float(cost.pass_ms(rows, prefill, context))
 
 
@@ -110,9 +113,10 @@ def simulate_timed(
         raise ValueError(f"batch_timeout_ms must be a finite number >= 0, got {batch_timeout_ms!r}")
     requests = tuple(requests)
     check_workload(len(requests), sum(r.output_tokens for r in requests))
-    step = _pass_ms(cost)
-    loop = _continuous if policy == "continuous" else _static
-    out = loop(requests, slots, step, float(batch_timeout_ms))
+    if policy == "continuous":
+        out = _continuous(requests, slots, _pass_ms(cost))
+    else:
+        out = _static(requests, slots, cost, float(batch_timeout_ms))
     slot, start, finish, release, starts, ends, rows, prefill, context = out
     as_int = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
     return TimedRun(
@@ -134,17 +138,19 @@ def simulate_timed(
 
 
 def _order(requests: tuple[Request, ...]) -> list[int]:
-    return sorted(range(len(requests)), key=lambda i: (requests[i].arrival, i))  # FCFS; ties keep trace order
+    arrivals = [r.arrival for r in requests]
+    return sorted(range(len(requests)), key=arrivals.__getitem__)  # FCFS: a stable sort keeps trace order on ties
 
 
-def _continuous(requests, slots, step, _timeout):
+def _continuous(requests, slots, step):
     """Admit into the lowest free slot at the first pass that starts at or after the arrival."""
     n = len(requests)
     order = _order(requests)
     arrival = [requests[i].arrival for i in order]
-    prompt = [prompt_length(r.prompt_tokens) for r in requests]
+    prompt = [max(1, r.prompt_tokens) for r in requests]  # prompt_length, inlined: it runs once per request
     slot_of, start, finish = [0] * n, [0] * n, [0] * n
-    starts, ends, rows_l, prefill_l, context_l = [], [], [], [], []
+    passes: list[tuple] = []  # (start ms, end ms, decoding rows, prefill tokens, context tokens), one per pass
+    record = passes.append
     free = list(range(slots))
     running: list[tuple[int, int, int]] = []  # heap of (finish pass, slot, request)
     k, p, clock = 0, 0, 0.0
@@ -169,17 +175,16 @@ def _continuous(requests, slots, step, _timeout):
             break  # the last request has finished
         decoding = len(running) - new_count
         context = base + len(running) * p - new_prompt
-        starts.append(clock)
-        rows_l.append(decoding)
-        prefill_l.append(new_prompt)
-        context_l.append(context)
+        began = clock
         clock += step(decoding, new_prompt, context)
-        ends.append(clock)
+        record((began, clock, decoding, new_prompt, context))
         p += 1
-    return slot_of, start, finish, finish, starts, ends, rows_l, prefill_l, context_l
+    table = np.array(passes, dtype=float).reshape(-1, 5)
+    as_int = lambda column: table[:, column].astype(np.int64)  # noqa: E731 - exact: counts far below 2**53
+    return slot_of, start, finish, finish, table[:, 0], table[:, 1], as_int(2), as_int(3), as_int(4)
 
 
-def _static(requests, slots, step, timeout):
+def _static(requests, slots, cost, timeout):
     """Form a batch when the slots can be filled, the oldest waited the timeout, or nobody else will arrive."""
     n = len(requests)
     order = _order(requests)
@@ -199,16 +204,37 @@ def _static(requests, slots, step, timeout):
         length = max(requests[i].output_tokens for i in members)
         for j, i in enumerate(members):
             slot_of[i], start[i], finish[i], release[i] = j, p, p + requests[i].output_tokens, p + length
-        for age in range(length):  # the padded rectangle: every member is a row until the longest finishes
-            starts.append(clock)
-            rows_l.append(0 if age == 0 else size)
-            prefill_l.append(size * width if age == 0 else 0)
-            context_l.append(0 if age == 0 else size * (width + age))
-            clock += step(rows_l[-1], prefill_l[-1], context_l[-1])
-            ends.append(clock)
+        # The padded rectangle, every member a row until the longest finishes. No decision depends on the clock
+        # inside a batch, so its passes are costed at once; the running sum adds in order, as the oracle's loop does.
+        age = np.arange(length, dtype=np.int64)
+        rows = np.where(age == 0, 0, size)
+        prefill = np.where(age == 0, size * width, 0)
+        context = np.where(age == 0, 0, size * (width + age))
+        done = np.array(np.broadcast_to(cost.pass_ms(rows, prefill, context), (length,)), dtype=float)
+        done[0] += clock  # so the running sum is ((clock + c0) + c1) + ..., the oracle's order, bit for bit
+        done = np.cumsum(done)
+        begun = np.empty(length)
+        begun[0], begun[1:] = clock, done[:-1]
+        starts.append(begun)
+        ends.append(done)
+        rows_l.append(rows)
+        prefill_l.append(prefill)
+        context_l.append(context)
+        clock = float(done[-1])
         p += length
         k += size
-    return slot_of, start, finish, release, starts, ends, rows_l, prefill_l, context_l
+    join = lambda parts, kind: np.concatenate(parts) if parts else np.zeros(0, kind)  # noqa: E731
+    return (
+        slot_of,
+        start,
+        finish,
+        release,
+        join(starts, float),
+        join(ends, float),
+        join(rows_l, np.int64),
+        join(prefill_l, np.int64),
+        join(context_l, np.int64),
+    )
 
 
 @dataclass(frozen=True)
