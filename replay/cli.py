@@ -72,7 +72,49 @@ def run_replay(args: argparse.Namespace) -> str:
     return summary_text(doc, describe_traffic(args, requests))
 
 
+def _add_calibrate(sub) -> None:
+    """Add `calibrate`: measure a model's pass times into a profile that `--cost FILE.json` reads."""
+    p = sub.add_parser(
+        "calibrate",
+        help="measure a real model's forward-pass times into a profile for --cost FILE.json",
+        description="Time the replay's model on a grid of decoding rows (1-64), prefill tokens (0-512) and cached "
+        "context (0-4,096 tokens), the median of three passes each, and save the profile as JSON. `simulate` and "
+        "`compare` read it with --cost FILE.json. Needs torch; about 6 s for `small` on one CPU thread here.",
+    )
+    p.add_argument(
+        "--device", choices=("auto", "cpu", "cuda"), default="auto", help="default auto: CUDA when present, else CPU"
+    )
+    p.add_argument("--model", choices=PRESET_NAMES, default="small", help="size preset, random weights (default small)")
+    p.add_argument("--out", default=None, help="where to write the profile (default profile-MODEL-DEVICE.json)")
+    p.add_argument("--threads", type=bounded_int(1, 256), default=1, help="CPU threads for torch, 1..256 (default 1)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (default: shown on a tty)")
+
+
+def run_calibrate(args: argparse.Namespace) -> str:
+    """Measure the profile, write it, and return where it went with its smallest and largest pass."""
+    if importlib.util.find_spec("torch") is None:
+        raise UsageError(ENABLE)
+    from replay.calibrate import calibrate
+
+    show = not args.no_progress and sys.stderr.isatty()
+    bar = _progress("calibrate", show)
+    try:
+        profile = calibrate(
+            args.model, args.device, on_point=lambda done, total: bar(done - 1, total), threads=args.threads
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    device = profile.device.split(":")[0]
+    path = profile.save(args.out or f"profile-{args.model}-{device}.json")
+    times = [t for plane in profile.ms for line in plane for t in line]
+    return (
+        f"wrote {path}: {args.model} on {profile.device}, {len(times)} grid points, passes from {min(times):.2f} to "
+        f"{max(times):.2f} ms; use it with --cost {path}"
+    )
+
+
 def register(sub) -> dict:
-    """Add the replay's subcommand; return its runner by name."""
+    """Add the replay's subcommands; return their runners by name."""
     _add_replay(sub)
-    return {"replay": run_replay}
+    _add_calibrate(sub)
+    return {"replay": run_replay, "calibrate": run_calibrate}

@@ -188,7 +188,7 @@ def test_every_flag_of_every_subcommand_has_help_with_its_default():
 
     parser, commands = build_parser(REGISTRARS)
     subs = _subparsers(parser)
-    assert set(subs) == set(commands) == {"simulate", "compare", "sweep", "replay", "serve", "export"}
+    assert set(subs) == set(commands) == {"simulate", "compare", "sweep", "replay", "calibrate", "serve", "export"}
     for name, sub in subs.items():
         assert sub.description, f"{name} has no description"
         for action in sub._actions:

@@ -166,3 +166,20 @@ def test_bad_device_and_model_names():
         resolve_device("tpu")
     with pytest.raises(ValueError, match="tiny, small, gpt2"):
         Engine("huge")
+
+
+def test_calibrate_writes_a_profile_that_compare_reads(tmp_path, capsys):
+    """`batchviz calibrate` times the tiny model on its grid; the profile grows with the pass and drives compare."""
+    from batchviz.cli import main
+    from core.cost import Fitted
+
+    out = tmp_path / "tiny.json"
+    assert main(["calibrate", "--model", "tiny", "--device", "cpu", "--out", str(out), "--no-progress"]) == 0
+    assert f"wrote {out}: tiny on cpu, 36 grid points" in capsys.readouterr().out
+    profile = Fitted.load(out)
+    assert profile.model == "tiny" and profile.device == "cpu"
+    grid = np.asarray(profile.ms)
+    assert np.all(grid > 0)
+    assert grid[-1, -1, -1] > grid[0, 0, 0]  # 64 rows, a 512-token prefill and 4,096 cached tokens cost more
+    assert main(["compare", "--requests", "30", "--cost", str(out)]) == 0
+    assert "time under the fitted (tiny on cpu) cost model" in capsys.readouterr().out
