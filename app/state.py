@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 import param
 
 from core import Request, Run, TrafficConfig, generate, simulate
+from core.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from core.metrics import Comparison, compare
+from core.timed import TimedRun, simulate_timed
 from core.traffic import LENGTH_KINDS
 
 # Runs are immutable and the same inputs give the same runs, so every session on this server shares them: a class
@@ -25,6 +28,29 @@ def shared_runs(traffic: TrafficConfig | tuple[Request, ...], slots: int, timeou
     """Return (static, continuous) for a generator config or a tuple of requests; shared by every session."""
     requests = _generated(traffic) if isinstance(traffic, TrafficConfig) else traffic
     return simulate(requests, slots, "static", timeout), simulate(requests, slots, "continuous")
+
+
+def arrival_step_ms(accelerator: str, model: str) -> float:
+    """Return how long one arrival step lasts on a clock: a one-row decode pass on the preset (~5 ms on an H100).
+
+    So the traffic keeps the load it has in steps: requests arrive about as fast, per pass, as in the chapter's view.
+    """
+    return float(cost_model(accelerator, model).pass_ms(1, 0, 0))
+
+
+@lru_cache(maxsize=RUN_CACHE_SIZE)
+def shared_timed_runs(
+    traffic: TrafficConfig | tuple[Request, ...], slots: int, timeout: int, accelerator: str, model: str
+) -> tuple[TimedRun, TimedRun]:
+    """Return (static, continuous) on a clock under a roofline preset, arrival steps as `arrival_step_ms`."""
+    requests = _generated(traffic) if isinstance(traffic, TrafficConfig) else traffic
+    step = arrival_step_ms(accelerator, model)
+    timed = [replace(r, arrival=round(r.arrival * step)) for r in requests]
+    cost = cost_model(accelerator, model)
+    return (
+        simulate_timed(timed, slots, "static", cost, timeout * step),
+        simulate_timed(timed, slots, "continuous", cost),
+    )
 
 
 class SimState(param.Parameterized):
@@ -45,6 +71,9 @@ class SimState(param.Parameterized):
     window = param.Integer(default=64, bounds=(8, 4096), doc="Steps shown and measured")
     step = param.Integer(default=64, bounds=(0, 4096), doc="Playback position (steps run so far)")
     both = param.Boolean(default=True, doc="Also draw the other mode's timeline, on the same time axis")
+    clock = param.Selector(default="steps", objects=["steps", "ms"], doc="Time axis: one column per step, or ms")
+    accelerator = param.Selector(default=DEFAULT_ACCELERATOR, objects=list(ACCELERATORS), doc="On a clock: the GPU")
+    model_shape = param.Selector(default=DEFAULT_MODEL_SHAPE, objects=list(MODEL_SHAPES), doc="On a clock: the model")
     trace = param.List(default=None, allow_None=True, item_type=Request, doc="Uploaded requests (None: generator)")
     trace_name = param.String(default="", doc="Name of the uploaded trace")
 
@@ -100,6 +129,10 @@ class SimState(param.Parameterized):
     def other_run(self) -> Run:
         """Return the run of the mode not shown (drawn beneath it when `both` is on)."""
         return self.continuous_run if self.mode == "static" else self.static_run
+
+    def timed_runs(self) -> tuple[TimedRun, TimedRun]:
+        """Return (static, continuous) on a clock under the chosen preset, on the traffic shown."""
+        return shared_timed_runs(self.traffic_key(), self.slots, self.batch_timeout, self.accelerator, self.model_shape)
 
     def comparison(self) -> Comparison:
         """Return static vs continuous, each measured over the window shown."""

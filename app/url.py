@@ -20,6 +20,9 @@ URL_KEYS = {
     "timeout": "batch_timeout",
     "arrival_window": "arrival_window",
     "both": "both",
+    "clock": "clock",
+    "accelerator": "accelerator",
+    "model": "model_shape",
 }
 MAX_SHOWN = 40  # characters of a bad value repeated in a message
 BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}

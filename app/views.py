@@ -9,10 +9,19 @@ import param
 from bokeh.models import ColumnDataSource, Div
 
 from core import Metrics
+from core.hardware import ACCELERATORS, MODEL_SHAPES
+from core.timed import timed_metrics
 
 from . import palette
 from .loop import on_document
-from .plots import head_to_head_data, head_to_head_figure, link_hover, timeline_figure, update_timeline
+from .plots import (
+    head_to_head_data,
+    head_to_head_figure,
+    link_hover,
+    timeline_figure,
+    update_timeline,
+    update_timeline_on_clock,
+)
 from .progress import playback_texts
 from .state import SimState
 from .story import loop_texts
@@ -21,14 +30,26 @@ from .style import CSS
 PLAYBACK_JS = """
 const n = src.data.panel.length;
 const t = Math.max(0, Math.min(cb_obj.value, n - 1));
-for (const c of curtains) c.left = t;
-for (const c of cursors) c.location = t;
+if (!src.data.on_clock[t]) {  // on a clock the whole run is drawn: steps do not map to one x
+  for (const c of curtains) c.left = t;
+  for (const c of cursors) c.location = t;
+}
 panel.text = src.data.panel[t];
 loop.text = src.data.loop[t];
 """
 
 
-def _h2h_table(static: Metrics, continuous: Metrics) -> str:
+def _h2h_timed_rows(state: SimState) -> list[tuple[str, str, str, str]]:
+    """Return the head-to-head's rows on a clock: tokens/s, TTFT p50 and end-to-end p99, in ms."""
+    static, continuous = (timed_metrics(run) for run in state.timed_runs())
+    return [
+        ("tokens_per_s", "Tokens/s", f"{static.tokens_per_s:,.0f}", f"{continuous.tokens_per_s:,.0f}"),
+        ("ttft_p50", "TTFT p50 (ms)", f"{static.ttft_ms['p50']:,.1f}", f"{continuous.ttft_ms['p50']:,.1f}"),
+        ("e2e_p99", "End-to-end p99 (ms)", f"{static.e2e_ms['p99']:,.1f}", f"{continuous.e2e_ms['p99']:,.1f}"),
+    ]
+
+
+def _h2h_table(static: Metrics, continuous: Metrics, timed_rows: list | None = None) -> str:
     def latency(m: Metrics) -> str:
         return "–" if m.avg_latency is None else f"{m.avg_latency:.1f}"
 
@@ -41,6 +62,7 @@ def _h2h_table(static: Metrics, continuous: Metrics) -> str:
         ),
         ("utilisation", "GPU utilisation", f"{static.utilisation:.0%}", f"{continuous.utilisation:.0%}"),
         ("avg_latency", "Avg latency (steps)", latency(static), latency(continuous)),
+        *(timed_rows or []),
     ]
     body = "".join(
         f'<tr><th scope="row">{label}</th><td data-h2h="static-{key}">{s}</td>'
@@ -91,6 +113,15 @@ class Controls(pn.viewable.Viewer):
             pn.widgets.IntSlider.from_param(s.param.arrival_window, label="Arrival window (steps)", end=64),
             pn.widgets.IntSlider.from_param(s.param.batch_timeout, label="Static batch timeout (steps)"),
             pn.widgets.Checkbox.from_param(s.param.both, label="Show both modes on one time axis"),
+            pn.widgets.RadioButtonGroup.from_param(s.param.clock, label="Time axis"),
+            pn.widgets.Select.from_param(
+                s.param.accelerator,
+                label="On a clock: accelerator",
+                options={a.name: k for k, a in ACCELERATORS.items()},
+            ),
+            pn.widgets.Select.from_param(
+                s.param.model_shape, label="On a clock: model", options={m.name: k for k, m in MODEL_SHAPES.items()}
+            ),
             self.player,
             width=300,
             css_classes=["bv-controls"],
@@ -122,6 +153,8 @@ class TimelineView(pn.viewable.Viewer):
         self.caption = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["bv-caption"], stylesheets=[CSS])
         self._show_step()
         self.caption.object = palette.CAPTIONS[s.mode]
+        if s.clock == "ms":  # a deep link straight onto the clock
+            self._refresh()
         s.param.watch(lambda *_e: on_document(self._refresh), ["static_run", "continuous_run", "mode", "window"])
 
     def link_inspector(self, div: Div) -> None:
@@ -144,7 +177,11 @@ class TimelineView(pn.viewable.Viewer):
 
     def _texts(self) -> dict[str, list[str]]:
         s = self.state
-        return {"panel": list(playback_texts(s.run, s.window)), "loop": list(loop_texts(s.run, s.window))}
+        return {
+            "panel": list(playback_texts(s.run, s.window)),
+            "loop": list(loop_texts(s.run, s.window)),
+            "on_clock": [s.clock == "ms"] * (s.window + 1),
+        }
 
     def _show_step(self) -> None:
         t = min(self.state.step, self.state.window)
@@ -155,8 +192,15 @@ class TimelineView(pn.viewable.Viewer):
     def _refresh(self, *_events) -> None:
         s = self.state
         self.progress.data = self._texts()
-        update_timeline(self.plot, s.run, s.window, min(s.step, s.window))
-        update_timeline(self.other, s.other_run, s.window, min(s.step, s.window))
+        if s.clock == "ms":
+            static, continuous = s.timed_runs()
+            end = max(static.drain_ms, continuous.drain_ms)
+            shown, other = (static, continuous) if s.mode == "static" else (continuous, static)
+            update_timeline_on_clock(self.plot, shown, end)
+            update_timeline_on_clock(self.other, other, end)
+        else:
+            update_timeline(self.plot, s.run, s.window, min(s.step, s.window))
+            update_timeline(self.other, s.other_run, s.window, min(s.step, s.window))
         self._show_step()
         self.caption.object = palette.CAPTIONS[s.mode]
 
@@ -186,11 +230,15 @@ class HeadToHeadView(pn.viewable.Viewer):
             head_to_head_figure(self.bar_data, palette.THEMES[self.theme]), sizing_mode="stretch_width"
         )
         self._refresh()
-        self.state.param.watch(lambda *_e: on_document(self._refresh), ["static_run", "continuous_run", "window"])
+        self.state.param.watch(
+            lambda *_e: on_document(self._refresh),
+            ["static_run", "continuous_run", "window", "clock", "accelerator", "model_shape"],
+        )
 
     def _refresh(self, *_events) -> None:
         result = self.state.comparison()
-        self.table.object = _h2h_table(result.static, result.continuous)
+        timed = _h2h_timed_rows(self.state) if self.state.clock == "ms" else None
+        self.table.object = _h2h_table(result.static, result.continuous, timed)
         self.bar_data.data = head_to_head_data(result.static, result.continuous)
 
     def __panel__(self):
