@@ -38,7 +38,7 @@ ONE_SLOT = (
 NOT_FIXED = (
     "<h3>What batching does not fix</h3>"
     "<p>Here every forward pass costs one step, whatever it holds (switch the time axis to ms to see each pass "
-    'take what a real GPU would: <a href="?clock=ms">on a clock</a>). On a real GPU a small batch is memory-bound: "
+    'take what a real GPU would: <a href="?clock=ms">on a clock</a>). On a real GPU a small batch is memory-bound: '
     "reading the weights dominates, so more rows are nearly free. Past a point the batch becomes compute-bound, each "
     "step gets slower as rows are added, and every request in the batch feels it: a single request's latency gets "
     "worse, not better. Batching raises throughput; it never makes one request faster than running it alone. "
