@@ -147,18 +147,25 @@ def _add_sweep(sub) -> None:
     p.add_argument(
         "--accelerator",
         choices=list(ACCELERATORS),
-        default=DEFAULT_ACCELERATOR,
+        default=None,
         help="cost model preset: memory bandwidth and dense bf16 compute as published: "
         + ", ".join(f"{a.key} ({a.name}: {a.mem_bw_gbs:g} GB/s, {a.tflops:g} TFLOP/s)" for a in ACCELERATORS.values())
-        + " (default %(default)s)",
+        + f" (default {DEFAULT_ACCELERATOR})",
     )
     p.add_argument(
         "--model-shape",
         choices=list(MODEL_SHAPES),
-        default=DEFAULT_MODEL_SHAPE,
+        default=None,
         help="cost model preset: parameters and KV bytes per token, bf16: "
         + ", ".join(f"{m.key} ({m.params_b:g}B, {m.kv_bytes_per_token:,.0f} B/token)" for m in MODEL_SHAPES.values())
-        + " (default %(default)s)",
+        + f" (default {DEFAULT_MODEL_SHAPE})",
+    )
+    p.add_argument(
+        "--cost",
+        default="roofline",
+        metavar="roofline|FILE.json",
+        help="the step-time cost model: roofline (the presets and flags here) or a profile measured by "
+        "`batchviz calibrate` (default %(default)s)",
     )
     preset = cost_model()
     for f in COST_FIELDS:
@@ -227,13 +234,30 @@ def _batches(text: str) -> tuple[int, ...]:
     return batches
 
 
-def _sweep(args) -> str:
+def _sweep_cost(args):
+    """Return (the sweep's cost model, the words naming it): the roofline with its presets and edits, or a profile."""
+    roofline_flags = ["--accelerator", "--model-shape"] + ["--" + f.name.replace("_", "-") for f in COST_FIELDS]
+    given = [flag for flag in roofline_flags if getattr(args, flag[2:].replace("-", "_")) is not None]
+    if args.cost != "roofline":
+        if given:
+            raise UsageError(f"{given[0]} applies to --cost roofline only; {args.cost[:60]} is a measured profile")
+        model = cost_from_args(args)  # refuses unit and junk with a message naming what is allowed
+        if model is None:
+            raise UsageError("--cost unit has no time: the sweep needs roofline or a profile (FILE.json)")
+        return model, describe_cost(model)
+    accelerator, shape = args.accelerator or DEFAULT_ACCELERATOR, args.model_shape or DEFAULT_MODEL_SHAPE
     try:
-        preset = cost_model(args.accelerator, args.model_shape)
+        preset = cost_model(accelerator, shape)
         overrides = {f.name: getattr(args, f.name) for f in COST_FIELDS if getattr(args, f.name) is not None}
         model = replace(preset, **overrides)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    words = f"{MODEL_SHAPES[shape].name} on {ACCELERATORS[accelerator].name}" + (", edited" if model != preset else "")
+    return model, words
+
+
+def _sweep(args) -> str:
+    model, presets = _sweep_cost(args)
     batches = _batches(args.batches)
     requests = load_requests(args, time_flags_for_any_trace=True)
     if args.trace and args.rate_per_s is not None:
@@ -244,8 +268,6 @@ def _sweep(args) -> str:
     best = knee(points)
     if args.json:
         return report.dumps({"points": [vars(p) for p in points], "knee": best.batch if best else None})
-    presets = f"{MODEL_SHAPES[args.model_shape].name} on {ACCELERATORS[args.accelerator].name}"
-    presets += ", edited" if model != preset else ""
     assumed = report.sweep_assumptions(
         describe_traffic(args, requests, arrivals=False), None if args.trace else rate, model, presets
     )

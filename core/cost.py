@@ -118,6 +118,10 @@ class Fitted:
         out = np.maximum(out, 0.01 * grid.min())
         return float(out) if out.ndim == 0 else out
 
+    def step_ms(self, batch, context_tokens):
+        """Return a decode pass over `batch` rows that each attend over `context_tokens` (the sweep's question)."""
+        return self.pass_ms(batch, 0, np.multiply(batch, context_tokens))
+
     def save(self, path: str | Path) -> Path:
         """Write the profile as JSON and return its path."""
         path = Path(path)

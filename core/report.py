@@ -129,6 +129,8 @@ def sweep_text(points: list[SweepPoint], knee: SweepPoint | None, target_ms: flo
 def sweep_assumptions(workload: str, rate_per_s: float | None, model: CostModel, presets: str = "") -> str:
     """Return the lines stating the workload and the cost model (and the presets it started from) a sweep assumed."""
     arrivals = f"Poisson at {rate_per_s:g} requests/s" if rate_per_s is not None else "the trace's own arrival times"
+    if not hasattr(model, "params_b"):  # a measured profile: its own table, no parameters to print
+        return f"workload: {workload}; arrivals {arrivals}\ncost model: {presets}, interpolated from its measured table"
     return (
         f"workload: {workload}; arrivals {arrivals}\n"
         f"cost model{f' ({presets})' if presets else ''}: {model.params_b:g}B parameters x "

@@ -32,6 +32,7 @@ CLI_CASES = [
     ("/dev/zero", "/dev/zero", ["simulate"], "cannot read /dev/zero: not a regular file"),
     ("missing file", "/nonexistent/t.csv", ["sweep"], "cannot read /nonexistent/t.csv: No such file or directory"),
     ("sweep --rate", None, ["sweep", "--rate", "3"], "unrecognized arguments: --rate"),
+    ("sweep cost unit", None, ["sweep", "--cost", "unit"], "--cost unit has no time: the sweep needs roofline or a profile"),
     ("cost junk", None, ["compare", "--cost", "fast"], "--cost: expected unit, roofline or a .json profile, got 'fast'"),
     ("cost missing profile", None, ["compare", "--cost", "/nonexistent/p.json"], "--cost: cannot read the profile /nonexistent/p.json"),
     ("preset without roofline", None, ["simulate", "--accelerator", "h200"], "--accelerator applies to --cost roofline only"),

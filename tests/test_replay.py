@@ -1,6 +1,8 @@
 """The real replay on the CPU (tiny preset): batch invariance, paged/ragged and padded forwards against a reference."""
 
+import json
 import threading
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ from core.kv_blocks import BlockAllocator
 from core.ragged import build_batch
 from core.sampling import SamplingParams
 from core.sequence import Sequence
+from core.sweep import SWEEP_TRAFFIC
 from replay import PRESETS, Engine, Transformer, resolve_device
 from replay.attention import (
     DenseKVCache,
@@ -183,3 +186,21 @@ def test_calibrate_writes_a_profile_that_compare_reads(tmp_path, capsys):
     assert grid[-1, -1, -1] > grid[0, 0, 0]  # 64 rows, a 512-token prefill and 4,096 cached tokens cost more
     assert main(["compare", "--requests", "30", "--cost", str(out)]) == 0
     assert "time under the fitted (tiny on cpu) cost model" in capsys.readouterr().out
+
+
+def test_the_sweep_runs_on_a_measured_profile(tmp_path, capsys):
+    """`sweep --cost FILE.json` uses the profile's decode times; roofline flags beside a profile are refused."""
+    from batchviz.cli import main
+    from core.cost import Fitted
+    from core.sweep import sweep
+
+    out = tmp_path / "tiny.json"
+    assert main(["calibrate", "--model", "tiny", "--device", "cpu", "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["sweep", "--requests", "200", "--batches", "1,8,64", "--cost", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    profile = Fitted.load(out)
+    want = sweep(batches=(1, 8, 64), model=profile, traffic=replace(SWEEP_TRAFFIC, requests=200))
+    assert [p["step_ms"] for p in doc["points"]] == pytest.approx([p.step_ms for p in want])
+    assert main(["sweep", "--cost", str(out), "--tflops", "3"]) == 2
+    assert "--tflops applies to --cost roofline only" in capsys.readouterr().err
