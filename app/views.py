@@ -9,7 +9,7 @@ import param
 from bokeh.models import ColumnDataSource, Div
 
 from core import Metrics
-from core.hardware import ACCELERATORS, MODEL_SHAPES
+from core.hardware import ACCELERATOR_OPTIONS, MODEL_OPTIONS
 from core.timed import timed_metrics
 
 from . import palette
@@ -117,11 +117,9 @@ class Controls(pn.viewable.Viewer):
             pn.widgets.Select.from_param(
                 s.param.accelerator,
                 label="On a clock: accelerator",
-                options={a.name: k for k, a in ACCELERATORS.items()},
+                options=ACCELERATOR_OPTIONS,
             ),
-            pn.widgets.Select.from_param(
-                s.param.model_shape, label="On a clock: model", options={m.name: k for k, m in MODEL_SHAPES.items()}
-            ),
+            pn.widgets.Select.from_param(s.param.model_shape, label="On a clock: model", options=MODEL_OPTIONS),
             self.player,
             width=300,
             css_classes=["bv-controls"],

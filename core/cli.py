@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import fields, replace
+from dataclasses import replace
 
 from . import report
 from .cli_args import (
@@ -21,12 +21,13 @@ from .cli_args import (
     traffic_config,
 )
 from .cli_cost import add_cost_args, cost_from_args, describe_cost, requests_in_ms, step_ms, timed_text
+from .cost import ROOFLINE_FIELDS
 from .hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError
 from .metrics import compare, compute_metrics
 from .run import POLICIES
 from .schedule import simulate
-from .sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, SWEEP_TRAFFIC, CostModel, knee, sweep, trace_workload
+from .sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, SWEEP_TRAFFIC, knee, sweep, trace_workload
 from .timed import simulate_timed, timed_metrics
 from .traffic import TrafficConfig
 
@@ -44,7 +45,7 @@ COST_HELP = {
     "overhead_ms": "fixed cost per step, ms",
 }
 
-COST_FIELDS = [f for f in fields(CostModel) if f.name != "name"]  # the cost model's numbers, one flag each
+COST_FIELDS = ROOFLINE_FIELDS  # the cost model's numbers, one flag each
 
 Command = Callable[[argparse.Namespace], str]
 Registrar = Callable[..., dict[str, Command]]  # (subparsers) -> runners by command name

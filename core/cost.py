@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Protocol
 
@@ -72,6 +72,10 @@ class Roofline:
     def step_ms(self, batch, context_tokens):
         """Return a decode pass over `batch` rows that each attend over `context_tokens` (the sweep's question)."""
         return self.pass_ms(batch, 0, np.multiply(batch, context_tokens))
+
+
+# The roofline's numbers (every field but its name): one CLI flag and one page input each.
+ROOFLINE_FIELDS = tuple(f for f in fields(Roofline) if f.name != "name")
 
 
 @dataclass(frozen=True)

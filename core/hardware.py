@@ -53,6 +53,10 @@ MODEL_SHAPES = {
     )
 }
 
+# For a select widget: display name -> key.
+ACCELERATOR_OPTIONS = {a.name: k for k, a in ACCELERATORS.items()}
+MODEL_OPTIONS = {m.name: k for k, m in MODEL_SHAPES.items()}
+
 DEFAULT_ACCELERATOR = "h100-sxm"
 DEFAULT_MODEL_SHAPE = "llama2-7b"
 DEFAULT_OVERHEAD_MS = 1.0

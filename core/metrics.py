@@ -120,3 +120,13 @@ def compare(static: Run, continuous: Run, window: int | None = None) -> Comparis
     if static.requests != continuous.requests or static.slots != continuous.slots:
         raise ValueError("compare needs two runs of the same requests on the same number of slots")
     return Comparison(compute_metrics(static, window), compute_metrics(continuous, window))
+
+
+def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> tuple[float, ...]:
+    """Return percentiles of `values` where value i counts `weights[i]` times (the lower value at a tie)."""
+    if not len(values) or weights.sum() == 0:
+        return tuple(0.0 for _ in qs)
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    total = cumulative[-1]
+    return tuple(float(values[order][np.searchsorted(cumulative, q / 100 * total)]) for q in qs)

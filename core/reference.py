@@ -10,6 +10,8 @@ import numpy as np
 from .cost import StepCost
 from .request import Request
 from .run import Run
+from .step_batch import prompt_length
+from .timed import TimedRun
 
 
 def simulate_per_step(requests: Sequence[Request], slots: int, policy: str, batch_timeout: int = 0) -> Run:
@@ -63,12 +65,10 @@ def simulate_per_pass(
     Each iteration either runs a pass at the clock, costed by what its slots hold, or, when nothing can run, moves
     the clock to the next event: an arrival, or the moment the oldest waiting request has waited the timeout.
     """
-    from .timed import TimedRun  # timed imports this module's neighbours; imported here to keep the oracle apart
-
     requests = tuple(requests)
     n = len(requests)
     order = sorted(range(n), key=lambda i: (requests[i].arrival, i))
-    prompt = [max(1, r.prompt_tokens) for r in requests]
+    prompt = [prompt_length(r.prompt_tokens) for r in requests]
     start, finish, slot_of, release = ([-1] * n for _ in range(4))
     occupant: list[int | None] = [None] * slots
     remaining = [r.output_tokens for r in requests]

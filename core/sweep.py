@@ -9,7 +9,7 @@ import numpy as np
 
 from .cost import Roofline
 from .limits import LimitError, check_steps
-from .metrics import compute_metrics
+from .metrics import compute_metrics, weighted_percentiles
 from .request import Request
 from .schedule import simulate
 from .traffic import TrafficConfig, generate
@@ -130,16 +130,6 @@ def sweep(
             )
         )
     return points
-
-
-def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> tuple[float, ...]:
-    """Return percentiles of `values` where value i counts `weights[i]` times (the lower value at a tie)."""
-    if not len(values) or weights.sum() == 0:
-        return tuple(0.0 for _ in qs)
-    order = np.argsort(values, kind="stable")
-    cumulative = np.cumsum(weights[order])
-    total = cumulative[-1]
-    return tuple(float(values[order][np.searchsorted(cumulative, q / 100 * total)]) for q in qs)
 
 
 def knee(points: list[SweepPoint]) -> SweepPoint | None:

@@ -19,6 +19,7 @@ import numpy as np
 
 from .cost import Roofline, StepCost, UnitCost
 from .limits import MAX_SLOTS, check_workload
+from .metrics import weighted_percentiles
 from .request import Request
 from .run import POLICIES
 from .step_batch import prompt_length
@@ -260,15 +261,10 @@ class TimedMetrics:
 
 
 def _summary(values: np.ndarray, weights: np.ndarray | None = None) -> dict[str, float]:
-    if not len(values) or (weights is not None and weights.sum() == 0):
-        return {"mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0}
-    if weights is None:
-        weights = np.ones(len(values), dtype=np.int64)
-    order = np.argsort(values, kind="stable")
-    cumulative = np.cumsum(weights[order])
-    pick = lambda q: float(values[order][np.searchsorted(cumulative, q / 100 * cumulative[-1])])  # noqa: E731
-    mean = float(np.average(values, weights=weights))
-    return {"mean": mean, "p50": pick(50), "p90": pick(90), "p99": pick(99)}
+    weights = np.ones(len(values), dtype=np.int64) if weights is None else weights
+    p50, p90, p99 = weighted_percentiles(values, weights, (50, 90, 99))
+    mean = float(np.average(values, weights=weights)) if len(values) and weights.sum() else 0.0
+    return {"mean": mean, "p50": p50, "p90": p90, "p99": p99}
 
 
 def timed_metrics(run: TimedRun) -> TimedMetrics:

@@ -14,6 +14,29 @@ from ..url import query_value
 MAX_SHOWN = 40
 
 
+class LazyViewer(pn.viewable.Viewer):
+    """A view built the first time it is shown: a new session pays nothing for a tab it never opens.
+
+    Subclasses build their figures and watchers in `_build` and return their layout from `_compose`.
+    """
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._layout = None
+
+    def _build(self) -> None:
+        raise NotImplementedError
+
+    def _compose(self) -> pn.viewable.Viewable:
+        raise NotImplementedError
+
+    def __panel__(self):
+        if self._layout is None:
+            self._build()
+            self._layout = self._compose()
+        return self._layout
+
+
 def text_pane(text: str) -> pn.pane.HTML:
     """Return an HTML pane in the app's style."""
     return pn.pane.HTML(text, sizing_mode="stretch_width", stylesheets=[CSS])

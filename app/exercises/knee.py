@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import panel as pn
 import param
 from bokeh.models import ColumnDataSource, Label, Span
 
-from core.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
+from core.cost import ROOFLINE_FIELDS
+from core.hardware import (
+    ACCELERATOR_OPTIONS,
+    ACCELERATORS,
+    DEFAULT_ACCELERATOR,
+    DEFAULT_MODEL_SHAPE,
+    MODEL_OPTIONS,
+    MODEL_SHAPES,
+    cost_model,
+)
 from core.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, CostModel, SweepPoint, knee, sweep
 
 from .. import palette
 from ..loop import on_document
-from .common import query_number, small_figure, text_pane
+from .common import LazyViewer, query_number, small_figure, text_pane
 
 RATE_RANGE = (1.0, 1000.0)
 TARGET_RANGE = (1.0, 500.0)
@@ -134,7 +143,7 @@ def show_knee(plots: KneePlots, data: dict, best: int | None, target_ms: float, 
     plots.knee_label.text = f"knee: batch {best}" if best else "no batch meets the target"
 
 
-class KneeView(pn.viewable.Viewer):
+class KneeView(LazyViewer):
     """Batch size 1-512 on a log axis: ITL against its target, throughput and p99 latency, and the knee marked."""
 
     rate_per_s = param.Number(default=DEFAULT_RATE_PER_S, bounds=RATE_RANGE, doc="Arrival rate, requests/s")
@@ -147,7 +156,6 @@ class KneeView(pn.viewable.Viewer):
     def __init__(self, **params):
         params.setdefault("model", cost_model())
         super().__init__(**params)
-        self._layout = None  # built when the tab first opens: a new session pays nothing for a view it never shows
 
     def _build(self) -> None:
         self.source = ColumnDataSource(points_data(self.points()))
@@ -193,7 +201,7 @@ class KneeView(pn.viewable.Viewer):
         self.param.watch(lambda e: setattr(self.rate, "value", min(max(e.new, 1), 300)), "rate_per_s")
         self.param.watch(lambda e: setattr(self.target, "value", min(max(e.new, 5), 200)), "itl_target_ms")
         self.inputs = {}
-        for f in fields(CostModel)[:-1]:  # its numbers; the last field is the model's name
+        for f in ROOFLINE_FIELDS:
             label, low, high = FIELDS[f.name]
             widget = pn.widgets.FloatInput(
                 label=label, value=getattr(self.model, f.name), start=low, end=high, width=200
@@ -250,20 +258,10 @@ class KneeView(pn.viewable.Viewer):
             f"</tr></thead><tbody>{rows}</tbody></table>"
         )
 
-    def __panel__(self):
-        if self._layout is None:
-            self._build()
-            self._layout = self._compose()
-        return self._layout
-
     def _compose(self):
         presets = pn.Row(
-            pn.widgets.Select.from_param(
-                self.param.accelerator, label="Accelerator", options={a.name: k for k, a in ACCELERATORS.items()}
-            ),
-            pn.widgets.Select.from_param(
-                self.param.model_shape, label="Model", options={m.name: k for k, m in MODEL_SHAPES.items()}
-            ),
+            pn.widgets.Select.from_param(self.param.accelerator, label="Accelerator", options=ACCELERATOR_OPTIONS),
+            pn.widgets.Select.from_param(self.param.model_shape, label="Model", options=MODEL_OPTIONS),
         )
         return pn.Column(
             text_pane(

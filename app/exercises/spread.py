@@ -15,7 +15,7 @@ from core.traffic import LENGTH_KINDS
 
 from .. import palette
 from ..loop import on_document
-from .common import query_number, small_figure, text_pane
+from .common import LazyViewer, query_number, small_figure, text_pane
 
 SIGMAS = tuple(round(x, 1) for x in np.arange(SIGMA_RANGE[0], SIGMA_RANGE[1] + 0.05, 0.1))
 BINS = 24
@@ -130,14 +130,10 @@ def spread_table(cases: list[SpreadCase], sigma: float) -> str:
     )
 
 
-class SpreadView(pn.viewable.Viewer):
+class SpreadView(LazyViewer):
     """Three length distributions side by side, and the heavy-tailed advantage as the spread shrinks."""
 
     sigma = param.Number(default=SPREAD_TRAFFIC.tail, bounds=SIGMA_RANGE, doc="Log-normal sigma of heavy lengths")
-
-    def __init__(self, **params):
-        super().__init__(**params)
-        self._layout = None  # built when the tab first opens
 
     def _build(self) -> None:
         self.sources = {kind: ColumnDataSource(histogram(np.zeros(0), 1)) for kind in LENGTH_KINDS}
@@ -175,12 +171,6 @@ class SpreadView(pn.viewable.Viewer):
             self.sources[c.kind].data = histogram(c.lengths, top)
         show_spread(self.plots, self.sources, top, self.sigma)
         self.numbers.object = spread_table(cases, self.sigma)
-
-    def __panel__(self):
-        if self._layout is None:
-            self._build()
-            self._layout = self._compose()
-        return self._layout
 
     def _compose(self):
         return pn.Column(

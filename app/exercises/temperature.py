@@ -13,7 +13,7 @@ from core.temperature_bug import DRAWS, ROWS, VOCAB, TemperatureResult, run_rows
 
 from ..loop import on_document
 from ..url import BOOLEANS, query_value
-from .common import small_figure, text_pane
+from .common import LazyViewer, small_figure, text_pane
 
 CORRECT, BUGGY = run_rows(bug=False), run_rows(bug=True)  # fixed logits and seeds: the same for every session
 WHY = (
@@ -63,14 +63,10 @@ def draws_html(result: TemperatureResult) -> str:
     )
 
 
-class TemperatureView(pn.viewable.Viewer):
+class TemperatureView(LazyViewer):
     """Three rows with their own sampling over fixed logits; a toggle applies the first row's temperature to all."""
 
     bug = param.Boolean(default=False, doc="Apply the batch's first temperature to every row")
-
-    def __init__(self, **params):
-        super().__init__(**params)
-        self._layout = None  # built when the tab first opens
 
     def _build(self) -> None:
         self.sources = [ColumnDataSource({"token": [], "p": [], "correct": []}) for _ in ROWS]
@@ -101,12 +97,6 @@ class TemperatureView(pn.viewable.Viewer):
         for source, data in zip(self.sources, rows_data(result)):
             source.data = data
         self.draws.object = draws_html(result)
-
-    def __panel__(self):
-        if self._layout is None:
-            self._build()
-            self._layout = self._compose()
-        return self._layout
 
     def _compose(self):
         return pn.Column(
