@@ -10,6 +10,7 @@ BENCHMARKS = {
     "load": "load",
     "limits": "worst_input",
     "default": "default_traffic",
+    "peer": "peer",
 }
 
 name = sys.argv[1] if len(sys.argv) > 1 else "core"

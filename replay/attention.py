@@ -12,63 +12,95 @@ from .model import ModelConfig
 
 
 class PagedKVCache:
-    """K and V for every layer in fixed-size blocks: (layers, num_blocks * block_size, H, D) each."""
+    """K and V for every layer in fixed-size blocks, head-major: (layers, H, num_blocks * block_size, D) each."""
 
     def __init__(self, config: ModelConfig, num_blocks: int, block_size: int, device, dtype):
-        shape = (config.n_layers, num_blocks * block_size, config.n_heads, config.head_dim)
-        self.k = torch.zeros(shape, device=device, dtype=dtype)  # (L, S, H, D)
-        self.v = torch.zeros(shape, device=device, dtype=dtype)  # (L, S, H, D)
+        # Head-major, so gathering a context gives each head's keys contiguous, ready for one batched matmul.
+        shape = (config.n_layers, config.n_heads, num_blocks * block_size, config.head_dim)
+        self.k = torch.zeros(shape, device=device, dtype=dtype)  # (L, H, S, D)
+        self.v = torch.zeros(shape, device=device, dtype=dtype)  # (L, H, S, D)
         self.block_size = block_size
 
-    def context_slots(self, block_table: np.ndarray, length: int) -> np.ndarray:
-        """Return the cache slots holding positions 0..length-1 of a sequence with this block table."""
-        pos = np.arange(length)
-        return block_table[pos // self.block_size] * self.block_size + pos % self.block_size  # (length,)
+
+FLAT_LIMIT = 1 << 22  # query x key pairs in one batched matmul; past this, attend sequence by sequence
+
+
+def flat_context(batch: RaggedBatch, block_size: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the contexts of these rows, flattened: cache slots, owner (index into rows) and position, each (K,)."""
+    lens = batch.context_lens[rows]
+    owner = np.repeat(np.arange(len(rows)), lens)  # (K,)
+    pos = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)  # (K,)
+    slots = batch.block_tables[rows[owner], pos // block_size] * block_size + pos % block_size  # (K,)
+    return slots, owner, pos
 
 
 class RaggedPagedAttention:
-    """One step of the ragged batch: write new K/V through slot_mapping, attend over each sequence's blocks."""
+    """One step of the ragged batch: write new K/V through slot_mapping, attend over each sequence's blocks.
+
+    A sequence whose whole context is new this step (a fresh prefill) attends causally over its own new keys, which
+    need no gather. The others (decodes) gather only their live cache rows, flattened, and share two batched matmuls
+    under a block-diagonal causal mask: no padding to the longest context, and no prefill query scored against
+    another sequence's keys.
+    """
 
     def __init__(self, cache: PagedKVCache, batch: RaggedBatch, device):
         self.cache = cache
+        self.scale = cache.k.shape[-1] ** -0.5
         self.slot_mapping = torch.as_tensor(batch.slot_mapping, device=device)  # (T,)
-        self.cu = batch.cu_seqlens.tolist()
-        lens = batch.context_lens
-        self.decode_only = bool((np.diff(batch.cu_seqlens) == 1).all())
-        if self.decode_only:
-            # Decode: one padded (n, Lmax) gather and a length mask, one SDPA call for the whole batch.
-            width = int(lens.max())
-            slots = np.zeros((len(lens), width), dtype=np.int64)
-            for i, n in enumerate(lens):
-                slots[i, :n] = cache.context_slots(batch.block_tables[i], int(n))
-            self.slots = torch.as_tensor(slots, device=device)  # (n, Lmax)
-            valid = torch.arange(width, device=device)[None, :] < torch.as_tensor(lens, device=device)[:, None]
-            self.mask = valid[:, None, None, :]  # (n, 1, 1, Lmax)
+        cu, new = batch.cu_seqlens, np.diff(batch.cu_seqlens)
+        fresh = new == batch.context_lens
+        self.fresh = [(int(cu[i]), int(cu[i + 1])) for i in np.flatnonzero(fresh)]
+        rows = np.flatnonzero(~fresh)
+        self.cached = None
+        self.per_seq = []
+        if len(rows) == 0:
+            return
+        slots, owner, key_pos = flat_context(batch, cache.block_size, rows)
+        queries = np.concatenate([np.arange(cu[i], cu[i + 1]) for i in rows])  # (Tc,) token indices
+        self.queries = torch.as_tensor(queries, device=device)
+        self.all_cached = len(queries) == len(batch.token_ids)
+        query_owner = np.repeat(np.arange(len(rows)), new[rows])  # (Tc,)
+        q_pos = batch.positions[queries]  # (Tc,)
+        if len(queries) * len(slots) <= FLAT_LIMIT:
+            seen = (query_owner[:, None] == owner[None, :]) & (key_pos[None, :] <= q_pos[:, None])  # (Tc, K)
+            blocked = torch.as_tensor(~seen, device=device)
+            bias = torch.zeros(blocked.shape, device=device, dtype=cache.k.dtype).masked_fill_(blocked, -torch.inf)
+            self.cached = (torch.as_tensor(slots, device=device), bias)
         else:
-            # Mixed prefill and decode: each sequence's queries against its own context, causally.
-            self.per_seq = []
-            for i, n in enumerate(lens):
-                q_pos = torch.as_tensor(batch.positions[self.cu[i] : self.cu[i + 1]], device=device)  # (n_new,)
-                slots = torch.as_tensor(cache.context_slots(batch.block_tables[i], int(n)), device=device)  # (n,)
-                mask = torch.arange(int(n), device=device)[None, :] <= q_pos[:, None]  # (n_new, n)
-                self.per_seq.append((slots, mask))
+            for j in range(len(rows)):
+                keys, mine = owner == j, query_owner == j
+                mask = torch.as_tensor(key_pos[keys][None, :] <= q_pos[mine][:, None], device=device)  # (n_new, n)
+                self.per_seq.append((int(mine.sum()), torch.as_tensor(slots[keys], device=device), mask))
 
     def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Store k, v (T, H, D) in the cache; return attention outputs (T, H, D)."""
-        kc, vc = self.cache.k[layer], self.cache.v[layer]  # (S, H, D)
-        kc.index_copy_(0, self.slot_mapping, k)
-        vc.index_copy_(0, self.slot_mapping, v)
-        if self.decode_only:
-            keys = kc[self.slots].transpose(1, 2)  # (n, H, Lmax, D)
-            values = vc[self.slots].transpose(1, 2)  # (n, H, Lmax, D)
-            out = F.scaled_dot_product_attention(q[:, :, None, :], keys, values, attn_mask=self.mask)  # (n, H, 1, D)
-            return out[:, :, 0, :]  # (n, H, D)
-        outs = []
-        for i, (slots, mask) in enumerate(self.per_seq):
-            qi = q[self.cu[i] : self.cu[i + 1]].transpose(0, 1)  # (H, n_new, D)
-            ki, vi = kc[slots].transpose(0, 1), vc[slots].transpose(0, 1)  # (H, n, D)
-            outs.append(F.scaled_dot_product_attention(qi, ki, vi, attn_mask=mask).transpose(0, 1))  # (n_new, H, D)
-        return torch.cat(outs)  # (T, H, D)
+        kc, vc = self.cache.k[layer], self.cache.v[layer]  # (H, S, D)
+        kc.index_copy_(1, self.slot_mapping, k.transpose(0, 1))
+        vc.index_copy_(1, self.slot_mapping, v.transpose(0, 1))
+        q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)  # (H, T, D)
+        if self.cached is not None and self.all_cached:
+            return self._attend_cached(kc, vc, q).transpose(0, 1)  # (T, H, D)
+        out = torch.empty_like(q)  # (H, T, D)
+        for a, b in self.fresh:
+            out[:, a:b] = F.scaled_dot_product_attention(q[:, a:b], k[:, a:b], v[:, a:b], is_causal=True)
+        if self.cached is not None or self.per_seq:
+            out.index_copy_(1, self.queries, self._attend_cached(kc, vc, q.index_select(1, self.queries)))
+        return out.transpose(0, 1)  # (T, H, D)
+
+    def _attend_cached(self, kc: torch.Tensor, vc: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """Return attention outputs (H, Tc, D) for the queries q (H, Tc, D) of sequences reading the cache."""
+        if self.cached is not None:
+            slots, bias = self.cached
+            keys, values = kc.index_select(1, slots), vc.index_select(1, slots)  # (H, K, D) each
+            scores = torch.baddbmm(bias, q, keys.transpose(1, 2), alpha=self.scale)  # (H, Tc, K)
+            return torch.bmm(scores.softmax(-1), values)  # (H, Tc, D)
+        outs, start = [], 0
+        for n_new, slots, mask in self.per_seq:
+            qi = q[:, start : start + n_new]  # (H, n_new, D)
+            ki, vi = kc.index_select(1, slots), vc.index_select(1, slots)  # (H, n, D)
+            outs.append(F.scaled_dot_product_attention(qi, ki, vi, attn_mask=mask))  # (H, n_new, D)
+            start += n_new
+        return torch.cat(outs, dim=1)  # (H, Tc, D)
 
 
 class DenseKVCache:

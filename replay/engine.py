@@ -51,7 +51,8 @@ class ReplayResult:
     run: Run
     device: str
     model: str
-    step_ms: np.ndarray  # wall-clock per step; 0 where nothing ran
+    step_ms: np.ndarray  # wall-clock per step, the whole iteration (admit, build, forward, sample, retire); 0 idle
+    model_ms: np.ndarray  # of which the model's forward and output head, per step
     rows_per_step: np.ndarray  # sequences computed per step (static: padding rows included)
     tokens_per_step: np.ndarray  # useful tokens generated per step
     outputs: list[list[int]]  # generated token ids per request
@@ -71,6 +72,12 @@ class ReplayResult:
     def throughput(self) -> float:
         """Return generated tokens per second of wall-clock time."""
         return float(self.tokens_per_step.sum()) / self.total_s if self.total_s else 0.0
+
+    @property
+    def overhead_share(self) -> float:
+        """Return the share of the steps' time spent outside the model: batch building, sampling, bookkeeping."""
+        total = float(self.step_ms.sum())
+        return 1.0 - float(self.model_ms.sum()) / total if total else 0.0
 
     def latencies_ms(self) -> dict[str, np.ndarray]:
         """Return per-request time to first token, mean inter-token latency and end-to-end latency (ms)."""
@@ -162,6 +169,7 @@ class Engine:
             device=str(self.device),
             model=self.model_name,
             step_ms=np.zeros(drain),
+            model_ms=np.zeros(drain),
             rows_per_step=np.zeros(drain, dtype=np.int64),
             tokens_per_step=np.zeros(drain, dtype=np.int64),
             outputs=[[] for _ in seqs],
@@ -176,12 +184,16 @@ class Engine:
             result.outputs[i] = s.token_ids[s.num_prompt_tokens :]
         return result
 
-    def _timed(self, result: ReplayResult, t: int, work: Callable[..., None], *args) -> None:
-        _sync(self.device)
-        t0 = time.perf_counter()
-        work(*args)
-        _sync(self.device)
-        result.step_ms[t] = (time.perf_counter() - t0) * 1e3
+    def _clock(self) -> float:
+        _sync(self.device)  # the clock must not run ahead of the device's queued work
+        return time.perf_counter()
+
+    def _forward(self, result: ReplayResult, t: int, tokens, positions, attention, last) -> torch.Tensor:
+        """Run the model and its output head; add the time to the step's model time; return logits (n, V)."""
+        t0 = self._clock()
+        logits = self.model.logits(self.model(tokens, positions, attention)[last])  # (n, V)
+        result.model_ms[t] += (self._clock() - t0) * 1e3
+        return logits
 
     def _continuous_steps(self, run: Run, seqs: list[Seq], generators, result: ReplayResult):
         """Yield after each step: admit and retire between passes; one ragged, paged, unpadded batch per pass."""
@@ -192,22 +204,26 @@ class Engine:
         starting = _by_step(run.start)
         active: list[int] = []
         for t in range(run.drain):
+            t0 = self._clock()
             for i in starting.get(t, []):
                 allocator.allocate(seqs[i])
                 active.append(i)
+            if not active:
+                yield t
+                continue
             active.sort(key=lambda i: run.slot[i])
-            if active:
-                running = [seqs[i] for i in active]
-                self._timed(result, t, self._continuous_pass, cache, allocator, running, generators)
-                result.rows_per_step[t] = result.tokens_per_step[t] = len(running)
+            running = [seqs[i] for i in active]
+            self._continuous_pass(result, t, cache, allocator, running, generators)
+            result.rows_per_step[t] = result.tokens_per_step[t] = len(running)
             for i in [i for i in active if seqs[i].is_finished]:
                 if run.finish[i] != t + 1:
                     raise RuntimeError(f"replay diverged from the schedule: {seqs[i].seq_id} at step {t}")
                 allocator.free(seqs[i])  # its blocks are free for the next admission, nobody moves
                 active.remove(i)
+            result.step_ms[t] = (self._clock() - t0) * 1e3
             yield t
 
-    def _continuous_pass(self, cache, allocator, running: list[Seq], generators) -> None:
+    def _continuous_pass(self, result: ReplayResult, t: int, cache, allocator, running: list[Seq], generators) -> None:
         """One pass of the ragged batch: prefills and decodes together, each reading its own blocks."""
         for s in running:
             allocator.append(s)  # a decode step may spill into a fresh block
@@ -215,9 +231,8 @@ class Engine:
         attention = RaggedPagedAttention(cache, batch, self.device)
         tokens = torch.as_tensor(batch.token_ids, device=self.device)  # (T,)
         positions = torch.as_tensor(batch.positions, device=self.device)  # (T,)
-        hidden = self.model(tokens, positions, attention)  # (T, d)
         last = torch.as_tensor(batch.last_token_index, device=self.device)  # (n,)
-        logits = self.model.logits(hidden[last])  # (n, V)
+        logits = self._forward(result, t, tokens, positions, attention, last)  # (n, V)
         picked = sample_rows(logits, [s.params for s in running], [generators[s.seq_index] for s in running])
         for s, token in zip(running, picked):
             s.num_computed_tokens = s.num_tokens
@@ -228,16 +243,18 @@ class Engine:
         batches = _by_step(run.start)
         batch: _StaticBatch | None = None
         for t in range(run.drain):
+            t0 = self._clock()
             if t in batches:
                 members = sorted(batches[t], key=lambda i: run.slot[i])
                 batch = self._new_batch([seqs[i] for i in members], int(run.release[members[0]]) - t)
             if batch is not None:
                 live = [t < run.finish[s.seq_index] for s in batch.rows]
-                self._timed(result, t, self._static_pass, batch, live, generators)
+                self._static_pass(result, t, batch, live, generators)
                 result.rows_per_step[t] = len(batch.rows)
                 result.tokens_per_step[t] = sum(live)
                 if t + 1 == run.release[batch.rows[0].seq_index]:
                     batch = None
+                result.step_ms[t] = (self._clock() - t0) * 1e3
             yield t
 
     def _new_batch(self, rows: list[Seq], steps: int) -> _StaticBatch:
@@ -246,7 +263,7 @@ class Engine:
         pad = torch.as_tensor([width - s.num_prompt_tokens for s in rows], device=self.device)  # (B,)
         return _StaticBatch(rows, cache, pad, width)
 
-    def _static_pass(self, batch: _StaticBatch, live: list[bool], generators) -> None:
+    def _static_pass(self, result: ReplayResult, t: int, batch: _StaticBatch, live: list[bool], generators) -> None:
         """One pass of the rectangle: the left-padded prompts first, then one column per step."""
         rows, B = batch.rows, len(batch.rows)
         if batch.column == 0:
@@ -259,8 +276,8 @@ class Engine:
         width = len(grid[0])
         tokens = torch.as_tensor(grid, device=self.device).reshape(-1)  # (B * W,)
         attention = DensePaddedAttention(batch.cache, B, batch.column, width, batch.pad)
-        hidden = self.model(tokens, positions.reshape(-1), attention).view(B, width, -1)  # (B, W, d)
-        logits = self.model.logits(hidden[:, -1])  # (B, V)
+        last = torch.arange(width - 1, B * width, width, device=self.device)  # (B,) each row's last column
+        logits = self._forward(result, t, tokens, positions.reshape(-1), attention, last)  # (B, V)
         picked = sample_rows(logits, [s.params for s in rows], [generators[s.seq_index] for s in rows])
         for s, token, alive in zip(rows, picked, live):
             if alive:  # a finished member's output is computed and thrown away

@@ -53,7 +53,23 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Normalise the last dimension."""
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight  # (..., d)
+        return F.rms_norm(x, self.weight.shape, self.weight, self.eps)  # (..., d)
+
+
+class Dense(nn.Module):
+    """A bias-free linear layer whose weight is stored (in, out), so the forward is one plain matmul.
+
+    On the CPU's BLAS a few rows times an (in, out) weight ran 1.7-2.4x faster than nn.Linear's (out, in) at the
+    replay's decode sizes (8 rows); on a GPU either layout is fine.
+    """
+
+    def __init__(self, d_in: int, d_out: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(d_in, d_out))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Return x (..., in) times the weight: (..., out)."""
+        return x @ self.weight
 
 
 def rotary_tables(config: ModelConfig, device, dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -78,11 +94,11 @@ class Block(nn.Module):
         super().__init__()
         self.config = config
         self.attn_norm = RMSNorm(config.d_model)
-        self.qkv = nn.Linear(config.d_model, 3 * config.d_model, bias=False)
-        self.out = nn.Linear(config.d_model, config.d_model, bias=False)
+        self.qkv = Dense(config.d_model, 3 * config.d_model)
+        self.out = Dense(config.d_model, config.d_model)
         self.mlp_norm = RMSNorm(config.d_model)
-        self.gate_up = nn.Linear(config.d_model, 2 * config.d_ff, bias=False)
-        self.down = nn.Linear(config.d_ff, config.d_model, bias=False)
+        self.gate_up = Dense(config.d_model, 2 * config.d_ff)
+        self.down = Dense(config.d_ff, config.d_model)
 
     def forward(self, x, layer: int, cos, sin, attention: Attention) -> torch.Tensor:
         """Run one layer over the flattened tokens x (T, d)."""
@@ -105,11 +121,18 @@ class Transformer(nn.Module):
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
         self.norm = RMSNorm(config.d_model)
-        with torch.no_grad():  # seeded init, independent of the global RNG
-            for p in self.parameters():
-                if p.dim() > 1:
-                    p.copy_(torch.randn(p.shape, generator=generator) * (1.0 / p.shape[-1] ** 0.5))
+        with torch.no_grad():  # seeded init, independent of the global RNG, scaled by 1/sqrt(fan-in)
+            for module in self.modules():
+                if isinstance(module, Dense):
+                    d_in, d_out = module.weight.shape
+                    module.weight.copy_(torch.randn(d_out, d_in, generator=generator).T / d_in**0.5)
+                elif isinstance(module, nn.Embedding):
+                    d = module.weight.shape[-1]
+                    module.weight.copy_(torch.randn(module.weight.shape, generator=generator) / d**0.5)
         self.to(device=device, dtype=dtype)
+        # The output head is the embedding, tied; its transpose is kept contiguous for the same matmul speed. The
+        # replay never trains, so the copy cannot go stale.
+        self.register_buffer("head", self.embed.weight.detach().T.contiguous(), persistent=False)  # (d, V)
         cos, sin = rotary_tables(config, device, dtype)
         self.register_buffer("cos", cos, persistent=False)  # (P, D/2)
         self.register_buffer("sin", sin, persistent=False)  # (P, D/2)
@@ -126,7 +149,7 @@ class Transformer(nn.Module):
     @torch.no_grad()
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Return next-token logits (N, V) in fp32 for hidden states (N, d), through the tied embedding."""
-        return (hidden @ self.embed.weight.T).float()  # (N, V)
+        return (hidden @ self.head).float()  # (N, V)
 
     @property
     def num_parameters(self) -> int:

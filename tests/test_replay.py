@@ -76,6 +76,45 @@ def test_paged_ragged_forward_matches_the_reference(engine):
             s.token_ids.append(int(rng.integers(0, CONFIG.vocab_size)))
 
 
+@pytest.mark.parametrize("flat", [True, False], ids=["one batched matmul", "sequence by sequence"])
+def test_cached_prefix_with_several_new_tokens_matches_the_reference(engine, flat, monkeypatch):
+    """A sequence with a cached prefix and several new tokens (and decodes beside it) attends causally over both."""
+    from replay import attention
+
+    if not flat:
+        monkeypatch.setattr(attention, "FLAT_LIMIT", 0)  # the path long prompts take
+    model = engine.model
+    rng = np.random.default_rng(2)
+    seqs = [Sequence(str(i), i, rng.integers(0, CONFIG.vocab_size, n).tolist(), n, 8) for i, n in enumerate((9, 4))]
+    allocator = BlockAllocator(32, 4)
+    cache = PagedKVCache(CONFIG, 32, 4, "cpu", torch.float32)
+    for s in seqs:
+        allocator.allocate(s)
+    _step(model, cache, seqs, 4)  # both prompts cached
+    seqs[0].token_ids += rng.integers(0, CONFIG.vocab_size, 6).tolist()  # 6 new tokens after a 9-token prefix
+    seqs[1].token_ids.append(3)  # one decode token
+    for s in seqs:
+        allocator.append(s)
+    batch = build_batch(seqs, 4)
+    hidden = model(
+        torch.as_tensor(batch.token_ids), torch.as_tensor(batch.positions), RaggedPagedAttention(cache, batch, "cpu")
+    )
+    first, second = (_reference_logits(model, s.token_ids) for s in seqs)
+    want = torch.cat([first[9:], second[-1:]])
+    torch.testing.assert_close(model.logits(hidden), want, rtol=1e-4, atol=1e-4)
+
+
+def test_step_time_covers_the_model_time(engine):
+    """Each step's wall time includes its model time; the rest (building, sampling, bookkeeping) is the overhead."""
+    requests = generate(TrafficConfig(seed=2, requests=8, mean_prompt_tokens=10, mean_tokens=6, max_tokens=16))
+    for policy in ("continuous", "static"):
+        result = engine.replay(requests, 3, policy)
+        ran = result.rows_per_step > 0
+        assert (result.model_ms[ran] > 0).all() and (result.model_ms[~ran] == 0).all()
+        assert (result.model_ms <= result.step_ms).all()
+        assert 0 < result.overhead_share < 1
+
+
 def _step(model, cache, seqs, block_size):
     batch = build_batch(seqs, block_size)
     hidden = model(
