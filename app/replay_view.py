@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import importlib.util
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import panel as pn
 import param
@@ -13,6 +13,7 @@ from bokeh.models import ColumnDataSource, Div, Range1d
 from bokeh.plotting import figure
 
 from core import LimitError, Request
+from replay import Cancelled  # torch-free: replay's package imports torch only when an engine is asked for
 
 from . import palette
 from .loop import on_document
@@ -42,6 +43,7 @@ class ReplayJob:
     slots: int
     model: str = "tiny"
     device: str | None = None
+    online: bool = False
     progress: float = 0.0
     done: bool = False
     error: str = ""
@@ -62,6 +64,9 @@ class ReplayJob:
             from replay import Engine
 
             engine = Engine(self.model, self.device)
+            if self.online:
+                self.result = self._run_online(engine)
+                return
             runs = {}
             for k, policy in enumerate(("static", "continuous")):
 
@@ -73,6 +78,8 @@ class ReplayJob:
                     self.error = "Replay cancelled."
                     return
             self.result = runs
+        except Cancelled:
+            self.error = "Replay cancelled."
         except LimitError as exc:  # refused before anything was allocated
             self.error = f"Replay refused: {exc}"
         except Exception as exc:  # shown in the view; the server and other sessions carry on
@@ -80,6 +87,69 @@ class ReplayJob:
         finally:
             _SERVER_LOCK.release()  # before `done`, so whoever sees the job done may start the next one
             self.done = True
+
+    def _run_online(self, engine) -> dict:
+        """Profile the model (once per server), then replay both policies in real time beside the prediction."""
+        from replay.online import online_summary, replay_online
+
+        profile = profile_for(self.model, str(engine.device), lambda done, total: self._advance(0, done / total))
+        step_ms = online_step_ms(profile, self.slots)
+        timed = [replace(r, arrival=round(r.arrival * step_ms)) for r in self.requests]
+        runs = {}
+        for k, policy in enumerate(("static", "continuous"), start=1):
+            runs[policy] = replay_online(
+                engine,
+                timed,
+                self.slots,
+                policy,
+                on_pass=lambda done, total, k=k: self._advance(k, done / total),
+                cancel=self.cancel,
+            )
+        return {"online": True, **runs, "summary": online_summary(runs, profile), "step_ms": step_ms}
+
+    def _advance(self, phase: int, fraction: float) -> None:
+        # Online: profiling is the first tenth of the bar, then each policy takes half of the rest.
+        self.progress = 0.1 * fraction if phase == 0 else 0.1 + 0.45 * (phase - 1 + fraction)
+
+
+_PROFILES: dict[tuple[str, str], object] = {}  # (model, device) -> its profile, measured once per server
+
+
+def profile_for(model: str, device: str, on_point=None):
+    """Return this model's profile on this device, measuring it (`batchviz calibrate`'s grid) the first time."""
+    key = (model, device)
+    if key not in _PROFILES:
+        from replay.calibrate import calibrate
+
+        _PROFILES[key] = calibrate(model, device, on_point=on_point)
+    return _PROFILES[key]
+
+
+def online_step_ms(profile, slots: int) -> float:
+    """Return one arrival step on the wall clock: a full decode pass of `slots` rows (whole ms, at least 1).
+
+    So the traffic loads the real engine as the step timeline shows it.
+    """
+    return max(1.0, round(float(profile.pass_ms(slots, 0, slots * 128))))
+
+
+def timed_wallclock_data(run) -> dict[str, dict[str, list]]:
+    """Return an online replay's timeline (a TimedRun) in milliseconds: generating and padding per slot."""
+    gen = {
+        "left": run.start_ms.tolist(),
+        "right": run.finish_ms.tolist(),
+        "bottom": run.slot.tolist(),
+        "top": (run.slot + 1).tolist(),
+        "id": [r.id for r in run.requests],
+    }
+    padded = run.release_pass > run.finish_pass
+    pad = {
+        "left": run.finish_ms[padded].tolist(),
+        "right": run.release_ms[padded].tolist(),
+        "bottom": run.slot[padded].tolist(),
+        "top": (run.slot[padded] + 1).tolist(),
+    }
+    return {"generating": gen, "padding": pad}
 
 
 def wallclock_data(result) -> dict[str, dict[str, list]]:
@@ -104,11 +174,13 @@ def wallclock_data(result) -> dict[str, dict[str, list]]:
 
 def wallclock_figure(result, x_range: Range1d, name: str):
     """Return the timeline of a replay on a wall-clock axis (ms); same colours and hatching as the step timeline."""
-    data = wallclock_data(result)
+    online = hasattr(result.run, "pass_start_ms")
+    data = timed_wallclock_data(result.run) if online else wallclock_data(result)
     slots = result.run.slots
+    total_ms = result.run.drain_ms if online else result.total_s * 1e3
     fig = figure(
         name=name,
-        title=f"{result.run.policy}: {result.total_s * 1e3:.0f} ms on {result.device}",
+        title=f"{result.run.policy}: {total_ms:.0f} ms on {result.device}" + (", in real time" if online else ""),
         x_range=x_range,
         y_range=Range1d(slots, 0),
         height=None,
@@ -180,6 +252,7 @@ class ReplayView(pn.viewable.Viewer):
         self.job: ReplayJob | None = None
         self.model = PresetSelect(label="Model preset", options=["tiny", "small"], value="tiny", width=140)
         self.model.param.watch(lambda e: e.new and self._say(e.new), "refused")
+        self.online = pn.widgets.Checkbox(name="In real time, predicted", value=False, width=190)
         self.run_button = pn.widgets.Button(label="Run replay", color="primary", width=120)
         self.cancel_button = pn.widgets.Button(label="Cancel", width=90, disabled=True)
         self.progress = pn.indicators.Progress(value=0, max=100, width=260, visible=False)
@@ -191,14 +264,15 @@ class ReplayView(pn.viewable.Viewer):
 
     def _start(self, _event=None) -> None:
         s = self.state
-        self.job = ReplayJob(list(s.traffic()), s.slots, self.model.value)
+        self.job = ReplayJob(list(s.traffic()), s.slots, self.model.value, online=self.online.value)
         refused = self.job.start()
         if refused:
             self._say(refused)
             return
         self.run_button.disabled, self.cancel_button.disabled = True, False
         self.progress.visible, self.progress.value = True, 0
-        self._status(f"Replaying {len(self.job.requests)} requests on {s.slots} slots…")
+        how = "profiling the model, then in real time" if self.job.online else "schedule first, then the model"
+        self._status(f"Replaying {len(self.job.requests)} requests on {s.slots} slots ({how})…")
         # The worker never touches the page; this callback, on the event loop, reads its progress.
         self._doc = pn.state.curdoc
         self._poll = pn.state.add_periodic_callback(self._check, period=100)
@@ -227,7 +301,7 @@ class ReplayView(pn.viewable.Viewer):
             self._say(job.error)
             return
         self._status("")
-        self.results.objects = self._render(job.result)
+        self.results.objects = self._render_online(job.result) if "online" in job.result else self._render(job.result)
 
     def _render(self, runs: dict) -> list:
         from replay.report import summary
@@ -252,6 +326,43 @@ class ReplayView(pn.viewable.Viewer):
             pn.pane.Bokeh(step_time_figure(doc), sizing_mode="stretch_width"),
         ]
 
+    def _render_online(self, result: dict) -> list:
+        from replay.online import FIGURES
+
+        doc, static, continuous = result["summary"], result["static"], result["continuous"]
+        decode = continuous.run.pass_prefill == 0
+        rows, ms = continuous.run.pass_rows[decode], continuous.run.pass_ms[decode]
+        self.measured = {int(b): float(ms[rows == b].mean()) for b in set(rows.tolist())}
+        head = "".join(f"<th>{p} predicted</th><th>measured</th><th>error</th>" for p in ("static", "continuous"))
+        body = []
+        for name, _ in FIGURES:
+            cells = []
+            for policy in ("static", "continuous"):
+                f = doc["policies"][policy]["figures"][name]
+                error = "–" if f["error"] is None else f"{f['error']:+.1%}"
+                cells.append(
+                    f"<td>{f['predicted']:,.1f}</td><td data-measured>{f['measured']:,.1f}</td>"
+                    f'<td data-error="{policy}">{error}</td>'
+                )
+            body.append(f'<tr data-figure="{html.escape(name)}"><th>{html.escape(name)}</th>{"".join(cells)}</tr>')
+        overhead = ", ".join(f"{p} {doc['policies'][p]['overhead_share']:.1%}" for p in ("static", "continuous"))
+        text = (
+            f'<div class="bv-replay">Model <b>{doc["model"]}</b> on <b data-replay="device">{doc["device"]}</b>, '
+            f"in real time: requests arrived on the wall clock (one arrival step = {result['step_ms']:g} ms, a full "
+            "decode pass here) and the simulator's own schedulers decided each pass from what had arrived. The "
+            "prediction is the simulator on a profile of this model measured on this machine just before. "
+            f'Measured speedup <b data-replay="measured">{doc["measured_speedup"]:.2f}×</b>, predicted '
+            f'<b data-replay="predicted">{doc["predicted_speedup"]:.2f}×</b>. Time outside the model per pass: '
+            f"{overhead}.</div>"
+            f'<table class="bv-h2h" data-replay="online"><tr><th></th>{head}</tr>{"".join(body)}</table>'
+        )
+        x_range = Range1d(0, max(static.run.drain_ms, continuous.run.drain_ms))
+        return [
+            pn.pane.HTML(text, sizing_mode="stretch_width", stylesheets=[CSS]),
+            pn.pane.Bokeh(wallclock_figure(static, x_range, "replay-static"), sizing_mode="stretch_width"),
+            pn.pane.Bokeh(wallclock_figure(continuous, x_range, "replay-continuous"), sizing_mode="stretch_width"),
+        ]
+
     def __panel__(self):
         if not self.available:
             return pn.Column(
@@ -265,7 +376,7 @@ class ReplayView(pn.viewable.Viewer):
                 "Runs the traffic shown, static then continuous, through a randomly initialised transformer "
                 "on this server's GPU if it has one, else its CPU, and measures every step in wall-clock time."
             ),
-            pn.Row(self.model, self.run_button, self.cancel_button, self.progress),
+            pn.Row(self.model, self.online, self.run_button, self.cancel_button, self.progress),
             pn.pane.Bokeh(self.status),
             self.results,
             sizing_mode="stretch_width",

@@ -11,6 +11,7 @@ BENCHMARKS = {
     "limits": "worst_input",
     "default": "default_traffic",
     "peer": "peer",
+    "online": "online",
 }
 
 name = sys.argv[1] if len(sys.argv) > 1 else "core"

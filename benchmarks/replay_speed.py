@@ -21,7 +21,7 @@ def decode_step_ms(engine: Engine, batch: int, context: int = 128, repeats: int 
     """Return the median time of one decode step for `batch` sequences with `context` cached tokens each."""
     from core.kv_blocks import BlockAllocator
     from core.ragged import build_batch
-    from replay.attention import PagedKVCache, RaggedPagedAttention
+    from replay.attention import PagedKVCache, ragged_attention
 
     blocks = batch * (context // BLOCK_SIZE + 2)
     allocator = BlockAllocator(blocks, BLOCK_SIZE)
@@ -39,7 +39,7 @@ def decode_step_ms(engine: Engine, batch: int, context: int = 128, repeats: int 
         b = build_batch(seqs, BLOCK_SIZE)
         tokens = torch.as_tensor(b.token_ids, device=engine.device)
         positions = torch.as_tensor(b.positions, device=engine.device)
-        hidden = engine.model(tokens, positions, RaggedPagedAttention(cache, b, engine.device))
+        hidden = engine.model(tokens, positions, ragged_attention(cache, b, engine.device))
         engine.model.logits(hidden).argmax(-1).tolist()
         times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)

@@ -126,7 +126,7 @@ def trace_options(args: argparse.Namespace) -> TraceOptions:
 def load_requests(args: argparse.Namespace, time_flags_for_any_trace: bool = False) -> list[Request]:
     """Return the requests of --trace, or of the generator flags; refuse flags that do not apply, and no requests."""
     time_flags = [flag for flag, (name, _) in TRACE_FLAGS.items() if getattr(args, name) is not None]
-    if getattr(args, "cost", "unit") != "unit":
+    if getattr(args, "cost", "unit") != "unit" or getattr(args, "online", False):
         # On a clock, --step-ms also says how long a generated or plain-CSV arrival step is.
         time_flags = [flag for flag in time_flags if flag != "--step-ms"]
     if not args.trace:

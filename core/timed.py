@@ -14,6 +14,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 
@@ -103,10 +104,81 @@ def _pass_ms(cost: StepCost):
     return lambda rows, prefill, context: float(cost.pass_ms(rows, prefill, context))
 
 
+class PassRunner(Protocol):
+    """What a timed scheduler's passes run on: the simulator's cost model, or a real engine on the wall clock.
+
+    The scheduler decides (who is admitted, when a static batch forms) from the clock these calls return, so the
+    online replay (`replay.online`) and the simulator share one implementation of every scheduling rule.
+    """
+
+    def wait(self, until_ms: float) -> float:
+        """Return the clock once it has reached `until_ms` (nothing runs meanwhile)."""
+        ...
+
+    def admit(self, request: int, slot: int) -> None:
+        """Continuous: the request joins the running batch in this slot before the next pass."""
+        ...
+
+    def retire(self, request: int) -> None:
+        """Continuous: the request finished in the pass just run; its slot and memory are free."""
+        ...
+
+    def run_pass(self, rows: int, prefill: int, context: int, began_ms: float) -> float:
+        """Continuous: run one pass over the running batch, begun at `began_ms`; return the clock at its end."""
+        ...
+
+    def run_batch(
+        self, members: list[int], rows: np.ndarray, prefill: np.ndarray, context: np.ndarray, began_ms: float
+    ) -> np.ndarray:
+        """Static: run a whole batch's passes (members in slot order) from `began_ms`; return each pass's end."""
+        ...
+
+
+class CostRunner:
+    """The simulator's PassRunner: waiting jumps the clock, and a pass lasts what the cost model says."""
+
+    def __init__(self, cost: StepCost):
+        self.cost = cost
+        self.step = _pass_ms(cost)
+
+    def wait(self, until_ms: float) -> float:
+        """Return `until_ms`: a simulated clock jumps."""
+        return until_ms
+
+    def admit(self, request: int, slot: int) -> None:
+        """Nothing to do: the cost model needs no state."""
+
+    def retire(self, request: int) -> None:
+        """Nothing to do: the cost model needs no state."""
+
+    def run_pass(self, rows: int, prefill: int, context: int, began_ms: float) -> float:
+        """Return `began_ms` plus the pass's cost."""
+        return began_ms + self.step(rows, prefill, context)
+
+    def run_batch(self, members, rows, prefill, context, began_ms: float) -> np.ndarray:
+        """Return the passes' ends: the costs summed in order from `began_ms`, as the per-pass oracle adds them."""
+        length = len(rows)
+        done = np.array(np.broadcast_to(self.cost.pass_ms(rows, prefill, context), (length,)), dtype=float)
+        done[0] += began_ms  # so the running sum is ((clock + c0) + c1) + ..., the oracle's order, bit for bit
+        return np.cumsum(done)
+
+
 def simulate_timed(
     requests: Sequence[Request], slots: int, policy: str, cost: StepCost, batch_timeout_ms: float = 0.0
 ) -> TimedRun:
     """Return the schedule of `requests` (arrivals in ms) on `slots` slots, each pass costed by `cost`."""
+    return schedule_timed(requests, slots, policy, CostRunner(cost), batch_timeout_ms, cost.name)
+
+
+def schedule_timed(
+    requests: Sequence[Request],
+    slots: int,
+    policy: str,
+    runner: PassRunner,
+    batch_timeout_ms: float = 0.0,
+    cost_name: str = "measured",
+) -> TimedRun:
+    """Return the schedule of `requests` (arrivals in ms) on `slots` slots, its passes run by `runner`."""
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
     if not isinstance(slots, (int, np.integer)) or not 1 <= slots <= MAX_SLOTS:
@@ -116,9 +188,9 @@ def simulate_timed(
     requests = tuple(requests)
     check_workload(len(requests), sum(r.output_tokens for r in requests))
     if policy == "continuous":
-        out = _continuous(requests, slots, _pass_ms(cost))
+        out = _continuous(requests, slots, runner)
     else:
-        out = _static(requests, slots, cost, float(batch_timeout_ms))
+        out = _static(requests, slots, runner, float(batch_timeout_ms))
     slot, start, finish, release, starts, ends, rows, prefill, context = out
     as_int = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
     return TimedRun(
@@ -126,7 +198,7 @@ def simulate_timed(
         slots,
         policy,
         float(batch_timeout_ms),
-        cost.name,
+        cost_name,
         as_int(slot),
         as_int(start),
         as_int(finish),
@@ -144,8 +216,10 @@ def _order(requests: tuple[Request, ...]) -> list[int]:
     return sorted(range(len(requests)), key=arrivals.__getitem__)  # FCFS: a stable sort keeps trace order on ties
 
 
-def _continuous(requests, slots, step):
+def _continuous(requests, slots, runner):
     """Admit into the lowest free slot at the first pass that starts at or after the arrival."""
+    simulated = isinstance(runner, CostRunner)  # its hooks do nothing: skip the calls, once per pass and request
+    step, admit, retire, run_pass = runner.step if simulated else None, runner.admit, runner.retire, runner.run_pass
     n = len(requests)
     order = _order(requests)
     arrival = [requests[i].arrival for i in order]
@@ -162,14 +236,18 @@ def _continuous(requests, slots, step):
             _, s, i = heapq.heappop(running)
             heapq.heappush(free, s)
             base -= prompt[i] - start[i]
+            if not simulated:
+                retire(i)
         if not running and k < n and arrival[k] > clock:
-            clock = float(arrival[k])  # nothing runs: the clock jumps to the next arrival
+            clock = float(arrival[k]) if simulated else runner.wait(float(arrival[k]))  # nothing runs till then
         new_prompt = new_count = 0
         while free and k < n and arrival[k] <= clock:  # admit
             i, s = order[k], heapq.heappop(free)
             k += 1
             slot_of[i], start[i], finish[i] = s, p, p + requests[i].output_tokens
             heapq.heappush(running, (finish[i], s, i))
+            if not simulated:
+                admit(i, s)
             new_prompt += prompt[i]
             new_count += 1
             base += prompt[i] - p
@@ -178,7 +256,9 @@ def _continuous(requests, slots, step):
         decoding = len(running) - new_count
         context = base + len(running) * p - new_prompt
         began = clock
-        clock += step(decoding, new_prompt, context)
+        clock = (
+            clock + step(decoding, new_prompt, context) if simulated else run_pass(decoding, new_prompt, context, clock)
+        )
         record((began, clock, decoding, new_prompt, context))
         p += 1
     table = np.frombuffer(passes, dtype=float).reshape(-1, 5)  # no per-pass Python objects to convert
@@ -186,7 +266,7 @@ def _continuous(requests, slots, step):
     return slot_of, start, finish, finish, table[:, 0], table[:, 1], as_int(2), as_int(3), as_int(4)
 
 
-def _static(requests, slots, cost, timeout):
+def _static(requests, slots, runner, timeout):
     """Form a batch when the slots can be filled, the oldest waited the timeout, or nobody else will arrive."""
     n = len(requests)
     order = _order(requests)
@@ -197,7 +277,8 @@ def _static(requests, slots, cost, timeout):
     while k < n:
         oldest = arrival[k]
         full_at = arrival[k + slots - 1] if k + slots - 1 < n else float("inf")
-        clock = max(clock, oldest, min(full_at, oldest + timeout, arrival[-1]))
+        ready = max(clock, oldest, min(full_at, oldest + timeout, arrival[-1]))
+        clock = runner.wait(ready) if ready > clock else clock
         size = 0
         while size < slots and k + size < n and arrival[k + size] <= clock:
             size += 1
@@ -207,14 +288,12 @@ def _static(requests, slots, cost, timeout):
         for j, i in enumerate(members):
             slot_of[i], start[i], finish[i], release[i] = j, p, p + requests[i].output_tokens, p + length
         # The padded rectangle, every member a row until the longest finishes. No decision depends on the clock
-        # inside a batch, so its passes are costed at once; the running sum adds in order, as the oracle's loop does.
+        # inside a batch, so its passes are run (or costed) as one.
         age = np.arange(length, dtype=np.int64)
         rows = np.where(age == 0, 0, size)
         prefill = np.where(age == 0, size * width, 0)
         context = np.where(age == 0, 0, size * (width + age))
-        done = np.array(np.broadcast_to(cost.pass_ms(rows, prefill, context), (length,)), dtype=float)
-        done[0] += clock  # so the running sum is ((clock + c0) + c1) + ..., the oracle's order, bit for bit
-        done = np.cumsum(done)
+        done = runner.run_batch(members, rows, prefill, context, clock)
         begun = np.empty(length)
         begun[0], begun[1:] = clock, done[:-1]
         starts.append(begun)

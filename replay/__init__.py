@@ -1,6 +1,10 @@
 """Real replay (optional, needs torch): the core's schedules run through a real transformer and timed."""
 
-__all__ = ["PRESETS", "Engine", "ModelConfig", "ReplayResult", "Transformer", "resolve_device"]
+__all__ = ["PRESETS", "Cancelled", "Engine", "ModelConfig", "ReplayResult", "Transformer", "resolve_device"]
+
+
+class Cancelled(Exception):
+    """An online replay was cancelled between passes (defined here, so catching it needs no torch)."""
 
 
 def __getattr__(name: str):

@@ -12,17 +12,34 @@ from .model import ModelConfig
 
 
 class PagedKVCache:
-    """K and V for every layer in fixed-size blocks, head-major: (layers, H, num_blocks * block_size, D) each."""
+    """K and V for every layer in fixed-size blocks of `block_size` token slots.
 
-    def __init__(self, config: ModelConfig, num_blocks: int, block_size: int, device, dtype):
-        # Head-major, so gathering a context gives each head's keys contiguous, ready for one batched matmul.
-        shape = (config.n_layers, config.n_heads, num_blocks * block_size, config.head_dim)
-        self.k = torch.zeros(shape, device=device, dtype=dtype)  # (L, H, S, D)
-        self.v = torch.zeros(shape, device=device, dtype=dtype)  # (L, H, S, D)
+    Head-major on the CPU, (layers, H, slots, D): gathering a context gives each head's keys contiguous, ready for
+    one batched matmul. Token-major on CUDA, (layers, slots, H, D): the layout a variable-length attention kernel
+    reads, as a packed gather or as pages of (block_size, H, D) through block tables.
+    """
+
+    def __init__(self, config: ModelConfig, num_blocks: int, block_size: int, device, dtype, token_major=None):
+        device = torch.device(device)
+        self.token_major = device.type == "cuda" if token_major is None else token_major
+        slots = num_blocks * block_size
+        per_layer = (
+            (slots, config.n_heads, config.head_dim) if self.token_major else (config.n_heads, slots, config.head_dim)
+        )
+        self.k = torch.zeros((config.n_layers, *per_layer), device=device, dtype=dtype)
+        self.v = torch.zeros((config.n_layers, *per_layer), device=device, dtype=dtype)
         self.block_size = block_size
 
 
-FLAT_LIMIT = 1 << 22  # query x key pairs in one batched matmul; past this, attend sequence by sequence
+def ragged_attention(cache: PagedKVCache, batch: RaggedBatch, device):
+    """Return the attention for one ragged pass: a variable-length kernel on a token-major cache, else ours."""
+    if cache.token_major:
+        return VarlenPagedAttention(cache, batch, device)
+    return RaggedPagedAttention(cache, batch, device)
+
+
+GROUP_ROWS = 8  # sequences sharing one batched matmul: each query is scored against its group's keys, so more wastes
+GROUP_PAIRS = 1 << 22  # and at most this many query x key pairs in a group (one long sequence may exceed it alone)
 
 
 def flat_context(batch: RaggedBatch, block_size: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -38,9 +55,9 @@ class RaggedPagedAttention:
     """One step of the ragged batch: write new K/V through slot_mapping, attend over each sequence's blocks.
 
     A sequence whose whole context is new this step (a fresh prefill) attends causally over its own new keys, which
-    need no gather. The others (decodes) gather only their live cache rows, flattened, and share two batched matmuls
-    under a block-diagonal causal mask: no padding to the longest context, and no prefill query scored against
-    another sequence's keys.
+    need no gather. The others (decodes) gather only their live cache rows, flattened, and a group of up to
+    GROUP_ROWS of them shares two batched matmuls under a block-diagonal causal mask: no padding to the longest
+    context, and no query scored against keys outside its group.
     """
 
     def __init__(self, cache: PagedKVCache, batch: RaggedBatch, device):
@@ -51,26 +68,23 @@ class RaggedPagedAttention:
         fresh = new == batch.context_lens
         self.fresh = [(int(cu[i]), int(cu[i + 1])) for i in np.flatnonzero(fresh)]
         rows = np.flatnonzero(~fresh)
-        self.cached = None
-        self.per_seq = []
+        self.groups: list[tuple[int, int, torch.Tensor, torch.Tensor]] = []  # (first query, end, slots, bias)
+        self.all_cached = len(rows) == len(new)
         if len(rows) == 0:
             return
-        slots, owner, key_pos = flat_context(batch, cache.block_size, rows)
         queries = np.concatenate([np.arange(cu[i], cu[i + 1]) for i in rows])  # (Tc,) token indices
         self.queries = torch.as_tensor(queries, device=device)
-        self.all_cached = len(queries) == len(batch.token_ids)
-        query_owner = np.repeat(np.arange(len(rows)), new[rows])  # (Tc,)
-        q_pos = batch.positions[queries]  # (Tc,)
-        if len(queries) * len(slots) <= FLAT_LIMIT:
-            seen = (query_owner[:, None] == owner[None, :]) & (key_pos[None, :] <= q_pos[:, None])  # (Tc, K)
+        q_start = 0
+        for group in _groups(new[rows], batch.context_lens[rows]):
+            slots, owner, key_pos = flat_context(batch, cache.block_size, rows[group])
+            n_q = int(new[rows[group]].sum())
+            query_owner = np.repeat(np.arange(len(group)), new[rows[group]])  # (Tg,)
+            q_pos = batch.positions[queries[q_start : q_start + n_q]]  # (Tg,)
+            seen = (query_owner[:, None] == owner[None, :]) & (key_pos[None, :] <= q_pos[:, None])  # (Tg, Kg)
             blocked = torch.as_tensor(~seen, device=device)
             bias = torch.zeros(blocked.shape, device=device, dtype=cache.k.dtype).masked_fill_(blocked, -torch.inf)
-            self.cached = (torch.as_tensor(slots, device=device), bias)
-        else:
-            for j in range(len(rows)):
-                keys, mine = owner == j, query_owner == j
-                mask = torch.as_tensor(key_pos[keys][None, :] <= q_pos[mine][:, None], device=device)  # (n_new, n)
-                self.per_seq.append((int(mine.sum()), torch.as_tensor(slots[keys], device=device), mask))
+            self.groups.append((q_start, q_start + n_q, torch.as_tensor(slots, device=device), bias))
+            q_start += n_q
 
     def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Store k, v (T, H, D) in the cache; return attention outputs (T, H, D)."""
@@ -78,29 +92,86 @@ class RaggedPagedAttention:
         kc.index_copy_(1, self.slot_mapping, k.transpose(0, 1))
         vc.index_copy_(1, self.slot_mapping, v.transpose(0, 1))
         q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)  # (H, T, D)
-        if self.cached is not None and self.all_cached:
+        if self.all_cached:
             return self._attend_cached(kc, vc, q).transpose(0, 1)  # (T, H, D)
         out = torch.empty_like(q)  # (H, T, D)
         for a, b in self.fresh:
             out[:, a:b] = F.scaled_dot_product_attention(q[:, a:b], k[:, a:b], v[:, a:b], is_causal=True)
-        if self.cached is not None or self.per_seq:
+        if self.groups:
             out.index_copy_(1, self.queries, self._attend_cached(kc, vc, q.index_select(1, self.queries)))
         return out.transpose(0, 1)  # (T, H, D)
 
     def _attend_cached(self, kc: torch.Tensor, vc: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         """Return attention outputs (H, Tc, D) for the queries q (H, Tc, D) of sequences reading the cache."""
-        if self.cached is not None:
-            slots, bias = self.cached
-            keys, values = kc.index_select(1, slots), vc.index_select(1, slots)  # (H, K, D) each
-            scores = torch.baddbmm(bias, q, keys.transpose(1, 2), alpha=self.scale)  # (H, Tc, K)
-            return torch.bmm(scores.softmax(-1), values)  # (H, Tc, D)
-        outs, start = [], 0
-        for n_new, slots, mask in self.per_seq:
-            qi = q[:, start : start + n_new]  # (H, n_new, D)
-            ki, vi = kc.index_select(1, slots), vc.index_select(1, slots)  # (H, n, D)
-            outs.append(F.scaled_dot_product_attention(qi, ki, vi, attn_mask=mask))  # (H, n_new, D)
-            start += n_new
-        return torch.cat(outs, dim=1)  # (H, Tc, D)
+        outs = []
+        for a, b, slots, bias in self.groups:
+            keys, values = kc.index_select(1, slots), vc.index_select(1, slots)  # (H, Kg, D) each
+            scores = torch.baddbmm(bias, q[:, a:b], keys.transpose(1, 2), alpha=self.scale)  # (H, Tg, Kg)
+            outs.append(torch.bmm(scores.softmax(-1), values))  # (H, Tg, D)
+        return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)  # (H, Tc, D)
+
+
+def _groups(new: np.ndarray, context: np.ndarray) -> list[np.ndarray]:
+    """Split sequences (new, context tokens) into consecutive groups of at most GROUP_ROWS and GROUP_PAIRS pairs.
+
+    A sequence whose own pairs exceed GROUP_PAIRS makes a group alone.
+    """
+    groups, current, queries, keys = [], [], 0, 0
+    for i, (n, c) in enumerate(zip(new.tolist(), context.tolist())):
+        if current and (len(current) == GROUP_ROWS or (queries + n) * (keys + c) > GROUP_PAIRS):
+            groups.append(np.array(current))
+            current, queries, keys = [], 0, 0
+        current.append(i)
+        queries, keys = queries + n, keys + c
+    groups.append(np.array(current))
+    return groups
+
+
+VARLEN_PAGED = False  # read pages through block tables in the kernel; else gather each context, packed, first
+
+
+class VarlenPagedAttention:
+    """One ragged pass through `torch.nn.attention.varlen` (Flash Attention; CUDA): no padding, no mask.
+
+    New tokens are the last of each sequence's context, so causal attention (window (-1, 0)) aligned to the end of
+    the keys is exactly what each query may see. With VARLEN_PAGED the kernel reads the cache's pages through the
+    block tables; otherwise each context is gathered, packed, and `cu_seq_k` cuts it.
+    """
+
+    def __init__(self, cache: PagedKVCache, batch: RaggedBatch, device, paged: bool | None = None):
+        if not cache.token_major:
+            raise ValueError("variable-length attention reads a token-major cache")
+        self.cache = cache
+        self.paged = VARLEN_PAGED if paged is None else paged
+        lens = batch.context_lens
+        as_int32 = lambda x: torch.as_tensor(np.asarray(x), dtype=torch.int32, device=device)  # noqa: E731
+        self.slot_mapping = torch.as_tensor(batch.slot_mapping, device=device)  # (T,)
+        self.cu_q = as_int32(batch.cu_seqlens)  # (n+1,)
+        self.cu_k = as_int32(np.concatenate([[0], np.cumsum(lens)]))  # (n+1,)
+        self.max_q = int(np.diff(batch.cu_seqlens).max())
+        self.max_k = int(lens.max())
+        if self.paged:
+            self.block_table = as_int32(np.maximum(batch.block_tables, 0))  # (n, max_blocks); -1 padding never read
+            self.seqused_k = as_int32(lens)  # (n,)
+        else:
+            slots, _, _ = flat_context(batch, cache.block_size, np.arange(len(lens)))
+            self.slots = torch.as_tensor(slots, device=device)  # (K,)
+
+    def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Store k, v (T, H, D) in the cache; return attention outputs (T, H, D)."""
+        from torch.nn.attention.varlen import varlen_attn
+
+        kc, vc = self.cache.k[layer], self.cache.v[layer]  # (S, H, D)
+        kc.index_copy_(0, self.slot_mapping, k)
+        vc.index_copy_(0, self.slot_mapping, v)
+        if self.paged:
+            pages = (-1, self.cache.block_size, *kc.shape[1:])  # (blocks, block_size, H, D)
+            return varlen_attn(
+                q, kc.view(pages), vc.view(pages), self.cu_q, None, self.max_q, self.max_k,
+                window_size=(-1, 0), seqused_k=self.seqused_k, block_table=self.block_table,
+            )  # fmt: skip
+        keys, values = kc.index_select(0, self.slots), vc.index_select(0, self.slots)  # (K, H, D) each
+        return varlen_attn(q, keys, values, self.cu_q, self.cu_k, self.max_q, self.max_k, window_size=(-1, 0))
 
 
 class DenseKVCache:

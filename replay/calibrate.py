@@ -10,17 +10,15 @@ import numpy as np
 import torch
 
 from core.cost import Fitted
-from core.kv_blocks import BlockAllocator
-from core.ragged import build_batch
 from core.sequence import Sequence
 
-from .attention import PagedKVCache, RaggedPagedAttention
-from .engine import BLOCK_SIZE, Engine, _sync
+from .engine import Engine, _sync
 
-# The grid: decoding rows, prompt tokens prefilled beside them, and cached tokens read in all (split evenly).
-ROWS = (1, 4, 16, 64)
-PREFILL = (0, 128, 512)
-CONTEXT = (0, 1024, 4096)  # one row may hold all of it: within the models' 8,192 positions
+# The grid: decoding rows, prompt tokens prefilled beside them, and cached tokens read in all (split evenly). Dense
+# where a few slots' batches live (an online replay's passes fall between points and are interpolated).
+ROWS = (1, 2, 4, 8, 16, 32, 64)
+PREFILL = (0, 64, 256, 1024)
+CONTEXT = (0, 512, 2048, 6144)  # one row may hold all of it: within the models' 8,192 positions
 REPEATS = 3  # the median of three timed passes, after one warm-up
 
 
@@ -41,25 +39,19 @@ def _sequences(rows: int, prefill: int, context: int, vocab: int) -> list[Sequen
 
 
 def time_pass(engine: Engine, rows: int, prefill: int, context: int, repeats: int = REPEATS) -> float:
-    """Return the median milliseconds of one ragged, paged forward pass of that shape on the engine's device."""
+    """Return the median ms of one whole engine pass of that shape (build, forward, sample): an online pass."""
     config = engine.model.config
-    seqs = _sequences(rows, prefill, context, config.vocab_size)
-    blocks = sum(-(-s.num_tokens // BLOCK_SIZE) for s in seqs)
-    allocator = BlockAllocator(blocks, BLOCK_SIZE)
-    for s in seqs:
-        allocator.allocate(s)  # the cache's values are zeros: a pass's time does not depend on them
-    cache = PagedKVCache(config, blocks, BLOCK_SIZE, engine.device, engine.dtype)
-    batch = build_batch(seqs, BLOCK_SIZE)
-    tokens = torch.as_tensor(batch.token_ids, device=engine.device)
-    positions = torch.as_tensor(batch.positions, device=engine.device)
-    last = torch.as_tensor(batch.last_token_index, device=engine.device)
     times = []
     with torch.inference_mode():
         for k in range(repeats + 1):
+            seqs = _sequences(rows, prefill, context, config.vocab_size)
+            allocator, cache = engine.paged_cache(seqs, len(seqs))
+            for s in seqs:
+                allocator.allocate(s)  # the cache's values are zeros: a pass's time does not depend on them
+            generators = [None] * len(seqs)  # greedy rows never draw
             _sync(engine.device)
             t0 = time.perf_counter()
-            attention = RaggedPagedAttention(cache, batch, engine.device)
-            engine.model.logits(engine.model(tokens, positions, attention)[last])
+            engine.ragged_pass(cache, allocator, seqs, generators)
             _sync(engine.device)
             if k:  # the first pass warms caches and kernels
                 times.append((time.perf_counter() - t0) * 1e3)

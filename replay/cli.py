@@ -33,6 +33,20 @@ def _add_replay(sub) -> None:
     )
     p.add_argument("--threads", type=bounded_int(1, 256), default=1, help="CPU threads for torch, 1..256 (default 1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (default: shown on a tty)")
+    online = p.add_argument_group("online (in real time)")
+    online.add_argument(
+        "--online",
+        action="store_true",
+        help="requests arrive on the wall clock (a generated step is --step-ms ms; Azure timestamps scaled by "
+        "--time-scale) and the core's timed schedulers decide each pass from what has arrived; the simulator, on a "
+        "profile of this model and device, predicts the same workload beside what was measured",
+    )
+    online.add_argument(
+        "--profile",
+        metavar="FILE.json",
+        help="--online: the profile that predicts (from `batchviz calibrate` on this device; default: measured "
+        "now, before the replay, about 30 s for small on one CPU thread)",
+    )
     json_flag(p, "the measured and predicted figures")
 
 
@@ -55,6 +69,8 @@ def run_replay(args: argparse.Namespace) -> str:
     from replay import Engine
     from replay.report import summary, summary_text
 
+    if args.profile and not args.online:
+        raise UsageError("--profile applies to --online only")
     requests = load_requests(args)
     try:
         engine = Engine(args.model, args.device, threads=args.threads)
@@ -62,6 +78,8 @@ def run_replay(args: argparse.Namespace) -> str:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     show = not args.no_progress and sys.stderr.isatty()
+    if args.online:
+        return _run_online(args, engine, requests, show)
     results = {
         policy: engine.replay(requests, args.slots, policy, args.batch_timeout, on_step=_progress(policy, show))
         for policy in ("static", "continuous")
@@ -70,6 +88,34 @@ def run_replay(args: argparse.Namespace) -> str:
     if args.json:
         return report.dumps(doc)
     return summary_text(doc, describe_traffic(args, requests))
+
+
+def _run_online(args: argparse.Namespace, engine, requests, show: bool) -> str:
+    """Replay both policies in real time, predict each with the profile, and return the side-by-side table."""
+    from core.cli_cost import requests_in_ms, step_ms
+    from core.cost import Fitted
+    from replay.calibrate import calibrate
+    from replay.online import online_summary, online_text, replay_online
+
+    timed = requests_in_ms(args, requests)
+    if args.profile:
+        try:
+            profile = Fitted.load(args.profile)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        bar = _progress("calibrate", show)
+        profile = calibrate(args.model, args.device, on_point=lambda done, total: bar(done - 1, total))
+    results = {}
+    for policy in ("static", "continuous"):
+        bar = _progress(policy, show)
+        timeout_ms = args.batch_timeout * step_ms(args) if policy == "static" else 0.0
+        on_pass = (lambda done, total, bar=bar: bar(done - 1, total)) if show else None
+        results[policy] = replay_online(engine, timed, args.slots, policy, timeout_ms, on_pass=on_pass)
+    doc = online_summary(results, profile)
+    if args.json:
+        return report.dumps(doc)
+    return online_text(doc, describe_traffic(args, requests))
 
 
 def _add_calibrate(sub) -> None:

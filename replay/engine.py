@@ -18,7 +18,7 @@ from core.ragged import build_batch
 from core.sampling import SamplingParams
 from core.sequence import Sequence as Seq
 
-from .attention import DenseKVCache, DensePaddedAttention, PagedKVCache, RaggedPagedAttention
+from .attention import DenseKVCache, DensePaddedAttention, PagedKVCache, ragged_attention
 from .model import PRESETS, Transformer
 from .sampling import make_generator, sample_rows
 
@@ -149,19 +149,7 @@ class Engine:
         self.check_fits(requests, slots)
         run = simulate(list(requests), slots, policy, batch_timeout)
         check_steps(run.drain, "the replay")
-        vocab = self.model.config.vocab_size
-        seqs = [
-            Seq(
-                r.id,
-                i,
-                prompt_ids(r, vocab, self.seed),
-                num_prompt_tokens=max(1, r.prompt_tokens),
-                max_new_tokens=r.output_tokens,
-                params=sampling(i, r) if sampling else GREEDY,
-            )
-            for i, r in enumerate(run.requests)
-        ]
-        generators = [make_generator(s.params, self.device) for s in seqs]
+        seqs, generators = self.sequences(run.requests, sampling)
         step = self._continuous_steps if policy == "continuous" else self._static_steps
         drain = run.drain
         result = ReplayResult(
@@ -184,23 +172,43 @@ class Engine:
             result.outputs[i] = s.token_ids[s.num_prompt_tokens :]
         return result
 
+    def sequences(self, requests: Sequence[Request], sampling=None) -> tuple[list[Seq], list[torch.Generator]]:
+        """Return each request's sequence (its synthetic prompt, output length, sampling) and its own generator."""
+        vocab = self.model.config.vocab_size
+        seqs = [
+            Seq(
+                r.id,
+                i,
+                prompt_ids(r, vocab, self.seed),
+                num_prompt_tokens=max(1, r.prompt_tokens),
+                max_new_tokens=r.output_tokens,
+                params=sampling(i, r) if sampling else GREEDY,
+            )
+            for i, r in enumerate(requests)
+        ]
+        return seqs, [make_generator(s.params, self.device) for s in seqs]
+
+    def paged_cache(self, seqs: list[Seq], slots: int) -> tuple[BlockAllocator, PagedKVCache]:
+        """Return a block allocator and a paged cache big enough for `slots` of the longest of these sequences."""
+        need = max(-(-(s.num_prompt_tokens + s.max_new_tokens) // BLOCK_SIZE) for s in seqs) if seqs else 1
+        blocks = min(slots, max(len(seqs), 1)) * need  # what check_fits measured: never more rows than requests
+        return BlockAllocator(blocks, BLOCK_SIZE), PagedKVCache(
+            self.model.config, blocks, BLOCK_SIZE, self.device, self.dtype
+        )
+
     def _clock(self) -> float:
         _sync(self.device)  # the clock must not run ahead of the device's queued work
         return time.perf_counter()
 
-    def _forward(self, result: ReplayResult, t: int, tokens, positions, attention, last) -> torch.Tensor:
-        """Run the model and its output head; add the time to the step's model time; return logits (n, V)."""
+    def _forward(self, tokens, positions, attention, last) -> tuple[torch.Tensor, float]:
+        """Run the model and its output head; return logits (n, V) and the milliseconds they took."""
         t0 = self._clock()
         logits = self.model.logits(self.model(tokens, positions, attention)[last])  # (n, V)
-        result.model_ms[t] += (self._clock() - t0) * 1e3
-        return logits
+        return logits, (self._clock() - t0) * 1e3
 
     def _continuous_steps(self, run: Run, seqs: list[Seq], generators, result: ReplayResult):
         """Yield after each step: admit and retire between passes; one ragged, paged, unpadded batch per pass."""
-        need = max(-(-(s.num_prompt_tokens + s.max_new_tokens) // BLOCK_SIZE) for s in seqs) if seqs else 1
-        blocks = min(run.slots, max(len(seqs), 1)) * need  # what check_fits measured: never more rows than requests
-        allocator = BlockAllocator(blocks, BLOCK_SIZE)
-        cache = PagedKVCache(self.model.config, blocks, BLOCK_SIZE, self.device, self.dtype)
+        allocator, cache = self.paged_cache(seqs, run.slots)
         starting = _by_step(run.start)
         active: list[int] = []
         for t in range(run.drain):
@@ -213,7 +221,7 @@ class Engine:
                 continue
             active.sort(key=lambda i: run.slot[i])
             running = [seqs[i] for i in active]
-            self._continuous_pass(result, t, cache, allocator, running, generators)
+            result.model_ms[t] = self.ragged_pass(cache, allocator, running, generators)
             result.rows_per_step[t] = result.tokens_per_step[t] = len(running)
             for i in [i for i in active if seqs[i].is_finished]:
                 if run.finish[i] != t + 1:
@@ -223,33 +231,34 @@ class Engine:
             result.step_ms[t] = (self._clock() - t0) * 1e3
             yield t
 
-    def _continuous_pass(self, result: ReplayResult, t: int, cache, allocator, running: list[Seq], generators) -> None:
-        """One pass of the ragged batch: prefills and decodes together, each reading its own blocks."""
+    def ragged_pass(self, cache: PagedKVCache, allocator: BlockAllocator, running: list[Seq], generators) -> float:
+        """Run one ragged pass (prefills and decodes, each reading its own blocks); return the model's ms of it."""
         for s in running:
             allocator.append(s)  # a decode step may spill into a fresh block
         batch = build_batch(running, BLOCK_SIZE)
-        attention = RaggedPagedAttention(cache, batch, self.device)
+        attention = ragged_attention(cache, batch, self.device)
         tokens = torch.as_tensor(batch.token_ids, device=self.device)  # (T,)
         positions = torch.as_tensor(batch.positions, device=self.device)  # (T,)
         last = torch.as_tensor(batch.last_token_index, device=self.device)  # (n,)
-        logits = self._forward(result, t, tokens, positions, attention, last)  # (n, V)
+        logits, model_ms = self._forward(tokens, positions, attention, last)  # (n, V)
         picked = sample_rows(logits, [s.params for s in running], [generators[s.seq_index] for s in running])
         for s, token in zip(running, picked):
             s.num_computed_tokens = s.num_tokens
             s.token_ids.append(token)
+        return model_ms
 
     def _static_steps(self, run: Run, seqs: list[Seq], generators, result: ReplayResult):
         """Yield after each step: a padded rectangular batch; finished members are computed as padding to the end."""
         batches = _by_step(run.start)
-        batch: _StaticBatch | None = None
+        batch: StaticBatch | None = None
         for t in range(run.drain):
             t0 = self._clock()
             if t in batches:
                 members = sorted(batches[t], key=lambda i: run.slot[i])
-                batch = self._new_batch([seqs[i] for i in members], int(run.release[members[0]]) - t)
+                batch = self.new_batch([seqs[i] for i in members], int(run.release[members[0]]) - t)
             if batch is not None:
                 live = [t < run.finish[s.seq_index] for s in batch.rows]
-                self._static_pass(result, t, batch, live, generators)
+                result.model_ms[t] = self.dense_pass(batch, live, generators)
                 result.rows_per_step[t] = len(batch.rows)
                 result.tokens_per_step[t] = sum(live)
                 if t + 1 == run.release[batch.rows[0].seq_index]:
@@ -257,14 +266,15 @@ class Engine:
                 result.step_ms[t] = (self._clock() - t0) * 1e3
             yield t
 
-    def _new_batch(self, rows: list[Seq], steps: int) -> _StaticBatch:
+    def new_batch(self, rows: list[Seq], steps: int) -> StaticBatch:
+        """Return a static batch of these members (in slot order) with a dense cache for `steps` passes."""
         width = max(s.num_prompt_tokens for s in rows)
         cache = DenseKVCache(self.model.config, len(rows), width + steps, self.device, self.dtype)
         pad = torch.as_tensor([width - s.num_prompt_tokens for s in rows], device=self.device)  # (B,)
-        return _StaticBatch(rows, cache, pad, width)
+        return StaticBatch(rows, cache, pad, width)
 
-    def _static_pass(self, result: ReplayResult, t: int, batch: _StaticBatch, live: list[bool], generators) -> None:
-        """One pass of the rectangle: the left-padded prompts first, then one column per step."""
+    def dense_pass(self, batch: StaticBatch, live: list[bool], generators) -> float:
+        """Run one pass of the rectangle (left-padded prompts, then a column a step); return the model's ms of it."""
         rows, B = batch.rows, len(batch.rows)
         if batch.column == 0:
             grid = [[0] * (batch.prompt_width - s.num_prompt_tokens) + s.token_ids for s in rows]
@@ -277,17 +287,18 @@ class Engine:
         tokens = torch.as_tensor(grid, device=self.device).reshape(-1)  # (B * W,)
         attention = DensePaddedAttention(batch.cache, B, batch.column, width, batch.pad)
         last = torch.arange(width - 1, B * width, width, device=self.device)  # (B,) each row's last column
-        logits = self._forward(result, t, tokens, positions.reshape(-1), attention, last)  # (B, V)
+        logits, model_ms = self._forward(tokens, positions.reshape(-1), attention, last)  # (B, V)
         picked = sample_rows(logits, [s.params for s in rows], [generators[s.seq_index] for s in rows])
         for s, token, alive in zip(rows, picked, live):
             if alive:  # a finished member's output is computed and thrown away
                 s.num_computed_tokens = s.num_tokens
                 s.token_ids.append(token)
         batch.column += width
+        return model_ms
 
 
 @dataclass
-class _StaticBatch:
+class StaticBatch:
     """A static batch in flight: its members (by slot), their dense cache and left padding, the next column."""
 
     rows: list[Seq]

@@ -76,13 +76,13 @@ def test_paged_ragged_forward_matches_the_reference(engine):
             s.token_ids.append(int(rng.integers(0, CONFIG.vocab_size)))
 
 
-@pytest.mark.parametrize("flat", [True, False], ids=["one batched matmul", "sequence by sequence"])
-def test_cached_prefix_with_several_new_tokens_matches_the_reference(engine, flat, monkeypatch):
+@pytest.mark.parametrize("grouped", [True, False], ids=["one group", "a group per sequence"])
+def test_cached_prefix_with_several_new_tokens_matches_the_reference(engine, grouped, monkeypatch):
     """A sequence with a cached prefix and several new tokens (and decodes beside it) attends causally over both."""
     from replay import attention
 
-    if not flat:
-        monkeypatch.setattr(attention, "FLAT_LIMIT", 0)  # the path long prompts take
+    if not grouped:
+        monkeypatch.setattr(attention, "GROUP_PAIRS", 0)  # what a long prompt gets: a group of its own
     model = engine.model
     rng = np.random.default_rng(2)
     seqs = [Sequence(str(i), i, rng.integers(0, CONFIG.vocab_size, n).tolist(), n, 8) for i, n in enumerate((9, 4))]
@@ -217,7 +217,7 @@ def test_calibrate_writes_a_profile_that_compare_reads(tmp_path, capsys):
 
     out = tmp_path / "tiny.json"
     assert main(["calibrate", "--model", "tiny", "--device", "cpu", "--out", str(out), "--no-progress"]) == 0
-    assert f"wrote {out}: tiny on cpu, 36 grid points" in capsys.readouterr().out
+    assert f"wrote {out}: tiny on cpu, 112 grid points" in capsys.readouterr().out
     profile = Fitted.load(out)
     assert profile.model == "tiny" and profile.device == "cpu"
     grid = np.asarray(profile.ms)
@@ -243,3 +243,77 @@ def test_the_sweep_runs_on_a_measured_profile(tmp_path, capsys):
     assert [p["step_ms"] for p in doc["points"]] == pytest.approx([p.step_ms for p in want])
     assert main(["sweep", "--cost", str(out), "--tflops", "3"]) == 2
     assert "--tflops applies to --cost roofline only" in capsys.readouterr().err
+
+
+def _varlen_reference(q, k, v, cu_q, cu_k, max_q, max_k, *, window_size, seqused_k=None, block_table=None):
+    """torch.nn.attention.varlen.varlen_attn's documented semantics, per sequence (the kernel itself is CUDA-only)."""
+    assert window_size == (-1, 0)
+    outs = []
+    for i in range(len(cu_q) - 1):
+        qi = q[cu_q[i] : cu_q[i + 1]]  # (n_new, H, D)
+        if block_table is None:
+            ki, vi = k[cu_k[i] : cu_k[i + 1]], v[cu_k[i] : cu_k[i + 1]]
+        else:
+            pages = block_table[i].long()
+            ki, vi = (x[pages].flatten(0, 1)[: seqused_k[i]] for x in (k, v))
+        n_new, n = len(qi), len(ki)
+        mask = torch.arange(n)[None, :] <= torch.arange(n - n_new, n)[:, None]  # causal, aligned to the end
+        q_, k_, v_ = (x.transpose(0, 1) for x in (qi, ki, vi))  # (H, n, D)
+        out = torch.nn.functional.scaled_dot_product_attention(q_, k_, v_, attn_mask=mask)
+        outs.append(out.transpose(0, 1))
+    return torch.cat(outs)
+
+
+@pytest.mark.parametrize("paged", [False, True], ids=["packed", "block tables"])
+def test_varlen_path_inputs_match_the_reference(engine, paged, monkeypatch):
+    """The CUDA path's inputs, under the varlen kernel's documented semantics: logits equal the dense reference.
+
+    A reference stands in for the CUDA-only kernel; the token-major cache, cu_seq_k, packed slots and block tables
+    are the engine's own.
+    """
+    import torch.nn.attention.varlen as varlen
+
+    from replay.attention import VarlenPagedAttention
+
+    monkeypatch.setattr(varlen, "varlen_attn", _varlen_reference)
+    model = engine.model
+    rng = np.random.default_rng(3)
+    seqs = [Sequence(str(i), i, rng.integers(0, CONFIG.vocab_size, n).tolist(), n, 8) for i, n in enumerate((7, 3, 12))]
+    allocator = BlockAllocator(32, 4)
+    cache = PagedKVCache(CONFIG, 32, 4, "cpu", torch.float32, token_major=True)
+    allocator.allocate(seqs[0])
+    for step in range(3):
+        if step == 1:
+            for s in seqs[1:]:
+                allocator.allocate(s)  # two prefills join a decode
+        live = seqs[:1] if step == 0 else seqs
+        for s in live:
+            allocator.append(s)
+        batch = build_batch(live, 4)
+        attention = VarlenPagedAttention(cache, batch, "cpu", paged=paged)
+        hidden = model(torch.as_tensor(batch.token_ids), torch.as_tensor(batch.positions), attention)
+        logits = model.logits(hidden[torch.as_tensor(batch.last_token_index)])
+        for s, row in zip(live, logits):
+            torch.testing.assert_close(row, _reference_logits(model, s.token_ids)[-1], rtol=1e-4, atol=1e-4)
+            s.num_computed_tokens = s.num_tokens
+            s.token_ids.append(int(rng.integers(0, CONFIG.vocab_size)))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: the varlen kernel runs on a GPU only")
+def test_varlen_kernel_parity_on_cuda():
+    """On a GPU in bf16: the engine's varlen pass gives the reference's logits within bf16 tolerance."""
+    from replay.gpu_check import varlen_parity
+
+    for paged in (False, True):
+        assert varlen_parity("tiny", paged=paged)["ok"]
+
+
+def test_groups_bound_rows_and_pairs(monkeypatch):
+    """Consecutive groups of at most GROUP_ROWS sequences and GROUP_PAIRS pairs; a sequence over the limit alone."""
+    from replay import attention
+
+    monkeypatch.setattr(attention, "GROUP_ROWS", 3)
+    monkeypatch.setattr(attention, "GROUP_PAIRS", 100)
+    new, context = np.array([1, 1, 1, 1, 20, 1, 1]), np.array([10, 10, 10, 10, 30, 10, 10])
+    groups = [g.tolist() for g in attention._groups(new, context)]
+    assert groups == [[0, 1, 2], [3], [4], [5, 6]]

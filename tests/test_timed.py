@@ -12,6 +12,8 @@ from core.cost import Fitted, Roofline, UnitCost
 from core.reference import simulate_per_pass
 from core.timed import simulate_timed, timed_metrics
 
+from .helpers import check_timed_invariants
+
 FIELDS = ("slot", "start_pass", "finish_pass", "release_pass", "pass_start_ms", "pass_end_ms", "pass_rows",
           "pass_prefill", "pass_context")  # fmt: skip
 FITTED = Fitted(
@@ -106,16 +108,7 @@ def test_the_event_loop_equals_the_per_pass_oracle(requests, slots, policy, time
 def test_timed_invariants(requests, slots, cost):
     """Nobody starts before arriving; tokens are conserved; continuous never leaves a slot idle while one waits."""
     for policy in ("static", "continuous"):
-        run = simulate_timed(requests, slots, policy, cost)
-        assert np.all(run.start_ms >= run.arrival_ms)
-        assert np.all(run.pass_end_ms > run.pass_start_ms)
-        assert np.all(run.pass_start_ms[1:] >= run.pass_end_ms[:-1])  # passes never overlap
-        assert int((run.finish_pass - run.start_pass).sum()) == sum(r.output_tokens for r in requests)
-    run = simulate_timed(requests, slots, "continuous", cost)
-    for p in range(run.passes):
-        running = int(((run.start_pass <= p) & (p < run.finish_pass)).sum())
-        waiting = (run.arrival_ms <= run.pass_start_ms[p]) & (run.start_pass > p)
-        assert running == slots or not waiting.any()
+        check_timed_invariants(simulate_timed(requests, slots, policy, cost))
 
 
 def test_the_roofline_by_hand():

@@ -1,0 +1,93 @@
+"""The online replay against the simulator's prediction: two loads, both policies, each model preset asked.
+
+`./dev bench online [--model tiny|small] [--requests N] [--json]`. For each model: `calibrate` on this machine
+(the profile), then 256 chat-shaped requests (compare's lengths) replayed in real time at a light load (Poisson
+arrivals at a quarter of what 8 slots serve: the slots mostly idle) and a saturated one (all of them inside 64 arrival
+steps: a queue builds). One arrival step lasts one full decode pass of 8 rows on that model. Prints every figure
+predicted, measured and the error, and the engine's overhead share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import replace
+
+import torch
+
+from core import generate
+from core.cli import COMPARE_SLOTS, COMPARE_TRAFFIC
+from replay import Engine
+from replay.calibrate import calibrate
+from replay.online import online_summary, replay_online
+
+MODELS = ("tiny", "small")
+MEAN_CONTEXT = 160  # tokens a decoding row holds on average in this workload (prompt ~128 plus output so far)
+
+
+def loads(requests: int) -> dict:
+    """Return the two workloads' generator configs (arrivals in steps)."""
+    mean_output = COMPARE_TRAFFIC.mean_tokens
+    saturation = COMPARE_SLOTS / mean_output  # requests per step that 8 slots can serve
+    return {
+        "light": replace(COMPARE_TRAFFIC, requests=requests, arrivals="poisson", rate=round(saturation / 4, 4)),
+        "saturated": replace(COMPARE_TRAFFIC, requests=requests),
+    }
+
+
+def measure(model: str, requests: int) -> dict:
+    """Return, for one model, the profile's cost and, per load, both policies' predicted and measured figures."""
+    engine = Engine(model)
+    t0 = time.perf_counter()
+    profile = calibrate(model, "cpu")
+    out = {"model": model, "calibrate_s": time.perf_counter() - t0, "loads": {}}
+    step_ms = float(profile.pass_ms(COMPARE_SLOTS, 0, COMPARE_SLOTS * MEAN_CONTEXT))
+    out["step_ms"] = step_ms
+    for load, config in loads(requests).items():
+        timed = [replace(r, arrival=round(r.arrival * step_ms)) for r in generate(config)]
+        results = {p: replay_online(engine, timed, COMPARE_SLOTS, p) for p in ("static", "continuous")}
+        out["loads"][load] = online_summary(results, profile)
+    return out
+
+
+def table(doc: dict) -> str:
+    """Return one model's errors as a table: rows are figures, columns load x policy."""
+    keys = [(load, p) for load in doc["loads"] for p in ("static", "continuous")]
+    first = doc["loads"][keys[0][0]]["policies"][keys[0][1]]["figures"]
+    lines = [
+        f"== {doc['model']}: profile measured in {doc['calibrate_s']:.0f} s; "
+        f"one arrival step = {doc['step_ms']:.2f} ms",
+        f"  {'predicted / measured (error)':<24}" + "".join(f"{load + ' ' + p:>30}" for load, p in keys),
+    ]
+    for name in first:
+        cells = []
+        for load, p in keys:
+            f = doc["loads"][load]["policies"][p]["figures"][name]
+            cells.append(f"{f['predicted']:>11,.1f} /{f['measured']:>9,.1f} ({f['error']:+6.1%})")
+        lines.append(f"  {name:<24}" + "".join(f"{c:>30}" for c in cells))
+    overhead = "".join(f"{doc['loads'][load]['policies'][p]['overhead_share']:>30.1%}" for load, p in keys)
+    lines.append(f"  {'overhead share':<24}{overhead}")
+    for load in doc["loads"]:
+        d = doc["loads"][load]
+        lines.append(
+            f"  {load}: speedup measured {d['measured_speedup']:.2f}x, predicted {d['predicted_speedup']:.2f}x"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    """Measure each model asked (default both) and print a table per model, or one JSON document."""
+    p = argparse.ArgumentParser(prog="./dev bench online", description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", choices=MODELS, action="append", help="a preset; repeat for both (default: both)")
+    p.add_argument("--requests", type=int, default=256, help="requests per workload (default 256)")
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    docs = []
+    for model in args.model or MODELS:
+        docs.append(measure(model, args.requests))
+        if not args.json:
+            print(table(docs[-1]), flush=True)
+    if args.json:
+        print(json.dumps({d["model"]: d for d in docs}, indent=1))

@@ -1,0 +1,143 @@
+"""The online replay: arrivals on the wall clock, the core's timed schedulers deciding, and the prediction beside it."""
+
+import threading
+from dataclasses import replace
+
+import pytest
+import torch
+
+from core import Request, TrafficConfig, generate
+from core.cost import Fitted
+from replay import Cancelled, Engine
+from replay import online as online_mod
+from replay.engine import StaticBatch
+from replay.online import predicted_vs_measured, replay_online
+
+from .helpers import check_timed_invariants
+
+torch.set_num_threads(1)
+TRAFFIC = TrafficConfig(seed=5, requests=10, arrival_window=6, mean_tokens=8, max_tokens=20, mean_prompt_tokens=12)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    """The tiny model on the CPU in fp32."""
+    return Engine("tiny", device="cpu", seed=0)
+
+
+def _in_ms(requests, step_ms):
+    return [replace(r, arrival=r.arrival * step_ms) for r in requests]
+
+
+@pytest.mark.parametrize("policy", ["continuous", "static"])
+def test_online_replay_waits_for_arrivals_and_keeps_the_invariants(engine, policy):
+    """Nobody starts before its wall-clock arrival; tokens are conserved; the greedy tokens equal the offline ones."""
+    requests = generate(TRAFFIC)
+    timed = _in_ms(requests, 15)  # a 15 ms arrival step: the engine sits idle between some of them
+    result = replay_online(engine, timed, 3, policy)
+    run = result.run
+    check_timed_invariants(run)
+    assert run.arrival_ms.max() == 15 * max(r.arrival for r in requests)
+    assert run.start_ms.max() >= run.arrival_ms.max()  # the last arrival really was waited for
+    assert [len(o) for o in result.outputs] == [r.output_tokens for r in timed]
+    assert result.outputs == engine.replay(requests, 3, policy).outputs  # batch invariance, greedy fp32
+    assert len(result.model_ms) == run.passes and 0 < result.overhead_share < 1
+
+
+def test_online_replay_cancels_between_passes(engine):
+    """A set cancel event stops the replay at the next pass (or wait) with Cancelled."""
+    cancel = threading.Event()
+    timed = _in_ms(generate(replace(TRAFFIC, requests=40)), 50)
+    seen = []
+
+    def on_pass(done, total):
+        seen.append(done)
+        cancel.set()
+
+    with pytest.raises(Cancelled):
+        replay_online(engine, timed, 2, "continuous", on_pass=on_pass, cancel=cancel)
+    assert len(seen) == 1
+
+
+# A device whose pass costs are known exactly: linear in rows, prefill and context, so a profile of it interpolates
+# without error, and a clock that advances only by those costs (and by waits).
+def _known_ms(rows, prefill, context):
+    return 2.0 + 0.5 * rows + 0.01 * prefill + 0.001 * context
+
+
+class _FakeEngine:
+    """The engine's interface to the online runner, with no model: each pass advances a virtual clock."""
+
+    device, model_name, seed = "fake", "fake", 0
+
+    def __init__(self):
+        self.real = Engine("tiny", device="cpu")
+        self.clock_s = 0.0
+
+    def check_fits(self, requests, slots):
+        pass
+
+    def sequences(self, requests):
+        return self.real.sequences(requests)
+
+    def paged_cache(self, seqs, slots):
+        return self.real.paged_cache(seqs, slots)
+
+    def new_batch(self, rows, steps):
+        return StaticBatch(rows, None, None, max(s.num_prompt_tokens for s in rows))
+
+    def _clock(self):
+        return self.clock_s
+
+    def ragged_pass(self, cache, allocator, running, generators):
+        for s in running:
+            allocator.append(s)
+        new = [s for s in running if s.num_computed_tokens == 0]
+        old = [s for s in running if s.num_computed_tokens > 0]
+        self._spend(_known_ms(len(old), sum(s.num_prompt_tokens for s in new), sum(s.num_tokens for s in old)))
+        for s in running:
+            s.num_computed_tokens = s.num_tokens
+            s.token_ids.append(1)
+        return 0.0
+
+    def dense_pass(self, batch, live, generators):
+        B = len(batch.rows)
+        if batch.column == 0:
+            self._spend(_known_ms(0, B * batch.prompt_width, 0))
+            batch.column = batch.prompt_width
+        else:
+            self._spend(_known_ms(B, 0, B * (batch.column + 1)))
+            batch.column += 1
+        for s, alive in zip(batch.rows, live):
+            if alive:
+                s.num_computed_tokens = s.num_tokens
+                s.token_ids.append(1)
+        return 0.0
+
+    def _spend(self, ms):
+        self.clock_s += ms / 1e3
+
+
+@pytest.mark.parametrize("policy", ["continuous", "static"])
+def test_prediction_on_a_device_of_known_costs_has_no_error(policy, monkeypatch):
+    """The fake device's profile predicts its online replay exactly: every figure's error is 0."""
+    fake = _FakeEngine()
+    monkeypatch.setattr(online_mod.time, "sleep", lambda s: setattr(fake, "clock_s", fake.clock_s + s))
+    monkeypatch.setattr(online_mod, "SPIN_MS", 0.0)  # every wait sleeps, so the virtual clock lands on the arrival
+    axes = ((1, 8, 64), (0, 64, 512), (0, 1024, 4096))
+    grid = tuple(tuple(tuple(_known_ms(r, p, c) for c in axes[2]) for p in axes[1]) for r in axes[0])
+    profile = Fitted(*axes, grid)
+    requests = generate(replace(TRAFFIC, requests=30, arrival_window=40))
+    timed = _in_ms(requests, 7)  # mostly busy, sometimes idle: waits and passes both count
+    result = replay_online(fake, timed, 4, policy)
+    check_timed_invariants(result.run)
+    for name, figure in predicted_vs_measured(result.run, profile)["figures"].items():
+        assert figure["error"] == pytest.approx(0, abs=1e-6), (name, figure)
+
+
+def test_online_refuses_what_does_not_fit_before_allocating(engine):
+    """A request past the model's context is refused before anything runs."""
+    from core import LimitError
+
+    with pytest.raises(LimitError, match="context"):
+        replay_online(engine, [Request("A", 0, 10, 9000)], 2, "continuous")
