@@ -92,8 +92,8 @@ class ReplayJob:
         """Profile the model (once per server), then replay both policies in real time beside the prediction."""
         from replay.online import online_summary, replay_online
 
-        profile = profile_for(self.model, str(engine.device), lambda done, total: self._advance(0, done / total))
-        step_ms = online_step_ms(profile, self.slots)
+        costs = profiles_for(self.model, str(engine.device), lambda done, total: self._advance(0, done / total))
+        step_ms = online_step_ms(costs["continuous"], self.slots)
         timed = [replace(r, arrival=round(r.arrival * step_ms)) for r in self.requests]
         runs = {}
         for k, policy in enumerate(("static", "continuous"), start=1):
@@ -105,23 +105,23 @@ class ReplayJob:
                 on_pass=lambda done, total, k=k: self._advance(k, done / total),
                 cancel=self.cancel,
             )
-        return {"online": True, **runs, "summary": online_summary(runs, profile), "step_ms": step_ms}
+        return {"online": True, **runs, "summary": online_summary(runs, costs), "step_ms": step_ms}
 
     def _advance(self, phase: int, fraction: float) -> None:
         # Online: profiling is the first tenth of the bar, then each policy takes half of the rest.
         self.progress = 0.1 * fraction if phase == 0 else 0.1 + 0.45 * (phase - 1 + fraction)
 
 
-_PROFILES: dict[tuple[str, str], object] = {}  # (model, device) -> its profile, measured once per server
+_PROFILES: dict[tuple[str, str], dict] = {}  # (model, device) -> both policies' profiles, measured once per server
 
 
-def profile_for(model: str, device: str, on_point=None):
-    """Return this model's profile on this device, measuring it (`batchviz calibrate`'s grid) the first time."""
+def profiles_for(model: str, device: str, on_point=None) -> dict:
+    """Return this model's profiles on this device (`batchviz calibrate`'s grids), measuring them the first time."""
     key = (model, device)
     if key not in _PROFILES:
-        from replay.calibrate import calibrate
+        from replay.calibrate import profiles
 
-        _PROFILES[key] = calibrate(model, device, on_point=on_point)
+        _PROFILES[key] = profiles(model, device, on_point=on_point)
     return _PROFILES[key]
 
 
@@ -252,7 +252,7 @@ class ReplayView(pn.viewable.Viewer):
         self.job: ReplayJob | None = None
         self.model = PresetSelect(label="Model preset", options=["tiny", "small"], value="tiny", width=140)
         self.model.param.watch(lambda e: e.new and self._say(e.new), "refused")
-        self.online = pn.widgets.Checkbox(name="In real time, predicted", value=False, width=190)
+        self.online = pn.widgets.Checkbox(label="In real time, predicted", value=False, width=190)
         self.run_button = pn.widgets.Button(label="Run replay", color="primary", width=120)
         self.cancel_button = pn.widgets.Button(label="Cancel", width=90, disabled=True)
         self.progress = pn.indicators.Progress(value=0, max=100, width=260, visible=False)

@@ -19,7 +19,7 @@ import torch
 from core import generate
 from core.cli import COMPARE_SLOTS, COMPARE_TRAFFIC
 from replay import Engine
-from replay.calibrate import calibrate
+from replay.calibrate import profiles
 from replay.online import online_summary, replay_online
 
 MODELS = ("tiny", "small")
@@ -40,14 +40,14 @@ def measure(model: str, requests: int) -> dict:
     """Return, for one model, the profile's cost and, per load, both policies' predicted and measured figures."""
     engine = Engine(model)
     t0 = time.perf_counter()
-    profile = calibrate(model, "cpu")
+    costs = profiles(model, "cpu", COMPARE_SLOTS)
     out = {"model": model, "calibrate_s": time.perf_counter() - t0, "loads": {}}
-    step_ms = float(profile.pass_ms(COMPARE_SLOTS, 0, COMPARE_SLOTS * MEAN_CONTEXT))
+    step_ms = float(costs["continuous"].pass_ms(COMPARE_SLOTS, 0, COMPARE_SLOTS * MEAN_CONTEXT))
     out["step_ms"] = step_ms
     for load, config in loads(requests).items():
         timed = [replace(r, arrival=round(r.arrival * step_ms)) for r in generate(config)]
         results = {p: replay_online(engine, timed, COMPARE_SLOTS, p) for p in ("static", "continuous")}
-        out["loads"][load] = online_summary(results, profile)
+        out["loads"][load] = online_summary(results, costs)
     return out
 
 

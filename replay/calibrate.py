@@ -15,11 +15,13 @@ from core.sequence import Sequence
 from .engine import Engine, _sync
 
 # The grid: decoding rows, prompt tokens prefilled beside them, and cached tokens read in all (split evenly). Dense
-# where a few slots' batches live (an online replay's passes fall between points and are interpolated).
-ROWS = (1, 2, 4, 8, 16, 32, 64)
-PREFILL = (0, 64, 256, 1024)
+# where a few slots' batches live: an online replay's passes fall between points and are interpolated, and the cost
+# of a prompt is convex (attention is quadratic in it), so its axis is the finest.
+ROWS = (0, 1, 2, 4, 8, 16, 64)
+PREFILL = (0, 64, 128, 256, 512, 1024)
 CONTEXT = (0, 512, 2048, 6144)  # one row may hold all of it: within the models' 8,192 positions
 REPEATS = 3  # the median of three timed passes, after one warm-up
+PATHS = ("ragged", "dense")  # continuous batching's ragged paged pass, or static batching's padded rectangle
 
 
 def _sequences(rows: int, prefill: int, context: int, vocab: int) -> list[Sequence]:
@@ -41,21 +43,61 @@ def _sequences(rows: int, prefill: int, context: int, vocab: int) -> list[Sequen
 def time_pass(engine: Engine, rows: int, prefill: int, context: int, repeats: int = REPEATS) -> float:
     """Return the median ms of one whole engine pass of that shape (build, forward, sample): an online pass."""
     config = engine.model.config
+
+    def one_pass():
+        seqs = _sequences(rows, prefill, context, config.vocab_size)
+        allocator, cache = engine.paged_cache(seqs, len(seqs))
+        for s in seqs:
+            allocator.allocate(s)  # the cache's values are zeros: a pass's time does not depend on them
+        return lambda: engine.ragged_pass(cache, allocator, seqs, [None] * len(seqs))  # greedy rows never draw
+
+    return _median_ms(engine, one_pass, repeats)
+
+
+def time_dense_pass(engine: Engine, rows: int, prefill: int, context: int, slots: int, repeats: int = REPEATS) -> float:
+    """Return the median ms of one static pass as the simulator describes it.
+
+    A prefill of `prefill` tokens spread over min(slots, prefill) rows, its cache made in the pass as online; or a
+    decode column of `rows` rows over `context` cached tokens in all.
+    """
+    vocab = engine.model.config.vocab_size
+    rng = np.random.default_rng(0)
+
+    def one_pass():
+        if prefill:
+            b = max(1, min(slots, prefill))
+            width = prefill // b
+            seqs = [Sequence(str(i), i, rng.integers(0, vocab, width).tolist(), width, 2) for i in range(b)]
+            # The batch's cache is made in its first pass; sized here for a typical batch's 64 passes.
+            return lambda: engine.dense_pass(engine.new_batch(seqs, 64), [True] * b, [None] * b)
+        per_row = max(2, context // rows)  # the column attends over per_row keys: the prompt and the tokens so far
+        seqs = [Sequence(str(i), i, [1] * (per_row - 1), per_row - 1, 2) for i in range(rows)]
+        batch = engine.new_batch(seqs, 2)
+        batch.column = per_row - 1  # as if the prompt had been computed (zeros in the cache time the same)
+        return lambda: engine.dense_pass(batch, [True] * rows, [None] * rows)
+
+    return _median_ms(engine, one_pass, repeats)
+
+
+def _median_ms(engine: Engine, prepare: Callable[[], Callable[[], object]], repeats: int) -> float:
     times = []
     with torch.inference_mode():
         for k in range(repeats + 1):
-            seqs = _sequences(rows, prefill, context, config.vocab_size)
-            allocator, cache = engine.paged_cache(seqs, len(seqs))
-            for s in seqs:
-                allocator.allocate(s)  # the cache's values are zeros: a pass's time does not depend on them
-            generators = [None] * len(seqs)  # greedy rows never draw
+            run = prepare()
             _sync(engine.device)
             t0 = time.perf_counter()
-            engine.ragged_pass(cache, allocator, seqs, generators)
+            run()
             _sync(engine.device)
             if k:  # the first pass warms caches and kernels
                 times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)
+
+
+def _needed(path: str, r: int, p: int, c: int) -> bool:
+    """Return whether the simulator ever asks for this grid point (the others are filled, additively)."""
+    if path == "ragged":
+        return r > 0 or c == 0 and p > 0  # no decoding rows: a prefill alone, with no cached context
+    return (r == 0 and p > 0 and c == 0) or (r > 0 and p == 0 and c > 0)  # a prefill, or a decode column
 
 
 def calibrate(
@@ -66,20 +108,56 @@ def calibrate(
     context: tuple[int, ...] = CONTEXT,
     on_point: Callable[[int, int], None] | None = None,
     threads: int = 1,
+    path: str = "ragged",
+    slots: int = 8,
 ) -> Fitted:
-    """Return the measured profile of a replay model preset on a device, one grid point at a time."""
+    """Return the measured profile of a replay model preset on a device, one grid point at a time.
+
+    `path` "ragged" times continuous batching's pass; "dense" times static batching's rectangle, its prefill spread
+    over `slots` rows. Points the simulator never asks for (a pass with nothing in it, say) are filled additively
+    from measured ones, so interpolation near them stays sane.
+    """
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
     engine = Engine(model, device, threads=threads)
-    total, done = len(rows) * len(prefill) * len(context), 0
-    grid = []
-    for r in rows:
-        plane = []
-        for p in prefill:
-            line = []
-            for c in context:
-                line.append(round(time_pass(engine, r, p, c), 4))
-                done += 1
-                if on_point:
-                    on_point(done, total)
-            plane.append(tuple(line))
-        grid.append(tuple(plane))
-    return Fitted(rows, prefill, context, tuple(grid), device=str(engine.device), model=model)
+    points = [(r, p, c) for r in rows for p in prefill for c in context if _needed(path, r, p, c)]
+    measured = {}
+    for done, (r, p, c) in enumerate(points, start=1):
+        if path == "ragged":
+            measured[r, p, c] = time_pass(engine, r, p, c)
+        else:
+            measured[r, p, c] = time_dense_pass(engine, r, p, c, slots)
+        if on_point:
+            on_point(done, len(points))
+    grid = _fill(measured, rows, prefill, context)
+    name = "fitted" if path == "ragged" else "fitted (static)"
+    return Fitted(rows, prefill, context, grid, device=str(engine.device), model=model, name=name)
+
+
+def _fill(measured: dict, rows, prefill, context) -> tuple:
+    """Return the full grid: measured points as they are, the others as the nearest measured ones' costs added."""
+
+    def at(r, p, c):
+        if (r, p, c) in measured:
+            return measured[r, p, c]
+        r1 = rows[1] if r == rows[0] else r  # the nearest row count that holds decoding rows
+        base = measured.get((r1, prefill[0], context[0])) or measured.get((r1, prefill[0], context[1]), 0.0)
+        decode = measured.get((r1, prefill[0], c), base)
+        prompt = measured.get((rows[0], p, context[0])) or measured.get((r1, p, context[0]), base)
+        return max(decode + prompt - base, 0.01)
+
+    return tuple(tuple(tuple(round(at(r, p, c), 4) for c in context) for p in prefill) for r in rows)
+
+
+def profiles(model: str, device: str | None, slots: int = 8, on_point=None, threads: int = 1) -> dict[str, Fitted]:
+    """Return both policies' profiles on this device: {"continuous": ragged, "static": dense}."""
+    done = {"ragged": 0}
+
+    def both(k, total):  # one progress for the two grids, the ragged first
+        if on_point:
+            on_point(k + done["ragged"], 2 * total if not done["ragged"] else done["ragged"] + total)
+
+    ragged = calibrate(model, device, on_point=both, threads=threads)
+    done["ragged"] = sum(1 for r in ROWS for p in PREFILL for c in CONTEXT if _needed("ragged", r, p, c))
+    dense = calibrate(model, device, on_point=both, threads=threads, path="dense", slots=slots)
+    return {"continuous": ragged, "static": dense}

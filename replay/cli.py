@@ -39,13 +39,21 @@ def _add_replay(sub) -> None:
         action="store_true",
         help="requests arrive on the wall clock (a generated step is --step-ms ms; Azure timestamps scaled by "
         "--time-scale) and the core's timed schedulers decide each pass from what has arrived; the simulator, on a "
-        "profile of this model and device, predicts the same workload beside what was measured",
+        "profile of this model and device, predicts the same workload beside what was measured (default off: the "
+        "core schedules first and the replay runs its steps back to back)",
     )
     online.add_argument(
         "--profile",
         metavar="FILE.json",
-        help="--online: the profile that predicts (from `batchviz calibrate` on this device; default: measured "
-        "now, before the replay, about 30 s for small on one CPU thread)",
+        help="--online: the profile that predicts continuous batching (`batchviz calibrate` on this device); "
+        "default: both policies' profiles measured now, before the replay (about 11 s for tiny, a minute for small "
+        "on one CPU thread here)",
+    )
+    online.add_argument(
+        "--static-profile",
+        metavar="FILE.json",
+        help="--online: the profile that predicts static batching (`batchviz calibrate --path dense`); default: "
+        "measured now when --profile is not given, else --profile's",
     )
     json_flag(p, "the measured and predicted figures")
 
@@ -69,8 +77,9 @@ def run_replay(args: argparse.Namespace) -> str:
     from replay import Engine
     from replay.report import summary, summary_text
 
-    if args.profile and not args.online:
-        raise UsageError("--profile applies to --online only")
+    for flag in ("profile", "static_profile"):
+        if getattr(args, flag) and not args.online:
+            raise UsageError(f"--{flag.replace('_', '-')} applies to --online only")
     requests = load_requests(args)
     try:
         engine = Engine(args.model, args.device, threads=args.threads)
@@ -94,25 +103,27 @@ def _run_online(args: argparse.Namespace, engine, requests, show: bool) -> str:
     """Replay both policies in real time, predict each with the profile, and return the side-by-side table."""
     from core.cli_cost import requests_in_ms, step_ms
     from core.cost import Fitted
-    from replay.calibrate import calibrate
+    from replay.calibrate import profiles
     from replay.online import online_summary, online_text, replay_online
 
     timed = requests_in_ms(args, requests)
-    if args.profile:
-        try:
-            profile = Fitted.load(args.profile)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+    try:
+        given = {p: Fitted.load(f) for p, f in (("continuous", args.profile), ("static", args.static_profile)) if f}
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if given:
+        costs = {"continuous": given.get("continuous", given.get("static")), "static": given.get("static")}
+        costs["static"] = costs["static"] or costs["continuous"]
     else:
         bar = _progress("calibrate", show)
-        profile = calibrate(args.model, args.device, on_point=lambda done, total: bar(done - 1, total))
+        costs = profiles(args.model, args.device, args.slots, on_point=lambda done, total: bar(done - 1, total))
     results = {}
     for policy in ("static", "continuous"):
         bar = _progress(policy, show)
         timeout_ms = args.batch_timeout * step_ms(args) if policy == "static" else 0.0
         on_pass = (lambda done, total, bar=bar: bar(done - 1, total)) if show else None
         results[policy] = replay_online(engine, timed, args.slots, policy, timeout_ms, on_pass=on_pass)
-    doc = online_summary(results, profile)
+    doc = online_summary(results, costs)
     if args.json:
         return report.dumps(doc)
     return online_text(doc, describe_traffic(args, requests))
@@ -123,14 +134,23 @@ def _add_calibrate(sub) -> None:
     p = sub.add_parser(
         "calibrate",
         help="measure a real model's forward-pass times into a profile for --cost FILE.json",
-        description="Time the replay's model on a grid of decoding rows (1-64), prefill tokens (0-512) and cached "
-        "context (0-4,096 tokens), the median of three passes each, and save the profile as JSON. `simulate` and "
-        "`compare` read it with --cost FILE.json. Needs torch; about 6 s for `small` on one CPU thread here.",
+        description="Time the replay engine's whole pass (batch built, forward, tokens sampled) on a grid of "
+        "decoding rows (0-64), prefill tokens (0-1,024) and cached context (0-6,144 tokens), the median of three "
+        "passes each, and save the profile as JSON. `simulate` and `compare` read it with --cost FILE.json, and "
+        "`replay --online` predicts with it. Needs torch; about 5 s for `tiny` and 30 s for `small` on one CPU "
+        "thread here.",
     )
     p.add_argument(
         "--device", choices=("auto", "cpu", "cuda"), default="auto", help="default auto: CUDA when present, else CPU"
     )
     p.add_argument("--model", choices=PRESET_NAMES, default="small", help="size preset, random weights (default small)")
+    p.add_argument(
+        "--path",
+        choices=("ragged", "dense"),
+        default="ragged",
+        help="which pass to time: ragged (continuous batching's, the default) or dense (static batching's padded "
+        "rectangle, for replay --online --static-profile)",
+    )
     p.add_argument("--out", default=None, help="where to write the profile (default profile-MODEL-DEVICE.json)")
     p.add_argument("--threads", type=bounded_int(1, 256), default=1, help="CPU threads for torch, 1..256 (default 1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (default: shown on a tty)")
@@ -146,12 +166,17 @@ def run_calibrate(args: argparse.Namespace) -> str:
     bar = _progress("calibrate", show)
     try:
         profile = calibrate(
-            args.model, args.device, on_point=lambda done, total: bar(done - 1, total), threads=args.threads
+            args.model,
+            args.device,
+            on_point=lambda done, total: bar(done - 1, total),
+            threads=args.threads,
+            path=args.path,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     device = profile.device.split(":")[0]
-    path = profile.save(args.out or f"profile-{args.model}-{device}.json")
+    suffix = "" if args.path == "ragged" else "-dense"
+    path = profile.save(args.out or f"profile-{args.model}-{device}{suffix}.json")
     times = [t for plane in profile.ms for line in plane for t in line]
     return (
         f"wrote {path}: {args.model} on {profile.device}, {len(times)} grid points, passes from {min(times):.2f} to "

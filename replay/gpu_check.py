@@ -27,7 +27,7 @@ from core.traces import TraceOptions, load_trace
 
 from . import attention as attn
 from .attention import PagedKVCache, ReferenceAttention, ragged_attention
-from .calibrate import calibrate
+from .calibrate import profiles
 from .engine import BLOCK_SIZE, Engine
 from .online import online_summary, online_text, replay_online
 
@@ -143,9 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     print(lines[-1], flush=True)
 
     t0 = time.perf_counter()
-    grid = {"rows": (1, 4, 16), "prefill": (0, 64), "context": (0, 512)} if args.quick else {}
-    profile = calibrate(args.model, args.device, **grid)
-    lines.append(f"calibrate {args.model} on {args.device}: {time.perf_counter() - t0:.1f} s")
+    costs = profiles(args.model, args.device, args.slots)
+    lines.append(f"calibrate {args.model} on {args.device} (ragged and dense): {time.perf_counter() - t0:.1f} s")
     print(lines[-1], flush=True)
 
     requests = 24 if args.quick else args.requests
@@ -161,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append("Azure conv trace: not found under ../shared/traces or shared/traces; skipped")
     for name, workload in workloads:
         results = {policy: replay_online(engine, workload, args.slots, policy) for policy in ("static", "continuous")}
-        lines += ["", online_text(online_summary(results, profile), name)]
+        lines += ["", online_text(online_summary(results, costs), name)]
         print(lines[-1], flush=True)
     print(f"\n== gpu-check summary ({time.perf_counter() - began:.0f} s)\n" + "\n".join(lines))
     return 1 if failed else 0

@@ -160,10 +160,14 @@ def predicted_vs_measured(measured: TimedRun, cost: StepCost) -> dict:
     return {"policy": measured.policy, "figures": rows, "predicted_run": predicted}
 
 
-def online_summary(results: dict[str, OnlineResult], cost: StepCost) -> dict:
-    """Return both policies' measured and predicted figures, the errors, speedups and overhead shares."""
+def online_summary(results: dict[str, OnlineResult], costs: StepCost | dict[str, StepCost]) -> dict:
+    """Return both policies' measured and predicted figures, the errors, speedups and overhead shares.
+
+    `costs` predicts every policy, or maps each policy to its own profile (`replay.calibrate.profiles`).
+    """
     doc = {"policies": {}}
     for policy, result in results.items():
+        cost = costs[policy] if isinstance(costs, dict) else costs
         compared = predicted_vs_measured(result.run, cost)
         doc["policies"][policy] = {
             "figures": compared["figures"],
@@ -176,7 +180,7 @@ def online_summary(results: dict[str, OnlineResult], cost: StepCost) -> dict:
         model=first.model,
         slots=first.run.slots,
         requests=len(first.run.requests),
-        cost=getattr(cost, "name", "fitted"),
+        cost=", ".join(sorted({c.name for c in (costs.values() if isinstance(costs, dict) else [costs])})),
     )
     if {"static", "continuous"} <= set(results):
         tps = {p: doc["policies"][p]["figures"]["tokens/s"] for p in ("static", "continuous")}

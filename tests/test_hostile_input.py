@@ -71,6 +71,10 @@ CLI_CASES = [
     ("a field over 131,072 characters", PLAIN + "0," + "7" * 200_000 + "\n", ["simulate"], ":2:1: not a readable CSV record (field larger than field limit (131072))"),
     ("replay past the model's context", None, ["replay", "--requests", "2", "--mean-prompt-tokens", "100000", "--prompt-lengths", "fixed", "--no-progress"],
      "request A: prompt 100,000 + output"),
+    ("a profile without --online", None, ["replay", "--profile", "p.json", "--no-progress"], "--profile applies to --online only"),
+    ("an unreadable profile", None, ["replay", "--online", "--requests", "2", "--static-profile", "/nonexistent/p.json", "--no-progress"],
+     "cannot read the profile /nonexistent/p.json"),
+    ("a calibrate path that is not one", None, ["calibrate", "--path", "diagonal"], "argument --path: invalid choice: 'diagonal'"),
 ]  # fmt: skip
 
 

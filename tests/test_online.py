@@ -141,3 +141,52 @@ def test_online_refuses_what_does_not_fit_before_allocating(engine):
 
     with pytest.raises(LimitError, match="context"):
         replay_online(engine, [Request("A", 0, 10, 9000)], 2, "continuous")
+
+
+def _linear_profile(path):
+    axes = ((0, 1, 8, 64), (0, 64, 512), (0, 1024, 4096))
+    grid = tuple(tuple(tuple(_known_ms(r, p, c) for c in axes[2]) for p in axes[1]) for r in axes[0])
+    return Fitted(*axes, grid, device="cpu", model="tiny").save(path)
+
+
+def test_cli_online_prints_predicted_beside_measured(tmp_path, capsys):
+    """`batchviz replay --online --profile F --json`: both policies, every figure predicted and measured."""
+    import json
+
+    from batchviz.cli import main
+
+    profile = _linear_profile(tmp_path / "p.json")
+    argv = ["replay", "--online", "--requests", "6", "--mean-tokens", "6", "--max-tokens", "12", "--slots", "2",
+            "--step-ms", "5", "--profile", str(profile), "--no-progress"]  # fmt: skip
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc["policies"]) == {"static", "continuous"}
+    for policy in doc["policies"].values():
+        assert len(policy["figures"]) == len(online_mod.FIGURES)
+        assert all(f["measured"] > 0 and f["predicted"] > 0 for f in policy["figures"].values())
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "online replay on cpu, model tiny, 2 slots" in text and "TTFT p99 (ms)" in text and "error" in text
+
+
+def test_app_online_job_reports_every_figure(monkeypatch):
+    """The app's real-time replay: a profile per server, both policies online, a table row per figure."""
+    from app import replay_view
+    from app.replay_view import ReplayJob, ReplayView
+    from app.state import SimState
+
+    axes = ((0, 1, 8, 64), (0, 64, 512), (0, 1024, 4096))
+    grid = tuple(tuple(tuple(_known_ms(r, p, c) for c in axes[2]) for p in axes[1]) for r in axes[0])
+    profile = Fitted(*axes, grid)
+    monkeypatch.setitem(replay_view._PROFILES, ("tiny", "cpu"), {"continuous": profile, "static": profile})
+    job = ReplayJob(generate(replace(TRAFFIC, requests=5)), 2, online=True)
+    assert job.start() == ""
+    while not job.done:
+        threading.Event().wait(0.02)
+    assert job.error == "", job.error
+    assert job.result["step_ms"] == max(1.0, round(profile.pass_ms(2, 0, 256)))
+    check_timed_invariants(job.result["continuous"].run)
+    view = ReplayView(state=SimState())
+    html_text = view._render_online(job.result)[0].object
+    assert html_text.count("<tr data-figure=") == len(online_mod.FIGURES)
+    assert 'data-replay="online"' in html_text and view.measured

@@ -217,7 +217,7 @@ def test_calibrate_writes_a_profile_that_compare_reads(tmp_path, capsys):
 
     out = tmp_path / "tiny.json"
     assert main(["calibrate", "--model", "tiny", "--device", "cpu", "--out", str(out), "--no-progress"]) == 0
-    assert f"wrote {out}: tiny on cpu, 112 grid points" in capsys.readouterr().out
+    assert f"wrote {out}: tiny on cpu, 168 grid points" in capsys.readouterr().out
     profile = Fitted.load(out)
     assert profile.model == "tiny" and profile.device == "cpu"
     grid = np.asarray(profile.ms)
