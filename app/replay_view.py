@@ -252,7 +252,9 @@ class ReplayView(pn.viewable.Viewer):
         self.job: ReplayJob | None = None
         self.model = PresetSelect(label="Model preset", options=["tiny", "small"], value="tiny", width=140)
         self.model.param.watch(lambda e: e.new and self._say(e.new), "refused")
-        self.online = pn.widgets.Checkbox(label="In real time, predicted", value=False, width=190)
+        self.online = pn.widgets.Checkbox(
+            label="In real time, predicted", value=False, width=190, css_classes=["bv-online"]
+        )
         self.run_button = pn.widgets.Button(label="Run replay", color="primary", width=120)
         self.cancel_button = pn.widgets.Button(label="Cancel", width=90, disabled=True)
         self.progress = pn.indicators.Progress(value=0, max=100, width=260, visible=False)

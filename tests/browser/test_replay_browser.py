@@ -87,3 +87,30 @@ def test_the_knee_view_overlays_the_replays_step_times(page, page_errors, app_ur
     run = simulate(generate(TrafficConfig(seed=4)), 4, "continuous")
     active = {int((run.start <= t).sum() - (run.finish <= t).sum()) for t in range(run.drain)} - {0}
     assert sorted(page.evaluate(MEASURED_JS)) == sorted(active)
+
+
+def test_online_replay_shows_predicted_beside_measured(page, page_errors, app_url, monkeypatch):
+    """The real-time option: a predicted / measured / error row per figure, both wall-clock timelines drawn."""
+    from app import replay_view
+    from core.cost import Fitted
+    from replay.online import FIGURES
+
+    axes = ((0, 1, 8, 64), (0, 64, 512), (0, 1024, 4096))
+    grid = tuple(tuple(tuple(1.0 + 0.2 * r + 0.01 * p + 0.001 * c for c in axes[2]) for p in axes[1]) for r in axes[0])
+    profile = Fitted(*axes, grid)  # a stand-in profile, so the test does not spend 10 s calibrating
+    monkeypatch.setitem(replay_view._PROFILES, ("tiny", "cpu"), {"continuous": profile, "static": profile})
+    open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
+    box = page.locator(".bv-online input[type=checkbox]")  # Panel draws the label beside the box, not around it
+    box.check()
+    expect(box).to_be_checked()
+    page.get_by_role("button", name="Run replay").click()
+    table = page.locator("[data-replay=online]").first
+    expect(table).to_be_visible(timeout=60_000)
+    assert table.locator("tr[data-figure]").count() == len(FIGURES)
+    errors = table.locator("td[data-error]").all_inner_texts()
+    assert len(errors) == 2 * len(FIGURES) and all(e.endswith("%") for e in errors)
+    assert page.locator("[data-replay=device]").first.inner_text() == "cpu"
+    drawn = page.evaluate(
+        "['replay-static', 'replay-continuous'].map(n => Bokeh.index.query_one(v => v.model.name === n) !== null)"
+    )
+    assert drawn == [True, True]
