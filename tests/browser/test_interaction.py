@@ -52,6 +52,7 @@ def test_playback_reveals_cells_in_order(page, page_errors, app_url):
 def test_bad_url_values_show_a_message_and_clamp(page, page_errors, app_url):
     """Out-of-range values are clamped, junk is rejected; both say so, and the app still renders."""
     open_app(page, app_url, "?slots=99&seed=abc&mode=turbo")
+    expect(page.locator(".bv-message").first).to_contain_text("mode='turbo'")  # it may paint after the canvas
     message = text_of(page, ".bv-message")
     assert "slots=99 is out of range 1..64; using 64" in message
     assert "seed='abc' is not a whole number (allowed 0..99); kept 4" in message

@@ -4,10 +4,11 @@ import io
 
 import numpy as np
 from PIL import Image
+from playwright.sync_api import expect
 
 from app.palette import THEMES
 
-from .helpers import core_run, open_app, text_of
+from .helpers import core_run, open_app
 from .pixels import read_timeline
 
 DARK = THEMES["dark"]
@@ -45,5 +46,7 @@ def test_dark_theme_draws_the_same_states_on_a_dark_page(page, page_errors, app_
 def test_bad_theme_says_what_is_allowed(page, page_errors, app_url):
     """?theme=neon falls back to light and says so."""
     open_app(page, app_url, "?theme=neon")
-    assert "theme='neon' is not allowed (use light or dark); using light." in text_of(page, ".bv-message")
+    # The message pane may paint a moment after the first canvas: wait for it rather than read it at once.
+    message = page.locator(".bv-message").first
+    expect(message).to_contain_text("theme='neon' is not allowed (use light or dark); using light.")
     assert page.evaluate(LUMINANCE_JS, ".bv-stat-label") < 0.5  # dark text: the light theme
