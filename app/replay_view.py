@@ -329,7 +329,7 @@ class ReplayView(pn.viewable.Viewer):
         ]
 
     def _render_online(self, result: dict) -> list:
-        from replay.online import FIGURES
+        from replay.online import FIGURES, format_error
 
         doc, static, continuous = result["summary"], result["static"], result["continuous"]
         decode = continuous.run.pass_prefill == 0
@@ -341,10 +341,9 @@ class ReplayView(pn.viewable.Viewer):
             cells = []
             for policy in ("static", "continuous"):
                 f = doc["policies"][policy]["figures"][name]
-                error = "–" if f["error"] is None else f"{f['error']:+.1%}"
                 cells.append(
                     f"<td>{f['predicted']:,.1f}</td><td data-measured>{f['measured']:,.1f}</td>"
-                    f'<td data-error="{policy}">{error}</td>'
+                    f'<td data-error="{policy}">{format_error(f["error"])}</td>'
                 )
             body.append(f'<tr data-figure="{html.escape(name)}"><th>{html.escape(name)}</th>{"".join(cells)}</tr>')
         overhead = ", ".join(f"{p} {doc['policies'][p]['overhead_share']:.1%}" for p in ("static", "continuous"))

@@ -51,8 +51,8 @@ def time_pass(engine: Engine, rows: int, prefill: int, context: int, repeats: in
     # And blocks laid out as a replay leaves them: its decoding sequences append a block each every 16 tokens, in
     # turn, so one sequence's blocks lie about a batch apart, not side by side (measured: side by side, the profile
     # ran 9-12% under the replay's passes on `tiny`; shuffled over a replay-sized pool, 14-35% over on `small`).
-    n = len(_sequences(rows, prefill, context, config.vocab_size))
-    per_seq = max(-(-(s.num_tokens + 1) // BLOCK_SIZE) for s in _sequences(rows, prefill, context, config.vocab_size))
+    shape = _sequences(rows, prefill, context, config.vocab_size)  # a pass mutates its sequences: new ones per repeat
+    n, per_seq = len(shape), max(-(-(s.num_tokens + 1) // BLOCK_SIZE) for s in shape)
     interleaved = [j + i * n for j in range(n) for i in range(per_seq)]  # sequence j's i-th block: n apart
     allocator = BlockAllocator(per_seq * n, BLOCK_SIZE)
     cache = PagedKVCache(config, per_seq * n, BLOCK_SIZE, engine.device, engine.dtype)
@@ -118,6 +118,11 @@ def _needed(path: str, r: int, p: int, c: int) -> bool:
     return (r == 0 and p > 0 and c == 0) or (r > 0 and p == 0)  # a prefill, or a decode column
 
 
+def _points(path: str, rows=ROWS, prefill=PREFILL, context=CONTEXT) -> list[tuple[int, int, int]]:
+    """Return the grid points a path measures, in the order they are measured."""
+    return [(r, p, c) for r in rows for p in prefill for c in context if _needed(path, r, p, c)]
+
+
 def calibrate(
     model: str = "small",
     device: str | None = "cpu",
@@ -138,7 +143,7 @@ def calibrate(
     if path not in PATHS:
         raise ValueError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
     engine = Engine(model, device, threads=threads)
-    points = [(r, p, c) for r in rows for p in prefill for c in context if _needed(path, r, p, c)]
+    points = _points(path, rows, prefill, context)
     measured = {}
     for done, (r, p, c) in enumerate(points, start=1):
         if path == "ragged":
@@ -169,13 +174,11 @@ def _fill(measured: dict, rows, prefill, context) -> tuple:
 
 def profiles(model: str, device: str | None, slots: int = 8, on_point=None, threads: int = 1) -> dict[str, Fitted]:
     """Return both policies' profiles on this device: {"continuous": ragged, "static": dense}."""
-    done = {"ragged": 0}
+    first, total = len(_points("ragged")), len(_points("ragged")) + len(_points("dense"))
 
-    def both(k, total):  # one progress for the two grids, the ragged first
-        if on_point:
-            on_point(k + done["ragged"], 2 * total if not done["ragged"] else done["ragged"] + total)
+    def progress(offset):  # one progress over both grids, the ragged first
+        return (lambda k, _n: on_point(offset + k, total)) if on_point else None
 
-    ragged = calibrate(model, device, on_point=both, threads=threads)
-    done["ragged"] = sum(1 for r in ROWS for p in PREFILL for c in CONTEXT if _needed("ragged", r, p, c))
-    dense = calibrate(model, device, on_point=both, threads=threads, path="dense", slots=slots)
+    ragged = calibrate(model, device, on_point=progress(0), threads=threads)
+    dense = calibrate(model, device, on_point=progress(first), threads=threads, path="dense", slots=slots)
     return {"continuous": ragged, "static": dense}

@@ -149,6 +149,11 @@ FIGURES = (
 )
 
 
+def format_error(error: float | None) -> str:
+    """Return a prediction's error as a signed percentage ('–' where nothing was measured to compare with)."""
+    return "–" if error is None else f"{error:+.1%}"
+
+
 def predicted_vs_measured(measured: TimedRun, cost: StepCost) -> dict:
     """Return the simulator's prediction of the same workload under `cost` beside what was measured, per figure."""
     predicted = simulate_timed(measured.requests, measured.slots, measured.policy, cost, measured.batch_timeout_ms)
@@ -202,8 +207,7 @@ def online_text(doc: dict, workload: str) -> str:
         cells = []
         for p in policies:
             f = doc["policies"][p]["figures"][name]
-            error = "–" if f["error"] is None else f"{f['error']:+.1%}"
-            cells.append(f"{f['predicted']:>17,.1f}{f['measured']:>11,.1f}{error:>8}")
+            cells.append(f"{f['predicted']:>17,.1f}{f['measured']:>11,.1f}{format_error(f['error']):>8}")
         lines.append(f"{name:24}" + "".join(cells))
     lines.append("")
     share = ", ".join(f"{p} {doc['policies'][p]['overhead_share']:.1%}" for p in policies)
