@@ -196,6 +196,17 @@ class Engine:
             self.model.config, blocks, BLOCK_SIZE, self.device, self.dtype
         )
 
+    def warm_up(self, policy: str, slots: int) -> None:
+        """Run a few untimed passes of the policy's path (a fresh engine's first passes run cold, and slow)."""
+        from .calibrate import time_dense_pass, time_pass  # calibrate builds on the engine
+
+        rows = min(slots, 8)
+        if policy == "continuous":
+            time_pass(self, rows, 64, rows * 128, repeats=2)
+        else:
+            time_dense_pass(self, 0, rows * 64, 0, rows, repeats=2)
+            time_dense_pass(self, rows, 0, rows * 128, rows, repeats=2)
+
     def _clock(self) -> float:
         _sync(self.device)  # the clock must not run ahead of the device's queued work
         return time.perf_counter()

@@ -131,27 +131,11 @@ def replay_online(
     `on_pass(tokens_done, tokens_total)` after each pass; a set `cancel` raises Cancelled between passes.
     """
     engine.check_fits(requests, slots)
-    _warm_up(engine, policy, slots)
+    engine.warm_up(policy, slots)  # untimed: the profile it is compared with was taken warm
     runner = OnlineRunner(engine, requests, slots, on_pass, cancel)
     run = schedule_timed(list(requests), slots, policy, runner, batch_timeout_ms, f"measured ({engine.device})")
     outputs = [s.token_ids[s.num_prompt_tokens :] for s in runner.seqs]
     return OnlineResult(run, str(engine.device), engine.model_name, np.array(runner.model_ms), outputs)
-
-
-def _warm_up(engine: Engine, policy: str, slots: int) -> None:
-    """Run a few untimed passes of the policy's path before the clock starts.
-
-    A fresh engine's first passes (allocator, kernels, caches all cold) would count against a short replay, and the
-    profile it is compared with was taken warm.
-    """
-    from .calibrate import time_dense_pass, time_pass
-
-    rows = min(slots, 8)
-    if policy == "continuous":
-        time_pass(engine, rows, 64, rows * 128, repeats=2)
-    else:
-        time_dense_pass(engine, 0, rows * 64, 0, rows, repeats=2)
-        time_dense_pass(engine, rows, 0, rows * 128, rows, repeats=2)
 
 
 FIGURES = (

@@ -77,6 +77,9 @@ class _FakeEngine:
     def check_fits(self, requests, slots):
         pass
 
+    def warm_up(self, policy, slots):
+        pass
+
     def sequences(self, requests):
         return self.real.sequences(requests)
 
