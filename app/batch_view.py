@@ -64,16 +64,27 @@ def _compact(values: list[int]) -> str:
     return " ".join(parts)
 
 
+def plural(n: int, word: str) -> str:
+    """Return "1 row", "2 rows": a count with its noun agreeing."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def continuous_html(run: Run, step: ContinuousStep) -> str:
     """Return the ragged batch: the flat token buffer cut by cu_seqlens, the arrays, block tables and the KV pool."""
     b = step.batch
     cu = b.cu_seqlens.tolist()
+    rows = len(step.requests)
     head = (
-        f'<div class="bv-batch-title">Continuous, step {step.step}: one ragged batch, {len(step.requests)} rows, '
-        f"{cu[-1]} tokens, no padding</div>"
+        f'<div class="bv-batch-title">Continuous, step {step.step}: one ragged batch of {plural(rows, "row")}, '
+        f"{plural(cu[-1], 'token')}, no padding</div>"
     )
     if not step.requests:
-        body = '<p class="bv-batch-empty">Nobody is running: the slots are idle.</p>'
+        head = f'<div class="bv-batch-title">Continuous, step {step.step}: no batch</div>'
+        body = (
+            '<p class="bv-batch-empty">Nobody is running at this step: the slots are idle'
+            + (f", everything finished by step {run.drain}." if step.step >= run.drain else ".")
+            + " Move the cursor back to see a batch.</p>"
+        )
         return (
             f'<section class="bv-batch" data-policy="continuous" data-step="{step.step}" data-cu-seqlens="0">'
             f"{head}{body}</section>"

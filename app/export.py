@@ -14,12 +14,14 @@ from bokeh.resources import INLINE
 
 from core import TrafficConfig, compute_metrics, generate, simulate
 from core import worked_example as worked
+from core.losses import losses
 
 from . import palette
 from .export_exercises import knee_section, spread_section, temperature_section
 from .plots import MIN_LABEL_CELLS, ROW_PX, head_to_head_data, head_to_head_figure, timeline_figure
 from .progress import progress_table
 from .style import CSS
+from .views import h2h_rows
 
 JS_PATH = Path(__file__).resolve().parent.parent / "assets" / "export.js"
 MODES = ("continuous", "static")
@@ -45,28 +47,53 @@ window.__bvTimer = setInterval(() => { if (step.value >= step.end) stop(); else 
 """
 
 
-def precompute(config: TrafficConfig) -> dict:
-    """Return every (mode, slots, seed) run on `config`'s traffic as flat [start…, finish…, slot…, release…] lists."""
-    traffic, runs = [], {mode: [[] for _ in SLOTS] for mode in MODES}
+def _flat(run) -> list[int]:
+    return [int(v) for a in (run.start, run.finish, run.slot, run.release) for v in a]
+
+
+def h2h_cells(static, continuous, window: int) -> tuple[list, list]:
+    """Return the head-to-head's (key, label) rows and their (static, continuous) cells, as the served page has them."""
+    rows = h2h_rows(
+        compute_metrics(static, window),
+        compute_metrics(continuous, window),
+        losses(static, window),
+        losses(continuous, window),
+    )
+    return [[key, label] for key, label, _s, _c in rows], [[s, c] for _key, _label, s, c in rows]
+
+
+def precompute(config: TrafficConfig, window: int = 64) -> dict:
+    """Return every (mode, slots, seed) run on `config`'s traffic as flat [start…, finish…, slot…, release…] lists.
+
+    The head-to-head's cells come along, formatted by the served page's own `h2h_rows`: the script only places them.
+    """
+    traffic, runs, h2h, labels = [], {mode: [[] for _ in SLOTS] for mode in MODES}, [[] for _ in SLOTS], []
     for seed in SEEDS:
         requests = generate(TrafficConfig(**{**vars(config), "seed": seed}))
         traffic.append({"ids": [r.id for r in requests], "arrival": [r.arrival for r in requests]})
         for k, slots in enumerate(SLOTS):
+            pair = {mode: simulate(requests, slots, mode) for mode in MODES}
             for mode in MODES:
-                run = simulate(requests, slots, mode)
-                runs[mode][k].append([int(v) for a in (run.start, run.finish, run.slot, run.release) for v in a])
-    return {"traffic": traffic, "runs": runs, "worked": precompute_worked()}
+                runs[mode][k].append(_flat(pair[mode]))
+            labels, cells = h2h_cells(pair["static"], pair["continuous"], window)
+            h2h[k].append(cells)
+    return {"traffic": traffic, "runs": runs, "h2h": h2h, "h2h_rows": labels, "worked": precompute_worked(window)}
 
 
-def precompute_worked() -> dict:
+def precompute_worked(window: int = 64) -> dict:
     """Return the worked example's runs for every (mode, slots), static with the example's batch timeout."""
     requests = worked.worked_example()
-    runs = {mode: [] for mode in MODES}
+    runs, h2h, labels = {mode: [] for mode in MODES}, [], []
     for slots in SLOTS:
+        pair = {
+            mode: simulate(requests, slots, mode, worked.BATCH_TIMEOUT if mode == "static" else 0) for mode in MODES
+        }
         for mode in MODES:
-            run = simulate(requests, slots, mode, worked.BATCH_TIMEOUT if mode == "static" else 0)
-            runs[mode].append([int(v) for a in (run.start, run.finish, run.slot, run.release) for v in a])
-    return {"traffic": {"ids": [r.id for r in requests], "arrival": [r.arrival for r in requests]}, "runs": runs}
+            runs[mode].append(_flat(pair[mode]))
+        labels, cells = h2h_cells(pair["static"], pair["continuous"], window)
+        h2h.append(cells)
+    traffic = {"ids": [r.id for r in requests], "arrival": [r.arrival for r in requests]}
+    return {"traffic": traffic, "runs": runs, "h2h": h2h, "h2h_rows": labels}
 
 
 def build_page(config: TrafficConfig | None = None, window: int = 64, title: str = "batchviz") -> str:
@@ -76,7 +103,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
     first = simulate(requests, 4, "continuous")
     first_static = simulate(requests, 4, "static")
     data = {
-        **precompute(config),
+        **precompute(config, window),
         "window": window,
         "row_px": ROW_PX,
         "min_label_cells": MIN_LABEL_CELLS,

@@ -284,14 +284,14 @@ def update_timeline(plot: TimelinePlot, run: Run, window: int, step: int) -> Non
     plot.figure.title.text = f"{run.policy} batching"
 
 
-H2H_GROUPS = ["completed", "GPU utilisation %", "avg latency (steps)"]
+H2H_GROUPS = ["completed", "GPU utilisation %", "avg latency, all (steps)"]
 
 
 def head_to_head_data(static: Metrics, continuous: Metrics) -> dict[str, list]:
     """Return the paired bars' data: each group scaled to its larger value, labelled with the real numbers."""
     values = {
-        "static": [static.completed, 100 * static.utilisation, static.avg_latency or 0.0],
-        "continuous": [continuous.completed, 100 * continuous.utilisation, continuous.avg_latency or 0.0],
+        "static": [static.completed, 100 * static.utilisation, static.avg_latency_all or 0.0],
+        "continuous": [continuous.completed, 100 * continuous.utilisation, continuous.avg_latency_all or 0.0],
     }
     data: dict[str, list] = {"y": [], "w": [], "color": [], "text": []}
     for g in range(len(H2H_GROUPS)):

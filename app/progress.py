@@ -22,7 +22,7 @@ def stats_html(completed: int, total: int, useful: int, utilisation: float, avg_
         ("completed", "Completed", f"{completed}/{total}"),
         ("useful_tokens", "Useful tokens", f"{useful}"),
         ("utilisation", "GPU utilisation", f"{utilisation:.0%}"),
-        ("avg_latency", "Avg latency (steps)", latency),
+        ("avg_latency", "Avg latency of those completed (steps)", latency),
     ]
     cells = "".join(
         f'<div class="bv-stat"><div class="bv-stat-label">{label}</div>'

@@ -16,6 +16,8 @@ from core.traffic import LENGTH_KINDS
 # Runs are immutable and the same inputs give the same runs, so every session on this server shares them: a class
 # opening the default page computes it once, not once per learner.
 RUN_CACHE_SIZE = 512
+# Traces a generator setting replaces when moved (the chapter's opening traffic); other traces hide those settings.
+GENERATOR_TAKES_OVER: set[str] = set()
 
 
 @lru_cache(maxsize=RUN_CACHE_SIZE)
@@ -96,6 +98,11 @@ class SimState(param.Parameterized):
             arrival_window=self.arrival_window,
             mean_tokens=self.mean_tokens,
         )
+
+    @property
+    def generator_applies(self) -> bool:
+        """Return whether the generator's settings (seed, requests, lengths...) shape the traffic shown."""
+        return self.trace is None or self.trace_name in GENERATOR_TAKES_OVER
 
     def traffic(self) -> list[Request]:
         """Return the requests shown: the uploaded trace, or the seeded generator's."""

@@ -17,22 +17,54 @@ WHY = (
     "finished requests leave at once and waiting ones take their slots. There is no batch boundary any more; the "
     "batch is simply whoever is running now. It does not make one forward pass any faster. It removes the gaps, the "
     "padding and the wait for the next batch, and on real traffic, where a few answers are many times longer than "
-    "most, that is worth 2-4x the throughput with lower latency at the same time.</p>"
+    'most, that is worth <span data-claim="gain-2-4x">2-4x the throughput</span> '
+    '<span data-claim="latency-lower">with lower latency at the same time</span>.</p>'
 )
 
 SPREAD = (
-    "<h3>The gain comes from the spread of lengths</h3>"
-    "<p>Static batching wastes exactly the difference between each member's length and the longest one in its "
-    "batch. With heavy-tailed lengths that difference is large; with equal lengths every member finishes together, "
-    "there is no padding, and continuous batching has almost nothing left to reclaim. Switch the lengths and watch "
-    "the two timelines and the head-to-head bars come together.</p>"
+    "<h3>The gain comes from the spread of lengths, once requests queue</h3>"
+    "<p>Static batching loses slot-time three ways, each counted in the head-to-head: <b>padding</b> (a finished "
+    "member keeps its slot until the longest one ends), <b>empty slots while requests wait</b> (a batch that formed "
+    "partly filled), and the <b>wait for the next batch boundary</b>. "
+    '<span data-claim="fixed-queued-identical">Queue every request at step 0 with equal lengths, and all three '
+    "vanish: every batch is full and finishes together, so the two timelines and the head-to-head bars are "
+    "identical.</span> "
+    '<span data-claim="heavy-queued-gap">Give the same queue heavy-tailed lengths and the padding comes back, and '
+    "with it the gap.</span> "
+    '<span data-claim="fixed-spread-boundary">Now let the equal-length requests arrive over 18 steps: static pads '
+    "nothing, yet it still falls behind, because a request that arrives while a batch runs waits for the batch "
+    "boundary with slots empty beside it.</span> That is the chapter's second gain: latency improves too, because "
+    "continuous batching has no boundary to wait for.</p>"
 )
+
+# One click each: the settings that make the lesson's sentence true (tested in tests/test_page_claims.py).
+LESSONS = {
+    "fixed-queued": ("Fixed lengths, all queued at step 0", {"lengths": "fixed", "arrival_window": 1}),
+    "heavy-queued": ("Heavy-tailed, all queued at step 0", {"lengths": "heavy", "arrival_window": 1}),
+    "fixed-spread": ("Fixed lengths, arriving over 18 steps", {"lengths": "fixed", "arrival_window": 18}),
+}
+
+
+def worked_html(figures: dict[str, int]) -> str:
+    """Return the worked example's caption, every figure from the core's schedules of A-F (`worked_figures`)."""
+    f = {k: f'<b data-worked="{k}">{v}</b>' for k, v in figures.items()}
+    return (
+        '<div class="bv-worked" data-claim="worked-figures"><h3>The chapter\'s worked example: six requests, four '
+        "slots</h3><p><b>Static</b> pads "
+        f"{f['static_padding']} slot-steps and makes E and F wait {f['static_wait_e']} and {f['static_wait_f']} "
+        f"steps for the first batch to end; everything is done at t={f['static_drain']}. <b>Continuous</b> leaves "
+        f"{f['continuous_idle']} slot-steps idle (spare capacity: nobody was waiting), starts E and F "
+        f"{f['continuous_earlier_e']} and {f['continuous_earlier_f']} steps earlier, and is done at "
+        f"t={f['continuous_drain']}. Both complete all six: what differs is when (the drain and the waits "
+        "below).</p></div>"
+    )
+
 
 ONE_SLOT = (
     "<h3>Try slots = 1</h3>"
-    "<p>With one slot, both schedulers run one request at a time in arrival order, and the two timelines are "
-    "identical: there is no padding to remove. Continuous batching is an occupancy optimisation, not a faster "
-    "kernel.</p>"
+    '<p><span data-claim="one-slot-identical">With one slot, both schedulers run one request at a time in arrival '
+    "order, and the two timelines are identical</span>: there is no padding to remove. Continuous batching is an "
+    "occupancy optimisation, not a faster kernel.</p>"
 )
 
 NOT_FIXED = (

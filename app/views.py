@@ -10,6 +10,7 @@ from bokeh.models import ColumnDataSource, Div
 
 from core import Metrics
 from core.hardware import ACCELERATOR_OPTIONS, MODEL_OPTIONS
+from core.losses import Losses, losses
 from core.timed import timed_metrics
 
 from . import palette
@@ -49,28 +50,64 @@ def _h2h_timed_rows(state: SimState) -> list[tuple[str, str, str, str]]:
     ]
 
 
-def _h2h_table(static: Metrics, continuous: Metrics, timed_rows: list | None = None) -> str:
-    def latency(m: Metrics) -> str:
-        return "–" if m.avg_latency is None else f"{m.avg_latency:.1f}"
+def _latency(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
 
-    rows = [
-        (
-            "completed",
-            "Completed in window",
-            f"{static.completed}/{static.requests}",
-            f"{continuous.completed}/{continuous.requests}",
-        ),
+
+def h2h_rows(static: Metrics, continuous: Metrics, static_loss: Losses, continuous_loss: Losses) -> list[tuple]:
+    """Return the head-to-head's rows (key, label, static cell, continuous cell), every figure from the core.
+
+    Latency compares the modes over every request, each to its own finish: a mode that completes fewer in the
+    window never looks faster for it. The chapter's latency over the completed ones alone is labelled so.
+    """
+    n = static.requests
+
+    def completed_only(m: Metrics, key: str) -> str:
+        return f'<span data-h2h="{key}">{_latency(m.avg_latency)}</span> <span class="bv-of">of {m.completed}</span>'
+
+    return [
+        ("completed", "Completed in window", f"{static.completed}/{n}", f"{continuous.completed}/{n}"),
         ("utilisation", "GPU utilisation", f"{static.utilisation:.0%}", f"{continuous.utilisation:.0%}"),
-        ("avg_latency", "Avg latency (steps)", latency(static), latency(continuous)),
-        *(timed_rows or []),
+        ("drain", "All done at step", f"{static.drain_steps}", f"{continuous.drain_steps}"),
+        ("avg_wait", "Avg queue wait (steps, those started)", _latency(static.avg_wait), _latency(continuous.avg_wait)),
+        (
+            "avg_latency_all",
+            f"Avg latency, all {n} requests (steps, each to its finish)",
+            _latency(static.avg_latency_all),
+            _latency(continuous.avg_latency_all),
+        ),
+        (
+            None,
+            "Avg latency of the completed only (steps)",
+            completed_only(static, "static-avg_latency"),
+            completed_only(continuous, "continuous-avg_latency"),
+        ),
+        ("padding", "Padding (slot-steps)", f"{static_loss.padding}", f"{continuous_loss.padding}"),
+        (
+            "idle_while_waiting",
+            "Empty slots while requests waited (slot-steps)",
+            f"{static_loss.idle_while_waiting}",
+            f"{continuous_loss.idle_while_waiting}",
+        ),
+        (
+            "boundary_wait",
+            "Waiting with a slot free or padding (request-steps)",
+            f"{static_loss.boundary_wait}",
+            f"{continuous_loss.boundary_wait}",
+        ),
     ]
+
+
+def _h2h_table(rows: list[tuple]) -> str:
+    def cell(key: str | None, policy: str, value: str) -> str:
+        return f'<td data-h2h="{policy}-{key}">{value}</td>' if key else f"<td>{value}</td>"
+
     body = "".join(
-        f'<tr><th scope="row">{label}</th><td data-h2h="static-{key}">{s}</td>'
-        f'<td data-h2h="continuous-{key}">{c}</td></tr>'
+        f'<tr><th scope="row">{label}</th>{cell(key, "static", s)}{cell(key, "continuous", c)}</tr>'
         for key, label, s, c in rows
     )
     return (
-        '<table class="bv-h2h"><caption>Same traffic and same slots</caption>'
+        '<table class="bv-h2h"><caption>Same traffic and same slots, over the window shown</caption>'
         f"<thead><tr><th></th><th>static</th><th>continuous</th></tr></thead><tbody>{body}</tbody></table>"
     )
 
@@ -103,14 +140,24 @@ class Controls(pn.viewable.Viewer):
             name="Playback",
         )
         s.param.watch(lambda e: setattr(self.player, "end", e.new), "window")
-        return pn.Column(
-            pn.widgets.RadioButtonGroup.from_param(s.param.mode, label="Batching mode"),
-            _slider(s, "slots", "Batch slots", 16),
+        generator = [
             pn.widgets.IntSlider.from_param(s.param.seed, label="Traffic seed"),
             _slider(s, "requests", "Requests", 64),
             pn.widgets.Select.from_param(s.param.lengths, label="Output lengths"),
             pn.widgets.IntSlider.from_param(s.param.mean_tokens, label="Mean output length (tokens)"),
             pn.widgets.IntSlider.from_param(s.param.arrival_window, label="Arrival window (steps)", end=64),
+        ]
+
+        def show_generator(*_events):  # a fixed trace (the worked example) has no seed, count or lengths to move
+            for widget in generator:
+                widget.visible = s.generator_applies
+
+        s.param.watch(show_generator, ["trace", "trace_name"])
+        show_generator()
+        return pn.Column(
+            pn.widgets.RadioButtonGroup.from_param(s.param.mode, label="Batching mode"),
+            _slider(s, "slots", "Batch slots", 16),
+            *generator,
             pn.widgets.IntSlider.from_param(s.param.batch_timeout, label="Static batch timeout (steps)"),
             pn.widgets.Checkbox.from_param(s.param.both, label="Show both modes on one time axis"),
             pn.widgets.RadioButtonGroup.from_param(s.param.clock, label="Time axis"),
@@ -234,9 +281,12 @@ class HeadToHeadView(pn.viewable.Viewer):
         )
 
     def _refresh(self, *_events) -> None:
-        result = self.state.comparison()
-        timed = _h2h_timed_rows(self.state) if self.state.clock == "ms" else None
-        self.table.object = _h2h_table(result.static, result.continuous, timed)
+        s = self.state
+        result = s.comparison()
+        loss = (losses(s.static_run, s.window), losses(s.continuous_run, s.window))
+        rows = h2h_rows(result.static, result.continuous, *loss)
+        timed = _h2h_timed_rows(s) if s.clock == "ms" else []
+        self.table.object = _h2h_table(rows + timed)
         self.bar_data.data = head_to_head_data(result.static, result.continuous)
 
     def __panel__(self):

@@ -17,17 +17,17 @@ from .cli_args import (
     bounded_int,
     describe_traffic,
     load_requests,
-    trace_options,
     traffic_config,
 )
 from .cli_cost import add_cost_args, cost_from_args, describe_cost, requests_in_ms, step_ms, timed_text
 from .cost import ROOFLINE_FIELDS
 from .hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError
+from .losses import losses
 from .metrics import compare, compute_metrics
 from .run import POLICIES
 from .schedule import simulate
-from .sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, SWEEP_TRAFFIC, knee, sweep, trace_workload
+from .sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, SWEEP_TRAFFIC, decode_knee, knee, poisson_requests, sweep
 from .timed import simulate_timed, timed_metrics
 from .traffic import TrafficConfig
 
@@ -210,16 +210,19 @@ def _timed(args, requests, cost, policy: str):
 def _compare(args) -> str:
     cost = cost_from_args(args)
     requests = load_requests(args)
-    result = compare(
-        simulate(requests, args.slots, "static", args.batch_timeout), simulate(requests, args.slots, "continuous")
+    static, continuous = (
+        simulate(requests, args.slots, "static", args.batch_timeout),
+        simulate(requests, args.slots, "continuous"),
     )
+    result = compare(static, continuous)
     timed = {policy: _timed(args, requests, cost, policy) for policy in ("static", "continuous")} if cost else None
     if args.json:
         doc = result.as_dict()
+        doc["losses"] = {"static": losses(static).as_dict(), "continuous": losses(continuous).as_dict()}
         if timed:
             doc["timed"] = {"cost": describe_cost(cost), **{p: m.as_dict() for p, m in timed.items()}}
         return report.dumps(doc)
-    text = report.comparison_text(result, describe_traffic(args, requests), args.slots)
+    text = report.comparison_text(result, describe_traffic(args, requests), args.slots, static, continuous)
     if timed:
         text += "\n\n" + timed_text(cost, timed["static"], timed["continuous"])
     return text
@@ -263,16 +266,23 @@ def _sweep(args) -> str:
     requests = load_requests(args, time_flags_for_any_trace=True)
     if args.trace and args.rate_per_s is not None:
         raise UsageError("--rate-per-s applies to generated traffic; a --trace file brings its own arrival times")
-    workload = trace_workload(requests, trace_options(args).step_ms) if args.trace else None
     rate = args.rate_per_s or DEFAULT_RATE_PER_S
-    points = sweep(rate, batches, model, traffic_config(args), args.itl_target_ms, workload=workload)
-    best = knee(points)
+    # Arrivals in ms: a trace's as `compare --cost` reads them, generated ones Poisson at the rate.
+    timed = requests_in_ms(args, requests) if args.trace else poisson_requests(traffic_config(args), rate)
+    points = sweep(rate, batches, model, itl_target_ms=args.itl_target_ms, requests=timed)
+    best, decode_best = knee(points), decode_knee(points)
     if args.json:
-        return report.dumps({"points": [vars(p) for p in points], "knee": best.batch if best else None})
+        return report.dumps(
+            {
+                "points": [vars(p) for p in points],
+                "knee": best.batch if best else None,
+                "decode_knee": decode_best.batch if decode_best else None,
+            }
+        )
     assumed = report.sweep_assumptions(
         describe_traffic(args, requests, arrivals=False), None if args.trace else rate, model, presets
     )
-    return assumed + "\n" + report.sweep_text(points, best, args.itl_target_ms)
+    return assumed + "\n" + report.sweep_text(points, best, args.itl_target_ms, decode_best)
 
 
 def register(sub) -> dict[str, Command]:

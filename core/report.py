@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from .losses import Losses, losses
 from .metrics import Comparison, Metrics
 from .run import Run
 from .sweep import CostModel, SweepPoint
@@ -51,6 +52,7 @@ def run_json(run: Run, metrics: Metrics, window: int | None) -> dict:
         "requests": rows,
         "timeline": run.timeline_strings(window),
         "metrics": metrics.as_dict(),
+        "losses": losses(run, metrics.window).as_dict(),
     }
 
 
@@ -59,7 +61,8 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 
 
 def run_text(run: Run, metrics: Metrics) -> str:
-    """Return the timeline (first steps) and the metrics as text."""
+    """Return the timeline (first steps), the metrics and where the slot-time went, as text."""
+    loss = losses(run, metrics.window)
     shown = min(metrics.window, MAX_TEXT_STEPS)
     lines = [
         f"{run.policy} batching, {run.slots} slots, window {metrics.window} steps (G generating, P padding, . idle)"
@@ -73,13 +76,27 @@ def run_text(run: Run, metrics: Metrics) -> str:
         f"GPU utilisation  {metrics.utilisation:.1%}   padding {metrics.padding_share:.1%}"
         f"   idle {metrics.idle_share:.1%}",
         f"latency (steps)  mean {_fmt(metrics.avg_latency)}  p50 {_fmt(metrics.p50_latency)}"
-        f"  p90 {_fmt(metrics.p90_latency)}  p99 {_fmt(metrics.p99_latency)}",
+        f"  p90 {_fmt(metrics.p90_latency)}  p99 {_fmt(metrics.p99_latency)}"
+        + (f"   (of the {metrics.completed} completed)" if metrics.completed < metrics.requests else ""),
+        f"latency, all {metrics.requests} to their finish (steps)  mean {_fmt(metrics.avg_latency_all)}"
+        f"  p99 {_fmt(metrics.p99_latency_all)}",
+        f"slot-time lost   padding {loss.padding}  empty while requests waited {loss.idle_while_waiting}"
+        f"  (slot-steps)   waiting with a slot free or padding {loss.boundary_wait} (request-steps)",
         f"avg queue wait   {_fmt(metrics.avg_wait)} steps    drain {metrics.drain_steps} steps",
     ]
     return "\n".join(lines)
 
 
-def comparison_text(comparison: Comparison, workload: str, slots: int) -> str:
+def loss_rows(static: Losses, continuous: Losses) -> list[tuple[str, str, str]]:
+    """Return the rows saying where each mode's slot-time went (core.losses), for the side-by-side table."""
+    return [
+        ("padding (slot-steps)", f"{static.padding}", f"{continuous.padding}"),
+        ("empty, requests waiting", f"{static.idle_while_waiting}", f"{continuous.idle_while_waiting}"),
+        ("boundary wait (req-steps)", f"{static.boundary_wait}", f"{continuous.boundary_wait}"),
+    ]
+
+
+def comparison_text(comparison: Comparison, workload: str, slots: int, static: Run, continuous: Run) -> str:
     """Return the chapter's side-by-side table: throughput, utilisation, padding, drain, latency percentiles."""
     s, c = comparison.static, comparison.continuous
     rows = [
@@ -93,6 +110,7 @@ def comparison_text(comparison: Comparison, workload: str, slots: int) -> str:
         ("latency p99 (steps)", _fmt(s.p99_latency), _fmt(c.p99_latency)),
         ("latency mean (steps)", _fmt(s.avg_latency), _fmt(c.avg_latency)),
         ("queue wait mean (steps)", _fmt(s.avg_wait), _fmt(c.avg_wait)),
+        *loss_rows(losses(static), losses(continuous)),
     ]
     lines = [f"workload: {workload}; {slots} slots", "", f"{'':27}{'static':>12}{'continuous':>12}"]
     lines += [f"{name:27}{a:>12}{b:>12}" for name, a, b in rows]
@@ -104,16 +122,21 @@ def comparison_text(comparison: Comparison, workload: str, slots: int) -> str:
     return "\n".join(lines)
 
 
-def sweep_text(points: list[SweepPoint], knee: SweepPoint | None, target_ms: float) -> str:
-    """Return the sweep table and the knee."""
+def sweep_text(
+    points: list[SweepPoint], knee: SweepPoint | None, target_ms: float, decode_knee: SweepPoint | None = None
+) -> str:
+    """Return the sweep table, the knee on the clock and the knee decode alone would give."""
     lines = [
-        f"{'batch':>6}{'full step ms':>13}{'ITL p50':>9}{'ITL p99':>9}{'tokens/s':>10}{'p99 lat s':>11}"
-        f"{'mean lat s':>11}{'util':>7}  ITL p99<={target_ms:g}ms"
+        "ITL: inter-token latency on the simulated clock, each token waiting its whole pass, prefill included "
+        "(a pass that admits a request also computes its prompt);",
+        "decode p99: the same passes without their prefill work; full step: a decode-only pass over a full batch",
+        f"{'batch':>6}{'full step ms':>13}{'ITL p50':>9}{'ITL p99':>9}{'decode p99':>11}{'tokens/s':>10}"
+        f"{'p99 lat s':>11}{'mean lat s':>11}{'util':>7}  ITL p99<={target_ms:g}ms",
     ]
     for p in points:
         lines.append(
-            f"{p.batch:>6}{p.step_ms:>13.1f}{p.itl_p50_ms:>9.1f}{p.itl_p99_ms:>9.1f}{p.tokens_per_s:>10.0f}"
-            f"{p.p99_latency_ms / 1e3:>11.2f}"
+            f"{p.batch:>6}{p.step_ms:>13.1f}{p.itl_p50_ms:>9.1f}{p.itl_p99_ms:>9.1f}{p.decode_itl_p99_ms:>11.1f}"
+            f"{p.tokens_per_s:>10.0f}{p.p99_latency_ms / 1e3:>11.2f}"
             f"{p.avg_latency_ms / 1e3:>11.2f}{p.utilisation:>7.0%}  {'yes' if p.meets_target else 'no'}"
         )
     if knee is None:
@@ -123,6 +146,8 @@ def sweep_text(points: list[SweepPoint], knee: SweepPoint | None, target_ms: flo
             f"knee: batch {knee.batch} is the largest that meets {target_ms:g} ms per token at p99 "
             f"({knee.itl_p99_ms:.1f} ms, {knee.tokens_per_s:.0f} tokens/s)"
         )
+    decode = f"batch {decode_knee.batch}" if decode_knee else "no batch size"
+    lines.append(f"decode alone (no prefill stalls): {decode} would meet {target_ms:g} ms per token at p99")
     return "\n".join(lines)
 
 
@@ -136,5 +161,6 @@ def sweep_assumptions(workload: str, rate_per_s: float | None, model: CostModel,
         f"cost model{f' ({presets})' if presets else ''}: {model.params_b:g}B parameters x "
         f"{model.bytes_per_param:g} bytes, "
         f"{model.kv_bytes_per_token:,.0f} KV bytes/token, {model.mem_bw_gbs:g} GB/s, {model.tflops:g} TFLOP/s, "
-        f"{model.overhead_ms:g} ms overhead per step; a step costs max(memory, compute) + overhead"
+        f"{model.overhead_ms:g} ms overhead per pass; a pass costs max(memory, compute) + overhead, its compute "
+        "counting every decoding row and every prompt token it prefills"
     )

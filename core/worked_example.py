@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from .losses import losses
 from .request import Request
+from .run import Run
 
 SLOTS = 4
 BATCH_TIMEOUT = 1  # static: A-C arrive at 0 and wait one step for D, so the first batch is A-D
@@ -16,3 +18,24 @@ _ROWS = (("A", 0, 14, 6), ("B", 0, 4, 3), ("C", 0, 5, 9), ("D", 1, 5, 4), ("E", 
 def worked_example() -> list[Request]:
     """Return the worked example's requests A-F, in arrival order."""
     return [Request(rid, arrival, tokens, prompt) for rid, arrival, tokens, prompt in _ROWS]
+
+
+WINDOW = 24  # fits static's drain (22) with a little room: A-F fill the plot instead of a third of it
+
+
+def worked_figures(static: Run, continuous: Run) -> dict[str, int]:
+    """Return the chapter's caption figures, as the core's two schedules of A-F give them."""
+    ids = [r.id for r in static.requests]
+    e, f = ids.index("E"), ids.index("F")
+    wait = static.start - static.arrival
+    earlier = static.start - continuous.start
+    return {
+        "static_padding": losses(static).padding,
+        "static_wait_e": int(wait[e]),
+        "static_wait_f": int(wait[f]),
+        "static_drain": static.drain,
+        "continuous_idle": losses(continuous).spare + losses(continuous).idle_while_waiting,
+        "continuous_earlier_e": int(earlier[e]),
+        "continuous_earlier_f": int(earlier[f]),
+        "continuous_drain": continuous.drain,
+    }

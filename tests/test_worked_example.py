@@ -26,3 +26,19 @@ def test_continuous_idles_16_slot_steps_and_starts_e_f_earlier():
     assert (static.start - continuous.start)[4:].tolist() == [11, 10]
     assert continuous.drain == 14
     assert [r.id for r in worked_example()] == list("ABCDEF")
+
+
+def test_the_figures_the_page_states_are_the_chapters():
+    """worked_figures (what the page prints beside the timelines) gives the chapter's eight caption figures."""
+    from core.worked_example import worked_figures
+
+    assert worked_figures(*_runs()) == {
+        "static_padding": 30,
+        "static_wait_e": 12,
+        "static_wait_f": 11,
+        "static_drain": 22,
+        "continuous_idle": 16,
+        "continuous_earlier_e": 11,
+        "continuous_earlier_f": 10,
+        "continuous_drain": 14,
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from core import TrafficConfig, compute_metrics, generate, simulate
+from core.losses import losses
 
 from .pixels import read_timeline
 
@@ -57,3 +58,8 @@ def assert_numbers_match_core(page, mode: str, slots: int, seed: int) -> None:
         assert text_of(page, f"[data-h2h={policy}-completed]") == f"{pm.completed}/{pm.requests}"
         assert text_of(page, f"[data-h2h={policy}-utilisation]") == f"{pm.utilisation:.0%}"
         assert text_of(page, f"[data-h2h={policy}-avg_latency]") == f"{pm.avg_latency:.1f}"
+        assert text_of(page, f"[data-h2h={policy}-avg_latency_all]") == f"{pm.avg_latency_all:.1f}"
+        assert text_of(page, f"[data-h2h={policy}-drain]") == str(pm.drain_steps)
+        loss = losses(core_run(policy, slots, seed), 64)
+        for key in ("padding", "idle_while_waiting", "boundary_wait"):
+            assert text_of(page, f"[data-h2h={policy}-{key}]") == str(getattr(loss, key))

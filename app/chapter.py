@@ -1,0 +1,192 @@
+"""The chapter's other parts, from the core's own code and figures: the loop, build_batch, costs, production, next."""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import inspect
+import io
+from functools import lru_cache
+
+import numpy as np
+
+from core import compare, generate, simulate
+from core.cli import COMPARE_SLOTS, COMPARE_TRAFFIC, main
+from core.ragged import build_batch
+from core.reference import simulate_per_step
+
+SPREAD_BATCH = 32  # the chapter's "in a batch of 32"
+
+
+def source_slice(fn, first: str, last: str) -> list[str]:
+    """Return the lines of `fn`'s source from the one containing `first` to the one containing `last`, dedented."""
+    lines = inspect.getsource(fn).splitlines()
+    lo = next(i for i, line in enumerate(lines) if first in line)
+    hi = next(i for i, line in enumerate(lines) if i >= lo and last in line)
+    chunk = lines[lo : hi + 1]
+    indent = min(len(line) - len(line.lstrip()) for line in chunk if line.strip())
+    return [line[indent:] for line in chunk]
+
+
+def _code_block(lines: list[str], marks: dict[int, str], title: str, name: str) -> str:
+    rows = "".join(
+        f'<div class="bv-code-line{" bv-lit" if i in marks else ""}"'
+        + (f' data-mark="{marks[i]}"' if i in marks else "")
+        + f'><span class="bv-code">{html.escape(line)}</span></div>'
+        for i, line in enumerate(lines)
+    )
+    return f'<div class="bv-loop" data-code="{name}"><div class="bv-loop-title">{title}</div>{rows}</div>'
+
+
+def _marked(lines: list[str], words: dict[str, str]) -> dict[int, str]:
+    return {i: mark for i, line in enumerate(lines) for word, mark in words.items() if word in line}
+
+
+def restructured_loop_html() -> str:
+    """Return the core's per-step scheduler loop with the two steps that moved inside it (retire, admit) marked."""
+    lines = source_slice(simulate_per_step, "while done < n:", "t += 1")
+    block_of = {}
+    current = None
+    for i, line in enumerate(lines):
+        if "# retire" in line:
+            current = "retire"
+        elif 'if policy == "continuous" or all(o is None' in line:
+            current = "admit"
+        elif "# one forward pass" in line:
+            current = None
+        if current:
+            block_of[i] = current
+    code = _code_block(lines, block_of, "core/reference.py: simulate_per_step, the loop", "loop")
+    return (
+        "<h3>The loop, restructured</h3>"
+        "<p>This is the core's own per-step scheduler, the oracle the fast one is tested against. The two marked "
+        "steps, <b>retire</b> and <b>admit</b>, are the whole technique: under static batching they run only when "
+        "the batch is over (<code>batch_over</code>, every slot free); under continuous batching they run before "
+        "every forward pass. Nothing else changes.</p>" + code
+    )
+
+
+def build_batch_html() -> str:
+    """Return the core's build_batch with the lines that fill token_ids, positions and cu_seqlens marked."""
+    lines = source_slice(build_batch, "def build_batch", "slot_mapping.extend")
+    marks = _marked(
+        lines,
+        {"token_ids.extend": "token_ids", "positions.extend": "positions", "cu_seqlens.append": "cu_seqlens"},
+    )
+    code = _code_block(lines, marks, "core/ragged.py: build_batch", "build_batch")
+    return (
+        "<h3>Building the ragged batch</h3>"
+        "<p>Every running request sits at its own position with its own context length, so there is no rectangle "
+        "to fill. The batch view above is built by this loop: each request appends only its new tokens to one flat "
+        "<code>token_ids</code> buffer (its whole prompt on its first step, one token after), their "
+        "<code>positions</code>, and one entry to <code>cu_seqlens</code>, the cumulative offsets that say where "
+        "each request's tokens start. FlashAttention's variable-length API and PagedAttention take exactly this "
+        "shape, which is why continuous batching cannot be bolted onto an engine that builds padded "
+        "rectangles.</p>" + code
+    )
+
+
+@lru_cache(maxsize=1)
+def compare_output() -> str:
+    """Return what `batchviz compare` prints on its defaults, run in this process (so the page never goes stale)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["compare"])
+    return out.getvalue()
+
+
+@lru_cache(maxsize=1)
+def compare_figures() -> dict[str, float]:
+    """Return compare's default figures: drain ratio, static's padding share, and the max/mean of batches of 32."""
+    requests = generate(COMPARE_TRAFFIC)
+    result = compare(simulate(requests, COMPARE_SLOTS, "static"), simulate(requests, COMPARE_SLOTS, "continuous"))
+    lengths = np.array([r.output_tokens for r in requests])
+    groups = lengths[: len(lengths) // SPREAD_BATCH * SPREAD_BATCH].reshape(-1, SPREAD_BATCH)
+    ratios = groups.max(axis=1) / groups.mean(axis=1)
+    return {
+        "drain_ratio": result.drain_ratio,
+        "static_padding": result.static.padding_share,
+        "continuous_padding": result.continuous.padding_share,
+        "batch_max_mean_median": float(np.median(ratios)),
+        "batch_max_mean_max": float(ratios.max()),
+        "batches": len(ratios),
+    }
+
+
+def affordable_html() -> str:
+    """Return why continuous batching is affordable, and the chapter's three stat cards with the core's figures."""
+    f = compare_figures()
+    cards = (
+        (
+            "gain",
+            "typical throughput gain",
+            "2–4×",
+            f"here {f['drain_ratio']:.2f}× on compare's 256 chat-shaped requests",
+        ),
+        ("latency", "latency", "↓", "no wait for the next batch boundary"),
+        ("memory", "extra memory", "0", "given a paged KV cache: this is pure scheduling"),
+    )
+    body = "".join(
+        f'<div class="bv-card" data-card="{key}"><div class="bv-card-label">{label}</div>'
+        f'<div class="bv-card-value">{value}</div><div class="bv-card-note">{note}</div></div>'
+        for key, label, value, note in cards
+    )
+    return (
+        "<h3>Why it is affordable</h3>"
+        "<p>Retiring a request must free its KV memory at once, and admitting one must find memory without moving "
+        "anyone else. A paged KV cache gives both: memory comes in small fixed-size blocks from anywhere in a pool "
+        "(the batch view's block pool shows them). With one contiguous cache per request, a request retired "
+        "mid-batch would leave a hole of its size that a newcomer of another size could not use.</p>"
+        f'<div class="bv-cards">{body}</div>'
+    )
+
+
+def spread_argument_html() -> str:
+    """Return the chapter's spread argument (equal lengths; max/mean in a batch of 32) with the core's figures."""
+    f = compare_figures()
+    return (
+        "<p>If every request generated the same number of tokens, every static batch would finish together and "
+        "there would be nothing for continuous batching to reclaim (the queued fixed-lengths lesson above shows it). "
+        "Real output lengths are heavy-tailed. In <code>batchviz compare</code>'s default traffic, cut into "
+        f"{f['batches']} batches of {SPREAD_BATCH} in arrival order, the longest request is "
+        f'<b data-figure="max-mean-median">{f["batch_max_mean_median"]:.1f}×</b> the batch mean at the median and up '
+        f'to <b data-figure="max-mean-max">{f["batch_max_mean_max"]:.1f}×</b> (the chapter quotes 10× or more on '
+        "production traffic): padding every member to the longest wastes most of each batch.</p>"
+    )
+
+
+def run_locally_html() -> str:
+    """Return the command and what it prints, computed by the core when the page is built."""
+    f = compare_figures()
+    return (
+        "<h3>Run it locally</h3>"
+        "<p><code>batchviz compare</code> runs 256 heavy-tailed requests through both schedulers on the same "
+        f'arrivals: continuous drains <b data-figure="drain-ratio">{f["drain_ratio"]:.2f}×</b> faster, padding falls '
+        f'from <b data-figure="static-padding">{f["static_padding"]:.0%}</b> of slot-time to '
+        f'<b data-figure="continuous-padding">{f["continuous_padding"]:.0%}</b>, and every latency percentile '
+        "improves at once. This is what it prints, run when this page was built:</p>"
+        f'<pre class="bv-pre" data-figure="compare-output">$ batchviz compare\n{html.escape(compare_output())}</pre>'
+    )
+
+
+PRODUCTION = (
+    "<h3>In production</h3><ul>"
+    "<li><b>Orca</b> (OSDI '22) introduced iteration-level scheduling, and selective batching: the operations that "
+    "need no per-request shape (the matrix multiplies) run over the flattened batch, attention per request.</li>"
+    "<li><b>vLLM</b>: the scheduler runs once per <code>step()</code> and produces a fresh set of running requests "
+    "every iteration.</li>"
+    "<li><b>TGI</b>, <b>SGLang</b> and <b>LMDeploy</b> all ship it; <b>TensorRT-LLM</b> calls it in-flight "
+    "batching, a better name.</li>"
+    "<li><b>llama.cpp</b> supports it through parallel sequences in its server. Its main use is one user on one "
+    "machine, where the batch is 1 and none of this applies (try slots = 1 above).</li></ul>"
+)
+
+WHATS_NEXT = (
+    "<h3>What's next</h3>"
+    "<p>Requests are now admitted every step, but on what basis, and how many? The next chapter builds the "
+    "scheduler that decides. What this page already shows of it: how large a batch can get before each step is too "
+    'slow for a latency target (<a href="?tab=knee">Exercise 1, the knee</a>), and what a long prompt\'s prefill '
+    'does to the decoders beside it (<a href="?clock=ms">the clock view</a>, where a prefill pass is wider). What '
+    "happens when KV memory runs out mid-generation (preemption), or when a huge prompt arrives (chunked prefill), "
+    "is the next part of this project.</p>"
+)

@@ -1,0 +1,100 @@
+"""The page's lessons read back from the served page: one-click lessons, the worked example, the chapter's parts."""
+
+from dataclasses import replace
+
+from playwright.sync_api import expect
+
+from app import chapter, story
+from core import TrafficConfig, compute_metrics, generate, simulate
+from core.losses import losses
+from core.worked_example import BATCH_TIMEOUT, SLOTS, WINDOW, worked_example, worked_figures
+
+from .helpers import open_app, text_of, wait_for_timeline
+from .pixels import read_timeline
+
+
+def _lesson_runs(key: str, seed: int = 4):
+    requests = generate(replace(TrafficConfig(seed=seed), **story.LESSONS[key][1]))
+    return simulate(requests, 4, "static"), simulate(requests, 4, "continuous")
+
+
+def _click_lesson(page, key: str) -> None:
+    page.get_by_role("button", name=story.LESSONS[key][0]).click()
+
+
+def test_fixed_lengths_queued_give_identical_timelines(page, page_errors, app_url):
+    """The queued fixed-lengths lesson: both timelines read back identical, and the head-to-head agrees."""
+    open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
+    _click_lesson(page, "fixed-queued")
+    static, continuous = _lesson_runs("fixed-queued")
+    assert static.timeline_strings(64) == continuous.timeline_strings(64)
+    wait_for_timeline(page, continuous.timeline_strings(64), 4)
+    assert read_timeline(page, 4, 64, name="timeline-other") == static.timeline_strings(64)
+    for key in ("completed", "utilisation", "avg_latency_all", "padding", "idle_while_waiting", "boundary_wait"):
+        assert text_of(page, f"[data-h2h=static-{key}]") == text_of(page, f"[data-h2h=continuous-{key}]"), key
+    assert text_of(page, "[data-h2h=static-padding]") == "0"
+
+
+def test_fixed_lengths_spread_out_still_wait_for_the_boundary(page, page_errors, app_url):
+    """Fixed lengths over 18 steps: static pads nothing on the page, yet requests wait and slots sit empty."""
+    open_app(page, app_url, "?mode=static&slots=4&seed=4")
+    _click_lesson(page, "fixed-spread")
+    static, continuous = _lesson_runs("fixed-spread")
+    wait_for_timeline(page, static.timeline_strings(64), 4)
+    loss = losses(static, 64)
+    expect(page.locator("[data-h2h=static-padding]").first).to_have_text("0")
+    assert text_of(page, "[data-h2h=static-boundary_wait]") == str(loss.boundary_wait) != "0"
+    assert text_of(page, "[data-h2h=static-idle_while_waiting]") == str(loss.idle_while_waiting) != "0"
+    s, c = compute_metrics(static, 64), compute_metrics(continuous, 64)
+    assert float(text_of(page, "[data-h2h=static-avg_latency_all]")) == round(s.avg_latency_all, 1)
+    assert float(text_of(page, "[data-h2h=continuous-avg_latency_all]")) < round(s.avg_latency_all, 1)
+    assert text_of(page, "[data-h2h=continuous-avg_latency_all]") == f"{c.avg_latency_all:.1f}"
+
+
+def test_latency_never_favours_the_mode_that_completes_fewer(page, page_errors, app_url):
+    """Seed 37: static completes fewer; the latency over every request shows it slower, the completed-only labelled."""
+    open_app(page, app_url, "?mode=continuous&slots=4&seed=37")
+    requests = generate(TrafficConfig(seed=37))
+    s, c = (compute_metrics(simulate(requests, 4, mode), 64) for mode in ("static", "continuous"))
+    assert s.completed < c.completed and s.avg_latency < c.avg_latency  # the trap the old page fell into
+    expect(page.locator("[data-h2h=static-avg_latency_all]").first).to_have_text(f"{s.avg_latency_all:.1f}")
+    expect(page.locator("[data-h2h=continuous-avg_latency_all]").first).to_have_text(f"{c.avg_latency_all:.1f}")
+    assert c.avg_latency_all < s.avg_latency_all
+    cell = page.locator("td", has=page.locator("[data-h2h=static-avg_latency]")).first
+    expect(cell).to_have_text(f"{s.avg_latency:.1f} of {s.completed}")
+
+
+def test_the_worked_example_states_its_figures_on_a_window_that_fits(page, page_errors, app_url):
+    """?preset=worked: a 24-step window, the eight caption figures from the core, generator controls hidden."""
+    open_app(page, app_url, "?preset=worked&mode=static")
+    requests = worked_example()
+    static = simulate(requests, SLOTS, "static", BATCH_TIMEOUT)
+    continuous = simulate(requests, SLOTS, "continuous")
+    wait_for_timeline(page, static.timeline_strings(WINDOW), SLOTS, WINDOW)
+    for key, value in worked_figures(static, continuous).items():
+        expect(page.locator(f"[data-worked={key}]").first).to_have_text(str(value))
+    expect(page.locator("[data-h2h=static-drain]").first).to_have_text("22")
+    expect(page.locator("[data-h2h=continuous-drain]").first).to_have_text("14")
+    expect(page.get_by_text("Traffic seed").first).to_be_hidden()
+    expect(page.get_by_text("Batch slots").first).to_be_visible()
+    assert "0 rows" not in page.locator("[data-batch-step]").first.inner_text()
+
+
+def test_the_chapters_parts_are_on_the_page(page, page_errors, app_url):
+    """The restructured loop and build_batch are the core's code with their lines marked; the figures are the core's."""
+    open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
+    loop = page.locator("[data-code=loop]")
+    expect(loop).to_contain_text("while done < n:")
+    assert loop.locator("[data-mark=retire]").count() >= 2 and loop.locator("[data-mark=admit]").count() >= 2
+    batch = page.locator("[data-code=build_batch]")
+    for mark in ("token_ids", "positions", "cu_seqlens"):
+        expect(batch.locator(f"[data-mark={mark}]")).to_have_count(1)
+    figures = chapter.compare_figures()
+    expect(page.locator("[data-figure=drain-ratio]")).to_have_text(f"{figures['drain_ratio']:.2f}×")
+    expect(page.locator("[data-figure=static-padding]")).to_have_text(f"{figures['static_padding']:.0%}")
+    assert chapter.compare_output().splitlines()[-1] in page.locator("[data-figure=compare-output]").inner_text()
+    for card in ("gain", "latency", "memory"):
+        expect(page.locator(f"[data-card={card}]")).to_have_count(1)
+    for engine in ("Orca", "vLLM", "TensorRT-LLM", "SGLang", "LMDeploy", "llama.cpp", "TGI"):
+        expect(page.get_by_text(engine, exact=False).first).to_be_attached()
+    expect(page.get_by_text("What's next")).to_have_count(1)
