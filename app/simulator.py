@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs
+
 import panel as pn
 import param
 
 from core import worked_example as worked
+from core.chapter_traffic import chapter_traffic
 
-from . import story
+from . import chapter, story
 from .batch_view import BatchView
 from .exercises.knee import KneeView
 from .exercises.spread import SpreadView
@@ -15,14 +18,14 @@ from .exercises.temperature import TemperatureView
 from .palette import THEMES
 from .quiz import Quiz
 from .replay_view import ReplayView
-from .state import SimState
+from .state import CHAPTER_NAME, GENERATOR_PARAMS, SimState
 from .style import CSS
 from .upload import TraceUpload, decode_upload, read_upload
 from .url import URL_KEYS, parse_query, parse_theme, query_of, query_value, safe_location
 from .views import Controls, HeadToHeadView, Messages, TimelineView
 
-LENGTH_LABELS = {"heavy": "Heavy-tailed", "uniform": "Uniform", "fixed": "Fixed"}
 PRESET = "worked"
+GENERATOR_URL_KEYS = tuple(key for key, name in URL_KEYS.items() if name in GENERATOR_PARAMS)
 # The active tab keeps the page's own text colour (Bokeh's default paints it on white, unreadable in the dark theme).
 TAB_CSS = ".bk-tab.bk-active { background-color: transparent; color: inherit; font-weight: 600; }"
 WORKED_NAME = "the chapter's worked example"
@@ -43,12 +46,18 @@ class App(pn.viewable.Viewer):
     tab = param.Selector(default="simulator", objects=list(TABS), doc="The part of the page shown (?tab=quiz)")
 
     def __init__(self, query: dict | None = None, **params):
+        fresh = "state" not in params
         params.setdefault("state", SimState())
         super().__init__(**params)
         self.messages = Messages()
+        self.chapter_traffic = pn.widgets.Button(label="The chapter's traffic (12 requests)", visible=False)
+        self.chapter_traffic.on_click(lambda _e: self.use_chapter_traffic())
+        self.state.param.watch(self._on_traffic, "trace_name")
         self.knee, self.spread, self.temperature = KneeView(), SpreadView(), TemperatureView()
         self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=False)
         self.reset_trace.on_click(self._clear_trace)
+        if fresh and not any(key in (query or {}) for key in GENERATOR_URL_KEYS):
+            self.use_chapter_traffic()  # the page opens on the chapter's own twelve requests
         if query:
             self._apply_query(query)
         self.controls = Controls(state=self.state)
@@ -62,7 +71,11 @@ class App(pn.viewable.Viewer):
         self.worked.on_click(lambda _e: self.load_worked_example())
         self.batch = BatchView(state=self.state)
         self.quiz = Quiz()
-        self.length_buttons = [self._button(f"{label} lengths", lengths=kind) for kind, label in LENGTH_LABELS.items()]
+        self.quiz.param.watch(self._follow, "goto")
+        self.lesson_buttons = [self._button(label, **values) for label, values in story.LESSONS.values()]
+        self.worked_box = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS], visible=False)
+        self.state.param.watch(self._show_worked, ["static_run", "continuous_run"])
+        self._show_worked()
         self.one_slot = self._button("Try slots = 1", slots=1)
 
     def _button(self, label: str, **values) -> pn.widgets.Button:
@@ -104,6 +117,29 @@ class App(pn.viewable.Viewer):
         self.state.param.update(**values)
         self.messages.text = " ".join(messages)
 
+    def _follow(self, event) -> None:
+        """Open a quiz link in place, from the default settings as a fresh page would; the quiz keeps its answers."""
+        self.state.window = self.state.param.window.default  # first: it bounds the step
+        self._clear_trace()
+        self.state.param.update(**{name: self.state.param[name].default for name in URL_KEYS.values()})
+        query = parse_qs(event.new.lstrip("?"))
+        if not any(key in query for key in GENERATOR_URL_KEYS):
+            self.use_chapter_traffic()
+        self._apply_query({"tab": "simulator", **query})
+
+    def use_chapter_traffic(self) -> None:
+        """Show the chapter's Try-it traffic: twelve heavy-tailed requests whose runs give the widget's figures."""
+        self.state.use_trace(chapter_traffic(), CHAPTER_NAME)
+        self.reset_trace.visible = True
+
+    def _on_traffic(self, event) -> None:
+        self.chapter_traffic.visible = event.new != CHAPTER_NAME
+        if event.old == CHAPTER_NAME and self.state.trace is None:
+            self.messages.text = (
+                f"Now showing generated traffic (seed {self.state.seed}): the chapter's twelve requests are not a "
+                'generator seed. "The chapter\'s traffic" brings them back.'
+            )
+
     def _on_upload(self, event) -> None:
         data, name, size = decode_upload(event.new or {})
         requests, message = read_upload(data, name, size)
@@ -116,13 +152,25 @@ class App(pn.viewable.Viewer):
         self.reset_trace.visible = self.state.trace is not None
 
     def load_worked_example(self) -> None:
-        """Show the chapter's worked example: requests A-F on 4 slots, static batch timeout 1 (`?preset=worked`)."""
+        """Show the chapter's worked example: A-F on 4 slots, static timeout 1, a 24-step window (`?preset=worked`)."""
         self.state.param.update(slots=worked.SLOTS, batch_timeout=worked.BATCH_TIMEOUT)
         self.state.use_trace(worked.worked_example(), WORKED_NAME)
+        self.state.window = worked.WINDOW
+        self.state.step = worked.WINDOW
         self.reset_trace.visible = True
 
+    def _show_worked(self, *_events) -> None:
+        s = self.state
+        shown = s.trace_name == WORKED_NAME and s.slots == worked.SLOTS and s.batch_timeout == worked.BATCH_TIMEOUT
+        if shown:
+            self.worked_box.object = story.worked_html(worked.worked_figures(s.static_run, s.continuous_run))
+        self.worked_box.visible = shown
+
     def _clear_trace(self, _event=None) -> None:
+        leaving_worked = self.state.trace_name == WORKED_NAME
         self.state.param.update(trace=None, trace_name="")
+        if leaving_worked and self.state.window == worked.WINDOW:
+            self.state.param.update(window=self.state.param.window.default, step=self.state.param.step.default)
         self.reset_trace.visible = False
 
     def sync_url(self, rewrite: bool = False) -> None:
@@ -136,6 +184,8 @@ class App(pn.viewable.Viewer):
 
         def push(*_events):
             query = query_of(self.state)
+            if self.state.trace_name in (CHAPTER_NAME, WORKED_NAME):  # a fixed trace: no seed to share
+                query = {k: v for k, v in query.items() if k not in GENERATOR_URL_KEYS}
             if self.state.trace_name == WORKED_NAME:
                 query["preset"] = PRESET
             if self.tab != "simulator":
@@ -175,6 +225,7 @@ class App(pn.viewable.Viewer):
             pn.pane.Markdown("**Load a trace**"),
             self.upload,
             self.reset_trace,
+            self.chapter_traffic,
             width=310,
             css_classes=["bv-sidebar"],
         )
@@ -182,16 +233,24 @@ class App(pn.viewable.Viewer):
         simulator = pn.Column(
             self.messages,
             text_pane(story.WHY),
+            self.worked_box,
             self.timeline,
             pn.pane.Bokeh(self.timeline.loop, sizing_mode="stretch_width"),
+            text_pane(chapter.restructured_loop_html()),
             self.batch,
+            text_pane(chapter.build_batch_html()),
             self.head_to_head,
             text_pane(story.SPREAD),
-            pn.Row(*self.length_buttons),
+            pn.Row(*self.lesson_buttons, styles={"flex-wrap": "wrap"}),
+            text_pane(chapter.spread_argument_html()),
             text_pane(story.ONE_SLOT),
             self.one_slot,
+            text_pane(chapter.affordable_html()),
             text_pane(story.NOT_FIXED),
             self.replay,
+            text_pane(chapter.PRODUCTION),
+            text_pane(chapter.run_locally_html()),
+            text_pane(chapter.WHATS_NEXT),
             sizing_mode="stretch_width",
             css_classes=["bv-story"],
         )
@@ -214,7 +273,12 @@ class App(pn.viewable.Viewer):
         open_tab(self.tab)
         tabs.active = list(TABS).index(self.tab)
         tabs.param.watch(lambda e: setattr(self, "tab", list(TABS)[e.new]), "active")
-        self.param.watch(lambda e: open_tab(e.new), "tab")
+
+        def show_tab(event) -> None:  # a quiz link may change the tab from the server
+            open_tab(event.new)
+            tabs.active = list(TABS).index(event.new)
+
+        self.param.watch(show_tab, "tab")
         main = pn.Column(
             tabs,
             css_classes=["bv-main"],

@@ -17,7 +17,9 @@ from core.traffic import LENGTH_KINDS
 # opening the default page computes it once, not once per learner.
 RUN_CACHE_SIZE = 512
 # Traces a generator setting replaces when moved (the chapter's opening traffic); other traces hide those settings.
-GENERATOR_TAKES_OVER: set[str] = set()
+CHAPTER_NAME = "the chapter's traffic"
+GENERATOR_TAKES_OVER = {CHAPTER_NAME}
+GENERATOR_PARAMS = ("seed", "requests", "lengths", "mean_tokens", "arrival_window")
 
 
 @lru_cache(maxsize=RUN_CACHE_SIZE)
@@ -120,6 +122,12 @@ class SimState(param.Parameterized):
         static, continuous = shared_runs(self.traffic_key(), self.slots, self.batch_timeout)
         with param.parameterized.batch_call_watchers(self):
             self.static_run, self.continuous_run = static, continuous
+
+    @param.depends(*GENERATOR_PARAMS, watch=True)
+    def _leave_fixed_traffic(self) -> None:
+        # Moving a generator setting on the chapter's traffic means "show me generated traffic", not "do nothing".
+        if self.trace_name in GENERATOR_TAKES_OVER:
+            self.param.update(trace=None, trace_name="")
 
     @param.depends("window", watch=True, on_init=True)
     def _clamp_step(self) -> None:

@@ -8,6 +8,7 @@ import pytest
 from app import chapter, story
 from app.state import SimState
 from core import TrafficConfig, compute_metrics, generate, simulate
+from core.chapter_traffic import chapter_traffic
 from core.losses import losses
 from core.worked_example import BATCH_TIMEOUT, SLOTS, worked_example, worked_figures
 
@@ -71,8 +72,8 @@ def check_one_slot_identical():
     """Slots = 1: the two timelines are identical, on every seed of the default traffic and of each lesson."""
     configs = [replace(_default_config(), seed=seed) for seed in SEEDS]
     configs += [_lesson_config(key, seed) for key in story.LESSONS for seed in range(10)]
-    for config in configs:
-        static, continuous = _runs(config, slots=1)
+    for requests in [generate(config) for config in configs] + [chapter_traffic()]:
+        static, continuous = simulate(requests, 1, "static"), simulate(requests, 1, "continuous")
         assert static.timeline_strings() == continuous.timeline_strings()
 
 
@@ -80,9 +81,9 @@ def check_latency_lower():
     """Continuous's latency over every request is lower, and never favours the mode that completes fewer."""
     configs = [replace(_default_config(), seed=seed) for seed in SEEDS]
     configs += [_lesson_config(key, seed) for key in story.LESSONS for seed in SEEDS]
-    for config in configs:
+    for requests in [generate(config) for config in configs] + [chapter_traffic()]:
         for slots in (2, 4, 8):
-            static, continuous = _runs(config, slots)
+            static, continuous = simulate(requests, slots, "static"), simulate(requests, slots, "continuous")
             s, c = compute_metrics(static, WINDOW), compute_metrics(continuous, WINDOW)
             assert c.avg_latency_all <= s.avg_latency_all
             if s.completed < c.completed:

@@ -6,6 +6,7 @@ from playwright.sync_api import expect
 
 from app import chapter, story
 from core import TrafficConfig, compute_metrics, generate, simulate
+from core.chapter_traffic import CHAPTER_FIGURES, chapter_traffic
 from core.losses import losses
 from core.worked_example import BATCH_TIMEOUT, SLOTS, WINDOW, worked_example, worked_figures
 
@@ -98,3 +99,24 @@ def test_the_chapters_parts_are_on_the_page(page, page_errors, app_url):
     for engine in ("Orca", "vLLM", "TensorRT-LLM", "SGLang", "LMDeploy", "llama.cpp", "TGI"):
         expect(page.get_by_text(engine, exact=False).first).to_be_attached()
     expect(page.get_by_text("What's next")).to_have_count(1)
+
+
+def test_the_page_opens_on_the_chapters_traffic_with_its_eight_figures(page, page_errors, app_url):
+    """No query: the chapter's twelve requests, and the widget's figures read from the page; a seed move says so."""
+    open_app(page, app_url)
+    f = CHAPTER_FIGURES
+    requests = chapter_traffic()
+    continuous = simulate(requests, 4, "continuous")
+    wait_for_timeline(page, continuous.timeline_strings(64), 4)
+    expect(page.locator("[data-stat=completed]").first).to_have_text(f"{f.continuous_completed}/{f.requests}")
+    expect(page.locator("[data-stat=useful_tokens]").first).to_have_text(str(f.continuous_useful_tokens))
+    expect(page.locator("[data-stat=utilisation]").first).to_have_text(f"{f.continuous_utilisation}%")
+    expect(page.locator("[data-stat=avg_latency]").first).to_have_text(f"{f.continuous_avg_latency:.1f}")
+    expect(page.locator("[data-h2h=static-completed]").first).to_have_text(f"{f.static_completed}/{f.requests}")
+    expect(page.locator("[data-h2h=static-utilisation]").first).to_have_text(f"{f.static_utilisation}%")
+    expect(page.locator("[data-h2h=static-avg_latency]").first).to_have_text(f"{f.static_avg_latency:.1f}")
+    seed = page.locator(".noUi-handle").nth(1)  # slots, then seed
+    seed.focus()
+    seed.press("ArrowRight")
+    expect(page.locator(".bv-message").first).to_contain_text("generated traffic (seed 5)", timeout=15_000)
+    wait_for_timeline(page, simulate(generate(TrafficConfig(seed=5)), 4, "continuous").timeline_strings(64), 4)
