@@ -1,4 +1,4 @@
-"""Check yourself: six multiple-choice questions on the chapter, scored, each answer explained with a deep link."""
+"""Check yourself: six questions one at a time, each answer scored and explained, with a link to the view it shows."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import html
 from dataclasses import dataclass
 
 import panel as pn
+import param
 
-from .style import CSS
+from .style import CHOICE_CSS, CSS, LINK_BUTTON_CSS
 
 
 @dataclass(frozen=True)
@@ -28,44 +29,44 @@ QUESTIONS = (
         "spread",
         "Which property of real traffic makes continuous batching worth 2-4x, rather than nearly nothing?",
         (
-            "Requests arrive in bursts, so a batch fills up faster than with evenly spaced arrivals.",
+            "Requests arrive in bursts, so each static batch fills up faster than with evenly spaced arrivals.",
             "Output lengths vary widely: most answers are short and a few are many times longer.",
             "Prompts are much longer than answers, so prefill dominates the work of every batch.",
-            "A GPU runs each step of a bigger batch faster, so fuller batches finish sooner.",
+            "A GPU runs each step of a bigger batch faster, so fuller batches always finish sooner.",
         ),
         1,
         "Static batching wastes the gap between each member's length and the longest in its batch. With equal "
-        "lengths there is no gap, and continuous batching has almost nothing to reclaim.",
-        "?lengths=fixed",
-        "Fixed lengths: the two timelines nearly agree",
+        "lengths there is no gap, and once requests queue continuous batching has almost nothing to reclaim.",
+        "?lengths=fixed&arrival_window=1",
+        "Fixed lengths, all queued at once: the two timelines agree",
     ),
     Question(
         "padding",
         "Under static batching, what is padding, and who waits?",
         (
-            "A finished member keeps its slot, computed for nothing, until the batch's longest member ends; "
-            "a request that arrives meanwhile waits for the whole batch.",
+            "A finished member keeps its slot, computed for nothing, until the longest member ends; a new "
+            "arrival waits for the whole batch.",
             "Padding is the prompt being read at the first step; nobody waits once the batch has started, "
-            "because new requests are added to it as they arrive.",
-            "The longest request waits for the short ones to finish first, and padding fills the slots it "
-            "is not using; a new arrival takes the next free slot.",
+            "because new requests join it as they arrive.",
+            "The longest request waits for the short ones to finish first, and padding fills its unused "
+            "slots; a newcomer takes a free slot.",
             "Padding is an idle slot while the batch forms; a new request joins the running batch at once, "
-            "so only the requests of the first batch ever wait.",
+            "so only the first batch waits.",
         ),
         0,
         "In the worked example, B finishes at step 5 but holds its slot as padding until step 15, and E and F wait "
         "12 and 11 steps for the first batch to end.",
-        "?preset=worked&mode=static",
+        "?preset=worked&mode=static&step=15",
         "The worked example under static batching",
     ),
     Question(
         "paged",
         "What does continuous batching need from the KV cache to be cheap?",
         (
-            "One contiguous buffer per request, sized for the longest possible answer, so it never grows.",
+            "One contiguous buffer per request, sized for the longest possible answer, so it never has to grow.",
             "Compacting the cache whenever a request leaves, so the free space stays in one piece for newcomers.",
-            "Fixed-size blocks listed in each request's block table, so joining and leaving move no one else's memory.",
-            "No cache at all: recompute every earlier token at each step, so there is nothing to move.",
+            "Fixed-size blocks in each request's block table, so joining and leaving move no one else's memory.",
+            "No cache at all: recompute every earlier token at each step, so there is never anything to move.",
         ),
         2,
         "A newcomer takes whichever blocks are free and a finished request returns its blocks to the pool; the "
@@ -79,11 +80,12 @@ QUESTIONS = (
         (
             "Rows are padded to the longest prompt in the batch, and cu_seqlens holds how many padding tokens "
             "each row carries.",
-            "Requests are sorted by length before each step, and cu_seqlens holds each request's total length so far.",
+            "Requests are sorted by length before each step, and cu_seqlens holds each request's total length "
+            "so far, in order.",
             "Each request attends over a context of its own length, and cu_seqlens holds those context lengths, "
-            "one per row.",
-            "Each request adds only its new tokens (a joining prompt, else one token), end to end, and "
-            "cu_seqlens holds where each one's tokens start.",
+            "one per batch row.",
+            "Each request adds only its new tokens (a prompt on joining, else one), end to end; cu_seqlens "
+            "marks where each starts.",
         ),
         3,
         "At step 4 of the worked example E joins with its 5-token prompt between three one-token decodes: "
@@ -95,11 +97,11 @@ QUESTIONS = (
         "latency",
         "Why does batching not make a single request faster?",
         (
-            "It does: a bigger batch finishes every request sooner, because the GPU's work is shared.",
-            "A request still needs one pass per token, no pass gets faster, and past the compute-bound point "
-            "more rows make every pass slower.",
-            "Because the scheduler spends time between passes deciding who joins, and that time grows with the batch.",
-            "Because of padding: without padding rows, every request in the batch would finish faster than alone.",
+            "It does: a bigger batch finishes every request sooner, because the GPU's work is shared among "
+            "all of them.",
+            "A request still needs one pass per token, and past the compute-bound point more rows slow every pass.",
+            "The scheduler spends time between passes deciding who joins, and that time grows with the batch.",
+            "Padding: without padding rows, every request in a batch would finish faster than it would alone.",
         ),
         1,
         "Batching shares each pass among more requests: throughput rises, but a request alone on the GPU is as fast "
@@ -111,10 +113,10 @@ QUESTIONS = (
         "one_slot",
         "With slots = 1, what do the two timelines show, and why?",
         (
-            "Continuous batching is still faster, because it admits each request the moment it arrives.",
-            "Static batching is faster, because it spends no time scheduling between passes.",
-            "They are identical: there is no padding to remove, so continuous batching is an occupancy optimisation.",
-            "Nothing runs: a batch needs at least two slots, so both timelines stay idle.",
+            "Continuous batching is still faster, because it admits each request the very moment that it arrives.",
+            "Static batching is faster, because it spends no time at all scheduling between passes.",
+            "They are identical: one request at a time leaves no padding for continuous batching to remove.",
+            "Nothing runs: a batch needs at least two slots, so both of the timelines stay idle.",
         ),
         2,
         "One request at a time, in arrival order, under both policies: the same schedule, step for step.",
@@ -129,63 +131,127 @@ def score(answers: list[int | None]) -> int:
     return sum(a == q.answer for q, a in zip(QUESTIONS, answers))
 
 
-def feedback_html(answers: list[int | None]) -> str:
-    """Return the score and, per question, right or not, the reason and the deep link to the view that shows it."""
+def progress_html(current: int, answers: list[int | None]) -> str:
+    """Return where the learner is and the score so far over the questions answered (data-score, data-answered)."""
+    done = sum(a is not None for a in answers)
+    total = score(answers)
+    where = f"Question {current + 1} of {len(QUESTIONS)}" if current < len(QUESTIONS) else "Your result"
+    return (
+        f'<p class="bv-quiz-progress">{where} &middot; <span class="bv-score" data-score="{total}" '
+        f'data-answered="{done}">Score: {total} / {done}</span></p>'
+    )
+
+
+def explanation_html(q: Question, answer: int) -> str:
+    """Return the verdict on one checked answer, the right option and why (data-verdict: right or wrong)."""
+    verdict = "right" if answer == q.answer else "wrong"
+    words = "Right." if verdict == "right" else "Not quite."
+    return (
+        f'<div class="bv-verdict" data-question="{q.key}" data-verdict="{verdict}"><p><b>{words}</b> '
+        f"The answer: {html.escape(q.options[q.answer])}</p><p>{html.escape(q.why)}</p></div>"
+    )
+
+
+def summary_html(answers: list[int | None]) -> str:
+    """Return the final score and one line per question, numbered once by the list itself."""
     items = []
-    for n, (q, a) in enumerate(zip(QUESTIONS, answers), start=1):
+    for q, a in zip(QUESTIONS, answers):
         verdict = "unanswered" if a is None else ("right" if a == q.answer else "wrong")
         words = {"right": "Right.", "wrong": "Not quite.", "unanswered": "Not answered."}[verdict]
-        items.append(
-            f'<li data-question="{q.key}" data-verdict="{verdict}"><b>{n}. {words}</b> '
-            f"The answer: {html.escape(q.options[q.answer])} {html.escape(q.why)} "
-            f'<a href="{html.escape(q.link, quote=True)}">{html.escape(q.link_text)}</a></li>'
-        )
+        items.append(f'<li data-question="{q.key}" data-verdict="{verdict}"><b>{words}</b> {html.escape(q.text)}</li>')
     total = score(answers)
     return (
-        f'<div class="bv-quiz-result"><p class="bv-score" data-score="{total}">Score: {total} / {len(QUESTIONS)}</p>'
-        f'<ol class="bv-quiz-feedback">{"".join(items)}</ol></div>'
+        f'<div class="bv-quiz-result"><p class="bv-score" data-final-score="{total}">You scored {total} of '
+        f'{len(QUESTIONS)}.</p><ol class="bv-quiz-feedback">{"".join(items)}</ol>'
+        "<p>Go back to any question to reread its explanation and open the view it points to.</p></div>"
     )
 
 
 class Quiz(pn.viewable.Viewer):
-    """The six questions, a Check button, and the score with every answer explained."""
+    """The six questions one at a time: answer, see why and the score, open the view it points to, go on.
+
+    `goto` is the query string of the last view link followed: the app watches it and opens that view in place.
+    """
+
+    current = param.Integer(default=0, bounds=(0, len(QUESTIONS)), doc="The question shown (len: the result)")
+    goto = param.String(default="", doc="Query string of the view link the learner followed last")
 
     def __init__(self, **params):
         super().__init__(**params)
+        self.checked: list[int | None] = [None] * len(QUESTIONS)
         self.choices = [
-            pn.widgets.RadioBoxGroup(options=dict(zip(q.options, range(len(q.options)))), value=None) for q in QUESTIONS
+            pn.widgets.RadioBoxGroup(
+                options=dict(zip(q.options, range(len(q.options)))),
+                value=None,
+                sizing_mode="stretch_width",
+                stylesheets=[CHOICE_CSS],
+            )
+            for q in QUESTIONS
         ]
         for group in self.choices:
             group.value = None  # a radio group selects its first option unless told otherwise
-        self.check = pn.widgets.Button(label="Check my answers", color="primary")
-        self.result = pn.pane.HTML("", sizing_mode="stretch_width", stylesheets=[CSS])
-        self.check.on_click(lambda _e: self.show())
+        self.check = pn.widgets.Button(label="Check my answer", color="primary")
+        self.link = pn.widgets.Button(
+            label="", color="light", css_classes=["bv-quiz-link"], stylesheets=[LINK_BUTTON_CSS]
+        )
+        self.back = pn.widgets.Button(label="Previous question")
+        self.next = pn.widgets.Button(label="Next question", color="primary")
+        self.check.on_click(lambda _e: self.answer(self.choices[self.current].value))
+        self.link.on_click(lambda _e: self.follow(QUESTIONS[self.current].link))
+        self.back.on_click(lambda _e: setattr(self, "current", max(self.current - 1, 0)))
+        self.next.on_click(lambda _e: setattr(self, "current", self.current + 1))
+        self.body = pn.Column(sizing_mode="stretch_width")
+        self.param.watch(lambda _e: self._show(), "current")
+        self._show()
 
     def answers(self) -> list[int | None]:
-        """Return the chosen option index per question (None where none is chosen)."""
-        return [group.value for group in self.choices]
+        """Return the checked option index per question (None where not yet checked)."""
+        return list(self.checked)
 
-    def show(self) -> None:
-        """Score the answers and explain each one."""
-        self.result.object = feedback_html(self.answers())
+    def answer(self, option: int | None) -> None:
+        """Check `option` for the question shown: its answer is kept and explained; None asks for a choice."""
+        if option is None or self.current >= len(QUESTIONS):
+            return
+        self.checked[self.current] = option
+        self._show()
+
+    def follow(self, link: str) -> None:
+        """Ask the app to open the view `link` points to (the same link twice opens it twice)."""
+        if self.goto == link:
+            self.param.trigger("goto")
+        else:
+            self.goto = link
+
+    def _show(self) -> None:
+        n = self.current
+        progress = _pane(progress_html(n, self.checked))
+        self.back.visible = n > 0
+        if n == len(QUESTIONS):
+            self.body.objects = [progress, _pane(summary_html(self.checked)), self.back]
+            return
+        q, group, answer = QUESTIONS[n], self.choices[n], self.checked[n]
+        group.disabled = answer is not None  # the first checked answer is the one scored
+        self.next.label = "Next question" if n + 1 < len(QUESTIONS) else "See your result"
+        parts = [
+            progress,
+            _pane(f'<p class="bv-question" data-question="{q.key}"><b>{html.escape(q.text)}</b></p>'),
+            group,
+        ]
+        if answer is None:
+            parts.append(self.check)
+        else:
+            self.link.label = f"Show me: {q.link_text}"
+            parts += [_pane(explanation_html(q, answer)), self.link]
+        parts.append(pn.Row(self.back, self.next))
+        self.body.objects = parts
 
     def __panel__(self):
-        parts = [
-            pn.pane.HTML(
-                "<h3>Check yourself</h3><p>Six questions on the chapter. Choose an answer for each, then check: every "
-                "answer comes with the reason and a link to the view that shows it.</p>",
-                sizing_mode="stretch_width",
-                stylesheets=[CSS],
-            )
-        ]
-        for n, (q, group) in enumerate(zip(QUESTIONS, self.choices), start=1):
-            parts.append(
-                pn.pane.HTML(
-                    f'<p class="bv-question"><b>{n}.</b> {html.escape(q.text)}</p>',
-                    sizing_mode="stretch_width",
-                    stylesheets=[CSS],
-                )
-            )
-            parts.append(group)
-        parts += [self.check, self.result]
-        return pn.Column(*parts, sizing_mode="stretch_width", css_classes=["bv-quiz"], max_width=760)
+        intro = _pane(
+            "<h3>Check yourself</h3><p>Six questions on the chapter, one at a time. Answer before you look: each "
+            "answer is explained, with a link that opens the view that shows it (your answers stay here).</p>"
+        )
+        return pn.Column(intro, self.body, sizing_mode="stretch_width", css_classes=["bv-quiz"], max_width=760)
+
+
+def _pane(text: str) -> pn.pane.HTML:
+    return pn.pane.HTML(text, sizing_mode="stretch_width", stylesheets=[CSS])

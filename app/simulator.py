@@ -170,7 +170,8 @@ class App(pn.viewable.Viewer):
         leaving_worked = self.state.trace_name == WORKED_NAME
         self.state.param.update(trace=None, trace_name="")
         if leaving_worked and self.state.window == worked.WINDOW:
-            self.state.param.update(window=self.state.param.window.default, step=self.state.param.step.default)
+            self.state.window = self.state.param.window.default  # first: it bounds the step
+            self.state.step = self.state.param.step.default
         self.reset_trace.visible = False
 
     def sync_url(self, rewrite: bool = False) -> None:

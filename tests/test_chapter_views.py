@@ -1,12 +1,13 @@
 """The chapter's views as data: the lit scheduling loop, the batch view's HTML, and the quiz's answers and links."""
 
 import re
+from html import escape
 from urllib.parse import parse_qs
 
 import pytest
 
 from app.batch_view import MAX_ROWS, BatchView, continuous_html
-from app.quiz import QUESTIONS, feedback_html, score
+from app.quiz import QUESTIONS, Quiz, explanation_html, progress_html, score, summary_html
 from app.simulator import App
 from app.state import SimState
 from app.story import loop_texts
@@ -34,14 +35,63 @@ def test_the_loop_lights_what_each_step_did():
 
 
 def test_the_quiz_scores_and_explains_every_question():
-    """All right scores 6; one wrong scores 5 and names it; unanswered counts as not right."""
+    """All right scores 6; one wrong scores 5 and names it; unanswered counts as not right; numbered once."""
     right = [q.answer for q in QUESTIONS]
     assert score(right) == len(QUESTIONS) == 6
     wrong = [*right[:-1], (right[-1] + 1) % len(QUESTIONS[-1].options)]
     assert score(wrong) == 5
-    html = feedback_html([None] * len(QUESTIONS))
-    assert 'data-score="0"' in html and html.count('data-verdict="unanswered"') == 6
+    html = summary_html([None] * len(QUESTIONS))
+    assert 'data-final-score="0"' in html and html.count('data-verdict="unanswered"') == 6
+    assert "1." not in html  # the list numbers itself: no "1. 1. Right."
     assert all(0 <= q.answer < len(q.options) for q in QUESTIONS)
+    explained = explanation_html(QUESTIONS[0], 0)
+    assert 'data-verdict="wrong"' in explained and escape(QUESTIONS[0].why) in explained
+    assert 'data-score="1" data-answered="2"' in progress_html(2, [right[0], wrong[-1], None, None, None, None])
+
+
+def test_the_right_option_is_not_the_tell():
+    """The right option is the longest in at most 2 of the 6 questions; within a question lengths stay within 1.5x."""
+    longest = [len(q.options[q.answer]) == max(map(len, q.options)) for q in QUESTIONS]
+    assert sum(longest) <= 2
+    for q in QUESTIONS:
+        lengths = [len(o) for o in q.options]
+        assert max(lengths) / min(lengths) <= 1.5, q.key
+    assert len({q.answer for q in QUESTIONS}) >= 3  # the right option's place varies too
+
+
+def test_the_quiz_goes_one_question_at_a_time():
+    """Check locks and explains the answer and updates the score; next moves on; the last next shows the result."""
+    quiz = Quiz()
+    assert quiz.check in quiz.body.objects and quiz.choices[0] in quiz.body.objects
+    quiz.answer(None)  # nothing chosen: nothing scored
+    assert quiz.answers()[0] is None
+    quiz.choices[0].value = QUESTIONS[0].answer
+    quiz.check.clicks += 1
+    assert quiz.answers()[0] == QUESTIONS[0].answer and quiz.choices[0].disabled
+    texts = " ".join(str(getattr(o, "object", "")) for o in quiz.body.objects)
+    assert 'data-verdict="right"' in texts and 'data-score="1" data-answered="1"' in texts
+    assert quiz.link in quiz.body.objects and QUESTIONS[0].link_text in quiz.link.label
+    for n in range(1, len(QUESTIONS)):
+        quiz.next.clicks += 1
+        assert quiz.current == n and quiz.choices[n] in quiz.body.objects
+    quiz.next.clicks += 1
+    assert 'data-final-score="1"' in " ".join(str(getattr(o, "object", "")) for o in quiz.body.objects)
+
+
+def test_a_quiz_link_opens_its_view_in_place():
+    """Following a link sets goto; the app applies it from the defaults, shows the simulator, and keeps the answers."""
+    app = App(query={"tab": ["quiz"], "preset": ["worked"], "slots": ["6"]})
+    app.quiz.choices[0].value = 2
+    app.quiz.answer(2)
+    app.quiz.link.clicks += 1
+    assert app.quiz.goto == QUESTIONS[0].link == "?lengths=fixed&arrival_window=1"
+    assert app.tab == "simulator" and app.messages.text == ""
+    assert (app.state.lengths, app.state.arrival_window, app.state.slots) == ("fixed", 1, 4)
+    app.quiz.follow("?preset=worked&step=5")
+    assert app.state.trace_name and app.state.step == 5
+    app.quiz.follow("?tab=knee")
+    assert app.tab == "knee" and app.state.trace_name == App().state.trace_name  # the opening traffic again
+    assert app.quiz.answers()[0] == 2
 
 
 @pytest.mark.parametrize("question", QUESTIONS, ids=lambda q: q.key)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -15,6 +16,7 @@ from core.traffic import LENGTH_KINDS
 
 from .. import palette
 from ..loop import on_document
+from ..style import CHOICE_CSS
 from .common import LazyViewer, query_number, small_figure, text_pane
 
 SIGMAS = tuple(round(x, 1) for x in np.arange(SIGMA_RANGE[0], SIGMA_RANGE[1] + 0.05, 0.1))
@@ -25,6 +27,14 @@ WHY = (
     "batching has nothing to reclaim. The wider the spread, the longer each batch's longest member runs past the "
     "others, and the more continuous batching gains.</p>"
 )
+
+# The prediction asked before the ratios show: key -> (option, length kind, sigma of the heavy-tailed lengths).
+GUESSES = {
+    "fixed": ("Fixed: every answer the same length", "fixed", 0.0),
+    "uniform": ("Uniform: lengths spread evenly around the mean", "uniform", 0.0),
+    "narrow": ("Heavy-tailed, narrow: sigma 0.5", "heavy", 0.5),
+    "wide": ("Heavy-tailed, wide: sigma 2.0", "heavy", 2.0),
+}
 
 
 @lru_cache(maxsize=3 * len(SIGMAS))
@@ -37,6 +47,34 @@ def case(kind: str, sigma: float) -> SpreadCase:
 def advantage_curve() -> dict[str, list[float]]:
     """Return the heavy-tailed drain ratio at every sigma the slider offers."""
     return {"sigma": list(SIGMAS), "ratio": [case("heavy", s).drain_ratio for s in SIGMAS]}
+
+
+def guess_ratios() -> dict[str, float]:
+    """Return each offered guess's static drain / continuous drain, from the core's runs."""
+    return {key: case(kind, sigma).drain_ratio for key, (_, kind, sigma) in GUESSES.items()}
+
+
+def best_guess() -> str:
+    """Return the guess that keeps the most of continuous batching's advantage."""
+    ratios = guess_ratios()
+    return max(ratios, key=ratios.get)
+
+
+def guess_html(guess: str) -> str:
+    """Return whether `guess` was right and every option's ratio, best first (data-verdict, data-guess-ratio)."""
+    ratios, best = guess_ratios(), best_guess()
+    verdict = "right" if guess == best else "wrong"
+    words = "Right." if verdict == "right" else "Not quite."
+    rows = "".join(
+        f'<li data-guess="{key}" data-guess-ratio="{ratio:.2f}">{html.escape(GUESSES[key][0])}: continuous drains '
+        f"the queue <b>{ratio:.2f}x</b> sooner{' (your guess)' if key == guess else ''}</li>"
+        for key, ratio in sorted(ratios.items(), key=lambda kv: -kv[1])
+    )
+    return (
+        f'<div class="bv-verdict" data-verdict="{verdict}"><p><b>{words}</b> {html.escape(GUESSES[best][0])} '
+        f"keeps the most of the advantage: the wider the spread, the longer each static batch waits for its "
+        f"longest member.</p><ul>{rows}</ul></div>"
+    )
 
 
 def histogram(lengths: np.ndarray, top: int) -> dict[str, list]:
@@ -134,6 +172,8 @@ class SpreadView(LazyViewer):
     """Three length distributions side by side, and the heavy-tailed advantage as the spread shrinks."""
 
     sigma = param.Number(default=SPREAD_TRAFFIC.tail, bounds=SIGMA_RANGE, doc="Log-normal sigma of heavy lengths")
+    guess = param.Selector(default=None, objects=list(GUESSES), allow_None=True, doc="The learner's prediction")
+    revealed = param.Boolean(default=False, doc="The ratios are shown (after a guess)")
 
     def _build(self) -> None:
         self.sources = {kind: ColumnDataSource(histogram(np.zeros(0), 1)) for kind in LENGTH_KINDS}
@@ -149,8 +189,37 @@ class SpreadView(LazyViewer):
         )
         self.slider.param.watch(lambda e: setattr(self, "sigma", round(e.new, 1)), "value_throttled")
         self.param.watch(lambda e: setattr(self.slider, "value", e.new), "sigma")
+        self.choice = pn.widgets.RadioBoxGroup(
+            options={label: key for key, (label, _, _) in GUESSES.items()},
+            value=None,
+            sizing_mode="stretch_width",
+            stylesheets=[CHOICE_CSS],
+        )
+        self.choice.value = None  # a radio group selects its first option unless told otherwise
+        self.choice.param.watch(lambda e: setattr(self, "guess", e.new), "value")
+        self.reveal_button = pn.widgets.Button(label="Reveal the ratios", color="primary", disabled=True)
+        self.reveal_button.on_click(lambda _e: self.reveal())
+        self.verdict = text_pane("")
+        self.curve_pane = pn.Column(
+            pn.pane.Bokeh(self.plots.curve, sizing_mode="stretch_width"), sizing_mode="stretch_width"
+        )
+        self.why = text_pane(WHY)
         self._refresh()
+        self._show_reveal()
         self.param.watch(lambda *_e: on_document(self._refresh), "sigma")
+        self.param.watch(lambda *_e: self._show_reveal(), ["guess", "revealed"])
+
+    def reveal(self) -> None:
+        """Show the ratios and say whether the guess was right; without a guess, nothing is shown."""
+        if self.guess is not None:
+            self.revealed = True
+
+    def _show_reveal(self) -> None:
+        self.reveal_button.disabled = self.guess is None or self.revealed
+        self.choice.disabled = self.revealed
+        self.verdict.object = guess_html(self.guess) if self.revealed else ""
+        for part in (self.verdict, self.numbers, self.curve_pane, self.why):
+            part.visible = self.revealed
 
     def cases(self) -> list[SpreadCase]:
         """Return the three cases at the current sigma."""
@@ -176,18 +245,21 @@ class SpreadView(LazyViewer):
         return pn.Column(
             text_pane(
                 "<h3>Exercise 2: when continuous batching stops paying</h3><p>The same arrivals three times, with "
-                "heavy-tailed, uniform and fixed output lengths (the same intended mean, 64 tokens). Narrow the "
-                "heavy-tailed spread and watch the gain shrink toward the uniform (dashed) and fixed (dotted) "
-                "lines.</p>"
+                "heavy-tailed, uniform and fixed output lengths (the same intended mean, 64 tokens). Before you see "
+                "the ratios: <b>which of these lengths keeps the most of continuous batching's advantage</b> (how "
+                "many times sooner it drains the queue)?</p>"
             ),
+            self.choice,
+            self.reveal_button,
+            self.verdict,
             self.slider,
             pn.Row(
                 *(pn.pane.Bokeh(self.plots.histograms[k], sizing_mode="stretch_width") for k in LENGTH_KINDS),
                 sizing_mode="stretch_width",
             ),
             self.numbers,
-            pn.pane.Bokeh(self.plots.curve, sizing_mode="stretch_width"),
-            text_pane(WHY),
+            self.curve_pane,
+            self.why,
             sizing_mode="stretch_width",
             css_classes=["bv-story"],
         )

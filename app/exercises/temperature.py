@@ -9,9 +9,10 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from core.temperature_bug import DRAWS, ROWS, VOCAB, TemperatureResult, run_rows
+from core.temperature_bug import DRAWS, ROWS, VOCAB, TemperatureResult, row_logits, run_rows
 
 from ..loop import on_document
+from ..style import CHOICE_CSS
 from ..url import BOOLEANS, query_value
 from .common import LazyViewer, small_figure, text_pane
 
@@ -21,6 +22,57 @@ WHY = (
     "first row's temperature is a one-line bug: the greedy row starts sampling, and every other row gets someone "
     "else's temperature. Nothing crashes; outputs just stop being what each request asked for.</p>"
 )
+
+# The test to write: four candidate assertions over one run of the batched sampler, exactly as the page shows them.
+# `draws[s, i]` is row i's token at step s, `probs[i]` the distribution row i sampled from, `logits[i]` its logits.
+ASSERTIONS = (
+    "assert draws.shape == (DRAWS, len(ROWS))",
+    "assert np.allclose(probs.sum(axis=1), 1.0)",
+    "assert len(set(draws[:, 0])) > 1  # row 0 samples",
+    "assert (draws[:, 1] == logits[1].argmax()).all()  # greedy row",
+)
+
+ROW_NAMES = "; ".join(f"row {i}: {label}" for i, (label, _) in enumerate(ROWS))
+
+
+def run_assertion(code: str, bug: bool) -> bool:
+    """Return whether `code` passes when run on the sampler's output, the buggy one if `bug` else the fixed one."""
+    result = BUGGY if bug else CORRECT
+    names = {"np": np, "draws": result.draws, "probs": result.probs, "logits": row_logits(), "DRAWS": DRAWS}
+    try:
+        exec(code, {**names, "ROWS": ROWS})  # only ever one of ASSERTIONS, never typed text
+    except AssertionError:
+        return False
+    return True
+
+
+def catches_bug(code: str) -> bool:
+    """Return whether the assertion catches the bug: it fails on the buggy sampler and passes on the fixed one."""
+    return run_assertion(code, bug=False) and not run_assertion(code, bug=True)
+
+
+def assertion_html(code: str) -> str:
+    """Return the assertion's result on both samplers and whether it catches the bug (data-pass, data-catches)."""
+    cells = "".join(
+        f'<tr><th scope="row">{name}</th><td data-sampler="{key}" data-pass="{int(ok)}">'
+        f"{'passes' if ok else 'fails'}</td></tr>"
+        for key, name, ok in (
+            ("fixed", "fixed sampler (core/sampling.py, each row its own temperature)", run_assertion(code, False)),
+            ("buggy", "buggy sampler (the first row's temperature for all)", run_assertion(code, True)),
+        )
+    )
+    catches = catches_bug(code)
+    words = (
+        "<b>This test catches the bug:</b> it passes on the fixed sampler and fails on the buggy one."
+        if catches
+        else "<b>This test does not catch the bug:</b> a test that catches it must fail on the buggy sampler and "
+        "pass on the fixed one. Try another."
+    )
+    return (
+        f'<div class="bv-verdict" data-verdict="{"right" if catches else "wrong"}" data-catches="{int(catches)}">'
+        f'<table class="bv-h2h bv-assert-table"><caption><code>{html.escape(code)}</code></caption><tbody>{cells}'
+        f"</tbody></table><p>{words}</p></div>"
+    )
 
 
 def temperature_plots(sources: list[ColumnDataSource]) -> list:
@@ -75,8 +127,36 @@ class TemperatureView(LazyViewer):
             self.param.bug, label="Inject the bug: one temperature (the first row's) for the whole batch"
         )
         self.draws = text_pane("")
+        self.choice = pn.widgets.RadioBoxGroup(
+            options={code: k for k, code in enumerate(ASSERTIONS)},
+            value=None,
+            sizing_mode="stretch_width",
+            stylesheets=[CHOICE_CSS],
+            css_classes=["bv-code-choice"],
+        )
+        self.choice.value = None  # a radio group selects its first option unless told otherwise
+        self.run_button = pn.widgets.Button(label="Run it on both samplers", color="primary", disabled=True)
+        self.choice.param.watch(lambda e: setattr(self.run_button, "disabled", e.new is None), "value")
+        self.run_button.on_click(lambda _e: self.run_test(self.choice.value))
+        self.verdict = text_pane("")
+        self.demo = pn.Column(
+            text_pane("<h3>What the bug does</h3>"),
+            self.toggle,
+            pn.Row(*(pn.pane.Bokeh(f, sizing_mode="stretch_width") for f in self.figures), sizing_mode="stretch_width"),
+            self.draws,
+            text_pane(WHY),
+            sizing_mode="stretch_width",
+            visible=self.bug,  # a deep link to the bug (?bug=1) shows it; otherwise the question comes first
+        )
         self._refresh()
         self.param.watch(lambda *_e: on_document(self._refresh), "bug")
+
+    def run_test(self, index: int | None) -> None:
+        """Run the chosen assertion on both samplers and show the verdicts, then what the bug does."""
+        if index is None:
+            return
+        self.verdict.object = assertion_html(ASSERTIONS[index])
+        self.demo.visible = True
 
     def result(self) -> TemperatureResult:
         """Return the rows' distributions and draws for the toggle's setting."""
@@ -102,13 +182,16 @@ class TemperatureView(LazyViewer):
         return pn.Column(
             text_pane(
                 "<h3>Exercise 3: one temperature for the whole batch</h3><p>One batch of three requests with "
-                "different sampling over fixed logits, from the core's sampler. Each bar chart is the distribution "
-                "a row samples from (outlined: the one it asked for); below, the tokens it drew.</p>"
+                f"different sampling over fixed logits, from the core's sampler ({ROW_NAMES}). The bug divides "
+                "every row's logits by the first row's temperature. <b>Which test catches it?</b> Each line runs "
+                f"on {DRAWS} draws of the batch: "
+                "<code>draws[s, i]</code> is row i's token at draw s, <code>probs[i]</code> the distribution row i "
+                "sampled from, <code>logits[i]</code> its logits.</p>"
             ),
-            self.toggle,
-            pn.Row(*(pn.pane.Bokeh(f, sizing_mode="stretch_width") for f in self.figures), sizing_mode="stretch_width"),
-            self.draws,
-            text_pane(WHY),
+            self.choice,
+            self.run_button,
+            self.verdict,
+            self.demo,
             sizing_mode="stretch_width",
             css_classes=["bv-story"],
         )

@@ -149,24 +149,64 @@ def test_one_click_lessons(page, page_errors, app_url):
     assert read_timeline(page, 1, 64, name="timeline-other") == expected
 
 
+def _quiz_answer(page, n: int, option: int) -> None:
+    q = QUESTIONS[n]
+    expect(page.locator(".bv-quiz-progress").first).to_contain_text(f"Question {n + 1} of {len(QUESTIONS)}")
+    page.get_by_label(q.options[option], exact=True).check()
+    page.get_by_role("button", name="Check my answer").click()
+    expect(page.locator(f".bv-verdict[data-question={q.key}]").first).to_be_visible(timeout=15_000)
+
+
+OPTION_FITS_JS = """(el) => { const box = el.getBoundingClientRect();
+  return el.scrollWidth <= el.clientWidth + 1 && box.right <= window.innerWidth; }"""
+
+
 def test_the_quiz_scores_and_explains(page, page_errors, app_url):
-    """?tab=quiz opens the questions; all right scores 6/6; one wrong answer scores 5/6 and explains with a link."""
+    """?tab=quiz: one question at a time, each answer explained and scored; a link opens its view in place."""
     open_app(page, app_url, "?tab=quiz", canvas=False)
     expect(page.locator(".bk-tab.bk-active").first).to_have_text("Check yourself")
-    for q in QUESTIONS:
-        page.get_by_label(q.options[q.answer], exact=True).check()
-    page.get_by_role("button", name="Check my answers").click()
-    expect(page.locator("[data-score]").first).to_have_text(f"Score: {len(QUESTIONS)} / {len(QUESTIONS)}")
-    wrong = QUESTIONS[2]
-    page.get_by_label(wrong.options[0], exact=True).check()
-    page.get_by_role("button", name="Check my answers").click()
-    expect(page.locator("[data-score]").first).to_have_text(f"Score: {len(QUESTIONS) - 1} / {len(QUESTIONS)}")
-    item = page.locator(f"[data-question={wrong.key}]").first
+    expect(page.locator(".bv-question")).to_have_count(1)  # one question at a time
+    labels = page.locator(".bv-quiz label")
+    assert labels.count() == len(QUESTIONS[0].options)
+    for k in range(labels.count()):  # long options wrap inside the 1280 px column
+        assert labels.nth(k).evaluate(OPTION_FITS_JS), QUESTIONS[0].options[k]
+    first, second = QUESTIONS[0], QUESTIONS[1]
+    _quiz_answer(page, 0, (first.answer + 1) % len(first.options))
+    item = page.locator(f".bv-verdict[data-question={first.key}]").first
     expect(item).to_have_attribute("data-verdict", "wrong")
-    assert wrong.why in item.inner_text()
-    assert item.locator("a").get_attribute("href") == wrong.link
-    page.locator(".bk-tab", has_text="Simulator").first.click()
-    expect(page).not_to_have_url(re.compile(r"tab=quiz"), timeout=15_000)
+    assert first.why in item.inner_text() and first.options[first.answer] in item.inner_text()
+    expect(page.locator("[data-score]").first).to_have_text("Score: 0 / 1")
+    assert not re.search(r"\d\.\s*\d\.", page.locator(".bv-quiz").first.inner_text())  # no "1. 1. Right."
+    page.get_by_role("button", name="Next question").click()
+    _quiz_answer(page, 1, second.answer)
+    expect(page.locator(f".bv-verdict[data-question={second.key}]").first).to_have_attribute("data-verdict", "right")
+    expect(page.locator("[data-score]").first).to_have_text("Score: 1 / 2")
+    # The link opens the worked example under static batching in this page: no reload, the answers stay.
+    page.evaluate("window.__marker = 1")
+    page.get_by_role("button", name=f"Show me: {second.link_text}").click()
+    expect(page.locator(".bk-tab.bk-active").first).to_have_text("Simulator", timeout=15_000)
+    expect(page).to_have_url(re.compile(r"preset=worked.*mode=static|mode=static.*preset=worked"), timeout=15_000)
+    expect(page.locator("[data-policy=static][data-step='15']")).to_have_count(1, timeout=15_000)
+    assert page.evaluate("window.__marker") == 1
+    page.locator(".bk-tab", has_text="Check yourself").first.click()
+    expect(page.locator("[data-score]").first).to_have_text("Score: 1 / 2", timeout=15_000)
+    expect(page.locator(f".bv-verdict[data-question={second.key}]").first).to_have_attribute("data-verdict", "right")
+    assert page.get_by_label(second.options[second.answer], exact=True).is_checked()
+    page.get_by_role("button", name="Previous question").click()
+    expect(page.locator(f".bv-verdict[data-question={first.key}]").first).to_have_attribute("data-verdict", "wrong")
+    page.get_by_role("button", name=f"Show me: {first.link_text}").click()
+    expect(page).to_have_url(re.compile(r"arrival_window=1"), timeout=15_000)
+    expect(page).not_to_have_url(re.compile(r"preset=worked"))
+    assert page.evaluate("window.__marker") == 1
+    page.locator(".bk-tab", has_text="Check yourself").first.click()
+    for n in range(1, len(QUESTIONS)):
+        page.get_by_role("button", name="Next question").click()
+        expect(page.locator(".bv-quiz-progress").first).to_contain_text(f"Question {n + 1} of", timeout=15_000)
+        if n >= 2:
+            _quiz_answer(page, n, QUESTIONS[n].answer)
+    page.get_by_role("button", name="See your result").click()
+    expect(page.locator("[data-final-score]").first).to_have_attribute("data-final-score", str(len(QUESTIONS) - 1))
+    assert page.evaluate("window.__marker") == 1
 
 
 def test_a_bad_tab_is_named_and_the_simulator_shown(page, page_errors, app_url):
