@@ -6,21 +6,22 @@ import json
 from pathlib import Path
 
 from bokeh.layouts import column, row
-from bokeh.models import Checkbox, ColumnDataSource, CustomJS, Div, Select, Slider
+from bokeh.models import Checkbox, ColumnDataSource, CustomJS, Div, RadioButtonGroup, RadioGroup, Select, Slider
 
 from core.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
-from core.sweep import DEFAULT_RATE_PER_S
+from core.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S
 
-from .exercises.knee import EXPLAIN, cached_sweep, knee_plots, points_data
-from .exercises.spread import SIGMAS, case, histogram, histogram_top, spread_plots, spread_table
+from .exercises.knee import EXPLAIN, INTRO, QUESTION, cached_sweep, knee_plots, points_data, verdict_html
+from .exercises.spread import GUESSES, SIGMAS, case, guess_html, histogram, histogram_top, spread_plots, spread_table
 from .exercises.spread import WHY as SPREAD_WHY
-from .exercises.temperature import BUGGY, CORRECT, draws_html, rows_data, temperature_plots
+from .exercises.temperature import ASSERTIONS, BUGGY, CORRECT, assertion_html, draws_html, rows_data, temperature_plots
 from .exercises.temperature import WHY as TEMPERATURE_WHY
-from .style import CSS
+from .style import CHOICE_CSS, CSS
 
 JS_PATH = Path(__file__).resolve().parent.parent / "assets" / "export_exercises.js"
-# The rates the static page offers (the served view takes any); each is a sweep per preset pair, ~0.2 s apiece.
-EXPORT_RATES = (10.0, 20.0, 40.0, DEFAULT_RATE_PER_S, 160.0, 320.0)
+# The rates the static page offers (the served view takes any): each is a timed sweep per preset pair, ~0.6 s apiece,
+# so three rates (light, the default, heavy) keep `batchviz export` to about 27 sweeps.
+EXPORT_RATES = (20.0, DEFAULT_RATE_PER_S, 320.0)
 DEFAULT_TARGET_MS = 50.0
 
 
@@ -38,71 +39,87 @@ def _code(part: str) -> str:
 def knee_data() -> dict:
     """Return the sweep's plotted columns for every accelerator, model and offered rate."""
     return {
-        a: {
-            m: {f"{r:g}": points_data(cached_sweep(r, cost_model(a, m), DEFAULT_TARGET_MS)) for r in EXPORT_RATES}
-            for m in MODEL_SHAPES
-        }
+        a: {m: {f"{r:g}": points_data(cached_sweep(r, cost_model(a, m))) for r in EXPORT_RATES} for m in MODEL_SHAPES}
         for a in ACCELERATORS
     }
 
 
+def _knee_controls() -> dict:
+    """Return the static page's knee controls: presets and rate as selects, the target slider, the guess buttons."""
+    return dict(
+        accelerator=Select(
+            title="Accelerator",
+            name="knee-accelerator",
+            value=DEFAULT_ACCELERATOR,
+            options=[(k, a.name) for k, a in ACCELERATORS.items()],
+            width=200,
+        ),
+        model=Select(
+            title="Model",
+            name="knee-model",
+            value=DEFAULT_MODEL_SHAPE,
+            options=[(k, m.name) for k, m in MODEL_SHAPES.items()],
+            width=200,
+        ),
+        rate=Select(
+            title="Arrival rate (requests/s)",
+            name="knee-rate",
+            value=f"{DEFAULT_RATE_PER_S:g}",
+            options=[f"{r:g}" for r in EXPORT_RATES],
+            width=200,
+        ),
+        target=Slider(
+            title="ITL target (ms)", name="knee-target", start=5, end=200, step=1, value=DEFAULT_TARGET_MS, width=260
+        ),
+        guess=RadioButtonGroup(
+            name="knee-guess", labels=[str(b) for b in DEFAULT_BATCHES], active=None, css_classes=["bv-knee-guess"]
+        ),
+    )
+
+
 def knee_section():
-    """Return exercise 1: presets and rate as selects, the target as a slider, the knee found in the browser."""
-    source = ColumnDataSource(points_data(cached_sweep(DEFAULT_RATE_PER_S, cost_model(), DEFAULT_TARGET_MS)))
+    """Return exercise 1: the learner guesses first; the knee is found in the browser, for any target."""
+    source = ColumnDataSource(points_data(cached_sweep(DEFAULT_RATE_PER_S, cost_model())))
     plots = knee_plots(source, None)
-    accelerator = Select(
-        title="Accelerator",
-        name="knee-accelerator",
-        value=DEFAULT_ACCELERATOR,
-        options=[(k, a.name) for k, a in ACCELERATORS.items()],
-        width=200,
+    controls = _knee_controls()
+    verdict, table = (
+        _div(verdict_html(None, None, DEFAULT_TARGET_MS, None), name="knee-verdict"),
+        _div(name="knee-table"),
     )
-    model = Select(
-        title="Model",
-        name="knee-model",
-        value=DEFAULT_MODEL_SHAPE,
-        options=[(k, m.name) for k, m in MODEL_SHAPES.items()],
-        width=200,
-    )
-    rate = Select(
-        title="Arrival rate (requests/s)",
-        name="knee-rate",
-        value=f"{DEFAULT_RATE_PER_S:g}",
-        options=[f"{r:g}" for r in EXPORT_RATES],
-        width=200,
-    )
-    target = Slider(
-        title="ITL target (ms)", name="knee-target", start=5, end=200, step=1, value=DEFAULT_TARGET_MS, width=260
-    )
-    table = _div(name="knee-table")
     redraw = CustomJS(
         args=dict(
             data_json=json.dumps(knee_data(), separators=(",", ":")),
-            accelerator=accelerator,
-            model=model,
-            rate=rate,
-            target=target,
+            batches=list(DEFAULT_BATCHES),
+            question=QUESTION,
+            **controls,
             source=source,
             plots_itl=plots.itl,
             plots_throughput=plots.throughput,
             plots_latency=plots.latency,
             target_line=plots.target_line,
+            target_label=plots.target_label,
+            itl_renderers=plots.itl_renderers,
+            clock_item=plots.legend_items["clock"],
             knee_spans=plots.knee_spans,
             knee_label=plots.knee_label,
+            decode_span=plots.decode_span,
+            decode_label=plots.decode_label,
+            verdict=verdict,
             table=table,
         ),
         code=_code("knee"),
     )
-    for widget in (accelerator, model, rate):
-        widget.js_on_change("value", redraw)
-    target.js_on_change("value", redraw)
+    for name in ("accelerator", "model", "rate", "target"):
+        controls[name].js_on_change("value", redraw)
+    controls["guess"].js_on_change("active", redraw)
     layout = column(
         _div(
-            "<h3>Exercise 1: find the knee</h3><p>Continuous batching at each batch size from 1 to 512, every step "
-            "costed by the core's cost model. On this page the presets and a few rates were swept in advance; the "
-            "served app also lets you edit every parameter.</p>"
+            INTRO + "<p>On this page the presets and three rates were swept in advance; the served app also lets "
+            "you edit every parameter and pick any rate.</p>"
         ),
-        row(accelerator, model, rate, target),
+        row(controls["accelerator"], controls["model"], controls["rate"], controls["target"]),
+        verdict,
+        controls["guess"],
         plots.itl,
         plots.throughput,
         plots.latency,
@@ -111,6 +128,17 @@ def knee_section():
         sizing_mode="stretch_width",
     )
     return layout, redraw
+
+
+def precomputed_choice(name: str, labels, verdicts: list[str]) -> tuple[RadioGroup, Div]:
+    """Return a choice and the Div that shows the chosen option's verdict, each computed by the core in advance."""
+    choice = RadioGroup(labels=list(labels), active=None, name=name, stylesheets=[CHOICE_CSS])
+    verdict = _div(name=f"{name}-verdict")
+    choice.js_on_change(
+        "active",
+        CustomJS(args=dict(verdicts=verdicts, verdict=verdict), code="verdict.text = verdicts[cb_obj.active];"),
+    )
+    return choice, verdict
 
 
 def spread_data() -> dict:
@@ -167,6 +195,9 @@ def spread_section():
         _div(SPREAD_WHY),
         sizing_mode="stretch_width",
     )
+    labels = [label for label, _, _ in GUESSES.values()]
+    guess = precomputed_choice("spread-guess", labels, [guess_html(key) for key in GUESSES])
+    layout.children[1:1] = list(guess)  # the question right under the exercise's heading
     return layout, redraw
 
 
@@ -197,5 +228,8 @@ def temperature_section():
         draws,
         _div(TEMPERATURE_WHY),
         sizing_mode="stretch_width",
+    )
+    layout.children[1:1] = list(
+        precomputed_choice("temperature-test", ASSERTIONS, [assertion_html(c) for c in ASSERTIONS])
     )
     return layout, redraw

@@ -12,36 +12,80 @@ function grouped(x) {  // Python's f"{x:,.0f}"
   return fixed(x, 0).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 // ---- knee
-// Mirrors app/exercises/knee.py: show_knee and the readout's table; the knee is found here, for any target.
+// Mirrors app/exercises/knee.py and knee_plots.py: show_knee, verdict_html, guess_html and table_html. Both knees
+// are found here, for any target; the learner's guess comes first.
 const D = (window.__bvKnee ??= JSON.parse(data_json));
 const pts = D[accelerator.value][model.value][rate.value];
 const t = target.value;
-source.data = {batch: pts.batch, step_ms: pts.step_ms, itl_p99_ms: pts.itl_p99_ms,
-               tokens_per_s: pts.tokens_per_s, p99_latency_s: pts.p99_latency_s};
-let best = null;
-for (let i = 0; i < pts.batch.length; i++) if (pts.itl_p99_ms[i] <= t) best = i;
+const g = guess.active === null || guess.active === undefined ? null : batches[guess.active];
+const revealed = g !== null;
+source.data = {batch: pts.batch, step_ms: pts.step_ms, decode_itl_p99_ms: pts.decode_itl_p99_ms,
+               itl_p99_ms: pts.itl_p99_ms, tokens_per_s: pts.tokens_per_s, p99_latency_s: pts.p99_latency_s};
+let best = null, dbest = null;  // indices: the largest batch meeting the target, on the clock and decode alone
+for (let i = 0; i < pts.batch.length; i++) {
+  if (pts.itl_p99_ms[i] <= t) best = i;
+  if (pts.decode_itl_p99_ms[i] <= t) dbest = i;
+}
+const bestB = best === null ? null : pts.batch[best], dbestB = dbest === null ? null : pts.batch[dbest];
 target_line.location = t;
-plots_itl.y_range.end = Math.max(...pts.step_ms, t) * 1.1;
+target_label.x = batches[0]; target_label.y = t; target_label.text = `target: ${t} ms per token`;
+const top = Math.max(Math.max(...pts.decode_itl_p99_ms, ...(revealed ? pts.itl_p99_ms : [])) * 1.3, t * 1.4);
+plots_itl.y_range.end = top;
 plots_throughput.y_range.end = Math.max(...pts.tokens_per_s) * 1.1 || 1;
 const positive = pts.p99_latency_s.filter((v) => v > 0);
 plots_latency.y_range.start = (positive.length ? Math.min(...positive) : 1) / 2;
 plots_latency.y_range.end = (positive.length ? Math.max(...positive) : 1) * 2;
-for (const span of knee_spans) { span.location = best === null ? null : pts.batch[best]; span.visible = best !== null; }
-knee_label.x = best === null ? 1 : pts.batch[best]; knee_label.y = t;
-knee_label.text = best === null ? "no batch meets the target" : `knee: batch ${pts.batch[best]}`;
-const verdict = best === null
-  ? `<b data-knee="none">No batch size</b> meets ${t} ms per token.`
-  : `The knee: batch <b data-knee="${pts.batch[best]}">${pts.batch[best]}</b>, ${fixed(pts.itl_p99_ms[best], 1)} ms ` +
-    `per token at p99 and ${grouped(pts.tokens_per_s[best])} tokens/s.`;
+for (const r of itl_renderers) r.visible = revealed;
+clock_item.visible = revealed;
+for (const span of knee_spans) { span.location = bestB; span.visible = revealed && bestB !== null; }
+decode_span.location = dbestB; decode_span.visible = revealed && dbestB !== null;
+function hang(label, b, text) {  // knee_plots._hang: at the top, left of its line (right of it at the smallest batch)
+  const left = b !== null && b > batches[0];
+  label.x = b === null ? batches[0] : b; label.y = top; label.text = text;
+  label.text_align = left ? "right" : "left"; label.x_offset = left ? -4 : 4;
+}
+hang(knee_label, bestB, bestB === null ? "no batch meets the target" : `knee: batch ${bestB}`);
+hang(decode_label, dbestB, dbestB === null ? "" : `decode alone: ${dbestB}`);
+knee_label.visible = decode_label.visible = revealed;
+function guessHtml() {
+  if (best === null) return `You guessed batch ${g}; on the clock no batch size meets the target.`;
+  const steps = batches.indexOf(g) - batches.indexOf(bestB);
+  if (steps === 0) return `You guessed batch ${g}: <b data-guess="right">right</b>.`;
+  const where = steps > 0 ? "above" : "below", n = Math.abs(steps);
+  return `You guessed batch ${g}: <b data-guess="${where}">${n === 1 ? "one size" : `${n} sizes`} ${where}</b> the knee.`;
+}
+if (!revealed) {
+  verdict.text = `<p class="bv-knee" data-guess="ask">${question}</p>`;
+} else {
+  const clock = best === null
+    ? `On the clock <b data-knee="none">no batch size</b> meets ${t} ms per token.`
+    : `On the clock the knee is batch <b data-knee="${bestB}">${bestB}</b>: ${fixed(pts.itl_p99_ms[best], 1)} ms per ` +
+      `token at p99 and ${grouped(pts.tokens_per_s[best])} tokens/s.`;
+  let decode;
+  if (dbest === null) {
+    decode = 'Even decode alone, <b data-decode-knee="none">no batch size</b> would meet it.';
+  } else {
+    decode = `Decode alone would meet ${t} ms up to batch <b data-decode-knee="${dbestB}">${dbestB}</b> ` +
+      `(${fixed(pts.decode_itl_p99_ms[dbest], 1)} ms at p99)`;
+    decode += best === null || bestB < dbestB
+      ? `: the prefill passes stall the tokens decoding beside them and bring the knee down to ` +
+        `${best === null ? "nothing" : bestB}.`
+      : ": at this load the prefill stalls do not move the knee.";
+  }
+  verdict.text = `<p class="bv-knee">${clock} ${decode} ${guessHtml()}</p>`;
+}
 const rows = pts.batch.map((b, i) =>
   `<tr data-batch="${b}"><td>${b}</td><td data-col="step_ms">${fixed(pts.step_ms[i], 1)}</td>` +
+  `<td data-col="decode_itl_p99_ms">${fixed(pts.decode_itl_p99_ms[i], 1)}</td>` +
   `<td data-col="itl_p99_ms">${fixed(pts.itl_p99_ms[i], 1)}</td>` +
   `<td data-col="tokens_per_s">${fixed(pts.tokens_per_s[i], 0)}</td>` +
   `<td data-col="p99_latency_s">${fixed(pts.p99_latency_s[i], 2)}</td>` +
   `<td>${pts.itl_p99_ms[i] <= t ? "yes" : "no"}</td></tr>`).join("");
-table.text = `<p class="bv-knee">${verdict} Poisson arrivals at ${rate.value} requests/s.</p>` +
-  '<table class="bv-h2h bv-knee-table"><thead><tr><th>batch</th><th>full step ms</th><th>ITL p99 ms</th>' +
-  `<th>tokens/s</th><th>p99 latency s</th><th>meets ${t} ms</th></tr></thead><tbody>${rows}</tbody></table>`;
+table.text = (revealed
+  ? '<table class="bv-h2h bv-knee-table"><thead><tr><th>batch</th><th>full decode step ms</th>' +
+    "<th>ITL p99 ms, decode alone</th><th>ITL p99 ms, on the clock</th><th>tokens/s</th><th>p99 latency s</th>" +
+    `<th>meets ${t} ms</th></tr></thead><tbody>${rows}</tbody></table>`
+  : "") + `<p>Poisson arrivals at ${rate.value} requests/s.</p>`;
 // ---- spread
 // Mirrors app/exercises/spread.py: show_spread and spread_table, precomputed per sigma.
 const D = (window.__bvSpread ??= JSON.parse(data_json));

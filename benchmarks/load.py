@@ -172,7 +172,7 @@ def watch(url: str, ready, stop, results) -> None:
     It runs in its own process, so the burst's clients never slow it down.
     """
     watcher = Watcher(url)
-    watcher.change(4)  # warm: the first change also builds caches
+    watcher.change(3)  # warm (the page opens on the chapter's traffic): the first change also builds caches
     ready.set()
     watcher.run(stop.is_set)
     close(watcher.session)

@@ -1,39 +1,47 @@
-"""Throughput and latency against batch size at a fixed arrival rate, under a step-time cost model."""
+"""Throughput and latency against batch size at a fixed arrival rate, on the timed simulator's clock.
+
+One cost model, one clock: each batch size's point is `simulate_timed` of the same requests (arrivals in ms) under
+continuous batching, read by `timed_metrics`. A pass that admits a request also computes its prompt, so the tokens
+decoding beside a prefill wait for it; the decode-only reference re-costs the very same passes without their prefill
+work, to show what that stall does to the knee.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .cost import Roofline
+from .cost import Roofline, StepCost
 from .limits import LimitError, check_steps
-from .metrics import compute_metrics, weighted_percentiles
 from .request import Request
-from .schedule import simulate
+from .timed import TimedRun, simulate_timed, timed_metrics
 from .traffic import TrafficConfig, generate
 
-# The sweep's name for the core's one roofline cost model (core/cost.py): a decode step reads every weight and the
-# batch's KV cache, or computes, whichever is slower.
+# The sweep's name for the core's one roofline cost model (core/cost.py): a pass reads every weight and the batch's
+# KV cache, or computes (decoding rows and prompt tokens), whichever is slower.
 CostModel = Roofline
 
 
 @dataclass(frozen=True)
 class SweepPoint:
-    """One batch size's outcome: step time, throughput and latency in real units."""
+    """One batch size's outcome on the timed clock, with the decode-only figures beside it as references."""
 
     batch: int
-    step_ms: float  # a full batch's step: the inter-token latency once the batch fills
-    itl_p50_ms: float  # inter-token latency as the tokens felt it: each token waits its step's cost
+    step_ms: float  # reference: a decode-only pass over a full batch at the workload's mean context
+    itl_p50_ms: float  # on the clock: each token after a request's first waits its whole pass, prefill included
     itl_p99_ms: float
+    decode_itl_p99_ms: float  # the same passes costed without their prefill work: never above itl_p99_ms
     tokens_per_s: float
-    p99_latency_ms: float
+    p99_latency_ms: float  # arrival to last token
     avg_latency_ms: float
-    utilisation: float
-    meets_target: bool
+    utilisation: float  # share of slot-passes that produced a token
+    meets_target: bool  # itl_p99_ms <= the target
+    decode_meets_target: bool  # decode_itl_p99_ms <= the target: what the knee would be if prefill never stalled
 
 
+# 2,000 requests is ~25 s of traffic at the default rate: a big batch fills and stays full long enough for its p99.
+# The whole sweep is ~0.6 s of CPU here, most of it batch 1's ~390,000 passes.
 SWEEP_TRAFFIC = TrafficConfig(
     seed=4,
     requests=2000,
@@ -45,98 +53,91 @@ SWEEP_TRAFFIC = TrafficConfig(
     mean_prompt_tokens=1000,
 )
 DEFAULT_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-# Enough load to fill a big batch on the default presets, so the knee shows inside 1-512 (256 at a 50 ms target).
+# Enough load to fill a big batch on the default presets, so both knees show inside 1-512 (at a 50 ms target: 32 on
+# the clock, 128 for decode alone).
 DEFAULT_RATE_PER_S = 80.0
 
 
-def active_per_step(run) -> np.ndarray:
-    """Return how many requests generate at each step of a run (a difference array, no per-cell loop)."""
-    diff = np.zeros(run.drain + 1, dtype=np.int64)
-    np.add.at(diff, run.start, 1)
-    np.add.at(diff, run.finish, -1)
-    return np.cumsum(diff)[: run.drain]
+def poisson_requests(traffic: TrafficConfig, rate_per_s: float) -> list[Request]:
+    """Return the generator's requests with Poisson arrivals at `rate_per_s`, in milliseconds."""
+    try:
+        return generate(replace(traffic, arrivals="poisson", rate=rate_per_s / 1e3))
+    except LimitError as exc:
+        raise LimitError(f"{rate_per_s:g} requests/s (arrivals in ms): {exc}") from None
 
 
-def _costed_run(workload: Callable[[float], list[Request]], batch: int, model: CostModel, context: float):
-    """Simulate at `batch` slots with each step costed by its real occupancy; return (run, per-step ms)."""
-    clock_ms = float(model.step_ms(batch, context))
-    for _ in range(6):
-        # Arrivals are in seconds; the step they land in depends on the mean step time, so iterate to a fixed point.
-        run = simulate(workload(clock_ms), batch, "continuous")
-        check_steps(run.drain, f"the sweep at batch {batch}")  # before the per-step arrays below
-        active = active_per_step(run)
-        costs = np.where(active > 0, model.step_ms(active, context), clock_ms)
-        new_clock = float(costs.mean()) if len(costs) else clock_ms
-        if abs(new_clock - clock_ms) <= 1e-3 * clock_ms:
-            break
-        clock_ms = new_clock
-    return run, costs
+def mean_context(requests: list[Request]) -> float:
+    """Return the cached tokens a decoding request holds on average: its prompt and half its output."""
+    return float(np.mean([r.prompt_tokens + r.output_tokens / 2 for r in requests])) if requests else 0.0
 
 
-def generated_workload(traffic: TrafficConfig, rate_per_s: float) -> Callable[[float], list[Request]]:
-    """Return the generator's requests for a step time: Poisson at `rate_per_s`, in steps of that many ms."""
+def without_prefill(run: TimedRun, cost: StepCost) -> TimedRun:
+    """Return the run with each pass lasting only its decode work: its rows and their context, no prompt tokens.
 
-    def at(clock_ms: float) -> list[Request]:
-        try:
-            return generate(replace(traffic, arrivals="poisson", rate=rate_per_s * clock_ms / 1e3))
-        except LimitError as exc:
-            raise LimitError(f"{rate_per_s:g} requests/s in steps of {clock_ms:.3g} ms: {exc}") from None
-
-    return at
+    Only the inter-token latency of the result means anything (its passes no longer abut): it is what the tokens
+    would have felt had no prefill shared their passes.
+    """
+    decode_ms = np.broadcast_to(cost.pass_ms(run.pass_rows, 0, run.pass_context), (run.passes,))
+    return replace(run, pass_end_ms=run.pass_start_ms + decode_ms)
 
 
-def trace_workload(requests: list[Request], trace_step_ms: float) -> Callable[[float], list[Request]]:
-    """Return a trace's requests for a step time: arrival steps of `trace_step_ms` re-bucketed into steps of that."""
-    arrivals_ms = [r.arrival * trace_step_ms for r in requests]
-    return lambda clock_ms: [replace(r, arrival=int(a // clock_ms)) for r, a in zip(requests, arrivals_ms)]
+def sweep_point(requests: list[Request], batch: int, cost: StepCost, itl_target_ms: float) -> SweepPoint:
+    """Return one batch size's point: continuous batching of `requests` (arrivals in ms) on the timed clock."""
+    check_steps(sum(r.output_tokens for r in requests), f"the sweep at batch {batch} (a pass per token at most)")
+    run = simulate_timed(requests, batch, "continuous", cost)
+    timed, decode = timed_metrics(run), timed_metrics(without_prefill(run, cost)).itl_ms["p99"]
+    tokens = int((run.finish_pass - run.start_pass).sum())
+    return SweepPoint(
+        batch=batch,
+        step_ms=float(cost.step_ms(batch, mean_context(requests))),
+        itl_p50_ms=timed.itl_ms["p50"],
+        itl_p99_ms=timed.itl_ms["p99"],
+        decode_itl_p99_ms=decode,
+        tokens_per_s=timed.tokens_per_s,
+        p99_latency_ms=timed.e2e_ms["p99"],
+        avg_latency_ms=timed.e2e_ms["mean"],
+        utilisation=tokens / (run.passes * batch) if run.passes else 0.0,
+        meets_target=timed.itl_ms["p99"] <= itl_target_ms,
+        decode_meets_target=decode <= itl_target_ms,
+    )
 
 
 def sweep(
     rate_per_s: float = DEFAULT_RATE_PER_S,
     batches: tuple[int, ...] = DEFAULT_BATCHES,
-    model: CostModel | None = None,
+    model: StepCost | None = None,
     traffic: TrafficConfig = SWEEP_TRAFFIC,
     itl_target_ms: float = 50.0,
-    workload: Callable[[float], list[Request]] | None = None,
+    requests: list[Request] | None = None,
 ) -> list[SweepPoint]:
-    """Return one SweepPoint per batch size under continuous batching, each step costed by its occupancy.
+    """Return one SweepPoint per batch size: the same requests under continuous batching, on the timed clock.
 
-    The workload is the generator's (`traffic` at `rate_per_s`) unless `workload` maps a step time to requests
-    (see `trace_workload`).
+    The requests are the generator's (`traffic`, Poisson at `rate_per_s`) unless `requests` (arrivals in ms) are given.
     """
     model = model or CostModel()
-    workload = workload or generated_workload(traffic, rate_per_s)
-    requests = workload(1.0)
-    context = float(np.mean([r.prompt_tokens + r.output_tokens / 2 for r in requests])) if requests else 0.0
-    points = []
-    for batch in batches:
-        run, costs = _costed_run(workload, batch, model, context)
-        clock = np.concatenate([[0.0], np.cumsum(costs)])
-        done = run.finish <= run.drain
-        latency_ms = (clock[run.finish] - clock[np.minimum(run.arrival, run.drain)])[done]
-        full_step_ms = float(model.step_ms(batch, context))
-        itl = weighted_percentiles(costs, active_per_step(run), (50, 99))
-        points.append(
-            SweepPoint(
-                batch=batch,
-                step_ms=full_step_ms,
-                itl_p50_ms=itl[0],
-                itl_p99_ms=itl[1],
-                tokens_per_s=int((run.finish - run.start).sum()) / (clock[-1] / 1e3) if clock[-1] else 0.0,
-                p99_latency_ms=float(np.percentile(latency_ms, 99)) if len(latency_ms) else 0.0,
-                avg_latency_ms=float(latency_ms.mean()) if len(latency_ms) else 0.0,
-                utilisation=compute_metrics(run).utilisation,
-                meets_target=itl[1] <= itl_target_ms,
-            )
-        )
-    return points
+    requests = poisson_requests(traffic, rate_per_s) if requests is None else requests
+    return [sweep_point(requests, batch, model, itl_target_ms) for batch in batches]
+
+
+def retarget(points: list[SweepPoint], itl_target_ms: float) -> list[SweepPoint]:
+    """Return the points judged against another target (the runs do not depend on it)."""
+    return [
+        replace(p, meets_target=p.itl_p99_ms <= itl_target_ms, decode_meets_target=p.decode_itl_p99_ms <= itl_target_ms)
+        for p in points
+    ]
 
 
 def knee(points: list[SweepPoint]) -> SweepPoint | None:
-    """Return the largest batch whose inter-token latency (p99, as the tokens felt it) still meets the target.
+    """Return the largest batch whose inter-token latency (p99 on the clock, prefill stalls included) meets the target.
 
-    Under a load that fills the batch this is where the full batch's step crosses the target; under a light load a
-    big batch never fills, its steps stay short, and the knee moves up.
+    Under a load that fills the batch, prefill passes stall the decoders beside them and pull the knee below where a
+    decode-only step would put it; under a light load a big batch never fills, and the knee moves up.
     """
     meeting = [p for p in points if p.meets_target]
+    return max(meeting, key=lambda p: p.batch) if meeting else None
+
+
+def decode_knee(points: list[SweepPoint]) -> SweepPoint | None:
+    """Return the largest batch whose decode-only inter-token p99 meets the target: the knee without prefill stalls."""
+    meeting = [p for p in points if p.decode_meets_target]
     return max(meeting, key=lambda p: p.batch) if meeting else None

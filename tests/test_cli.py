@@ -95,11 +95,37 @@ def test_sweep_reports_a_knee(capsys):
     doc = _run_json(capsys, "sweep", "--requests", "300", "--batches", "1,8,64,512")
     steps = [p["step_ms"] for p in doc["points"]]
     assert steps == sorted(steps)
-    assert all(p["itl_p50_ms"] <= p["itl_p99_ms"] <= p["step_ms"] + 1e-9 for p in doc["points"])
+    assert all(p["itl_p50_ms"] <= p["itl_p99_ms"] and p["decode_itl_p99_ms"] <= p["itl_p99_ms"] for p in doc["points"])
     meeting = [p["batch"] for p in doc["points"] if p["itl_p99_ms"] <= 50]
     assert doc["knee"] == max(meeting)
+    assert doc["decode_knee"] == max(p["batch"] for p in doc["points"] if p["decode_itl_p99_ms"] <= 50)
     tight = _run_json(capsys, "sweep", "--requests", "300", "--batches", "1,8,64,512", "--itl-target-ms", "1")
-    assert tight["knee"] is None
+    assert tight["knee"] is None and tight["decode_knee"] is None
+
+
+def test_sweep_is_the_timed_simulation(capsys, tmp_path):
+    """Generated and trace traffic: each ITL p99 is simulate_timed's, arrivals in ms; the text names both knees."""
+    from dataclasses import replace
+
+    from core import load_trace
+    from core.hardware import cost_model
+    from core.request import Request
+    from core.sweep import SWEEP_TRAFFIC, poisson_requests
+    from core.timed import simulate_timed, timed_metrics
+
+    doc = _run_json(capsys, "sweep", "--requests", "200", "--rate-per-s", "40", "--batches", "4,32")
+    requests = poisson_requests(replace(SWEEP_TRAFFIC, requests=200), 40.0)
+    for p in doc["points"]:
+        want = timed_metrics(simulate_timed(requests, p["batch"], "continuous", cost_model())).itl_ms["p99"]
+        assert p["itl_p99_ms"] == pytest.approx(want, abs=1e-6)
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival,output_tokens,prompt_tokens\n0,30,100\n1,50,900\n3,20,50\n", encoding="utf-8")
+    doc = _run_json(capsys, "sweep", "--trace", str(trace), "--step-ms", "5", "--batches", "1,2")
+    in_ms = [Request(r.id, r.arrival * 5, r.output_tokens, r.prompt_tokens) for r in load_trace(trace)]
+    want = timed_metrics(simulate_timed(in_ms, 2, "continuous", cost_model())).itl_ms["p99"]
+    assert doc["points"][1]["itl_p99_ms"] == pytest.approx(want, abs=1e-6)
+    code, out, _ = _run(capsys, "sweep", "--trace", str(trace), "--batches", "1,2")
+    assert code == 0 and "\nknee: batch 2 " in out and "decode alone (no prefill stalls): batch 2 would meet" in out
 
 
 @pytest.mark.parametrize(

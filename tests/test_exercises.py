@@ -1,18 +1,35 @@
 """The exercises' core: presets, the knee on a hand-built cost model, the length-spread study, the temperature bug."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from core import compare, generate, simulate
 from core.hardware import ACCELERATORS, MODEL_SHAPES, cost_model
+from core.metrics import weighted_percentiles
 from core.spread import SPREAD_SLOTS, SPREAD_TRAFFIC, spread_study
-from core.sweep import CostModel, knee, sweep, weighted_percentiles
+from core.sweep import (
+    DEFAULT_BATCHES,
+    SWEEP_TRAFFIC,
+    CostModel,
+    decode_knee,
+    knee,
+    poisson_requests,
+    retarget,
+    sweep,
+    without_prefill,
+)
 from core.temperature_bug import ROWS, run_rows
+from core.timed import simulate_timed, timed_metrics
 
-# One weight byte per parameter, 1 GB at 1,000 GB/s is 1 ms; 2 FLOP per parameter per row at 0.4 TFLOP/s is 5 ms per
-# row. So a full batch of b rows steps in max(1, 5b) = 5b ms: at a 50 ms target the knee is batch 8 (40 ms).
+# One weight byte per parameter, 1 GB at 1,000 GB/s is 1 ms; 2 FLOP per parameter per token computed at 0.4 TFLOP/s is
+# 5 ms per token. A full batch of b rows decoding steps in max(1, 5b) = 5b ms: at a 50 ms target the knee is batch 8.
 HAND = CostModel(params_b=1, bytes_per_param=1, kv_bytes_per_token=0, mem_bw_gbs=1000, tflops=0.4, overhead_ms=0)
 BATCHES = (1, 2, 4, 8, 16, 32)
+# No prompt: an admitted request's prefill is one token, so a full pass always computes b tokens (5b ms).
+NO_PROMPTS = replace(SWEEP_TRAFFIC, requests=300, mean_prompt_tokens=0)
+SMALL = replace(SWEEP_TRAFFIC, requests=300)
 
 
 def test_the_default_cost_model_is_the_default_presets():
@@ -27,14 +44,65 @@ def test_the_default_cost_model_is_the_default_presets():
 
 def test_the_knee_on_a_hand_built_cost_model():
     """Saturated, ITL p99 is 5b ms and the knee is 8; a light load never fills a big batch, so the knee moves up."""
-    saturated = sweep(1e4, BATCHES, HAND, itl_target_ms=50)
+    saturated = sweep(1e4, BATCHES, HAND, NO_PROMPTS, itl_target_ms=50)
     assert [p.step_ms for p in saturated] == [5.0 * b for b in BATCHES]
     assert [p.itl_p99_ms for p in saturated] == [5.0 * b for b in BATCHES]
-    assert knee(saturated).batch == 8
-    assert knee(sweep(1e4, BATCHES, HAND, itl_target_ms=100)).batch == 16  # a looser target pushes it up
-    assert knee(sweep(1e4, BATCHES, HAND, itl_target_ms=4)) is None
-    light = sweep(0.5, BATCHES, HAND, itl_target_ms=50)
+    assert knee(saturated).batch == decode_knee(saturated).batch == 8
+    assert knee(sweep(1e4, BATCHES, HAND, NO_PROMPTS, itl_target_ms=100)).batch == 16  # a looser target pushes it up
+    assert knee(sweep(1e4, BATCHES, HAND, NO_PROMPTS, itl_target_ms=4)) is None
+    light = sweep(0.5, BATCHES, HAND, NO_PROMPTS, itl_target_ms=50)
     assert knee(light).batch == 32 and max(p.itl_p99_ms for p in light) <= 50
+
+
+def test_prefill_stalls_pull_the_knee_below_decode_alone():
+    """With 100-token prompts a pass that admits one costs 500 ms more: decode alone still says 8, the clock 2."""
+    prompts = replace(NO_PROMPTS, prompt_lengths="fixed", mean_prompt_tokens=100)
+    points = sweep(1e4, BATCHES, HAND, prompts, itl_target_ms=50)
+    assert [p.decode_itl_p99_ms for p in points] == [5.0 * b for b in BATCHES]
+    assert decode_knee(points).batch == 8
+    assert knee(points).batch == 2  # from 4 up, more than 1% of the tokens wait beside a prefill
+    assert all(p.itl_p99_ms > 500 for p in points if p.batch >= 4)  # a pass beside a 100-token prefill
+
+
+def test_the_sweep_is_the_timed_simulation_of_the_same_requests():
+    """Each point's ITL, tokens/s and end-to-end latency are timed_metrics of simulate_timed on the same requests."""
+    cost = cost_model("a100-80gb", "llama3-8b")
+    requests = poisson_requests(SMALL, 80.0)
+    assert [r.arrival for r in requests] == [r.arrival for r in generate(replace(SMALL, rate=80.0 / 1e3))]  # in ms
+    for point in sweep(80.0, (1, 8, 64, 512), cost, SMALL):
+        run = simulate_timed(requests, point.batch, "continuous", cost)
+        timed = timed_metrics(run)
+        assert (point.itl_p50_ms, point.itl_p99_ms) == (timed.itl_ms["p50"], timed.itl_ms["p99"])
+        assert point.tokens_per_s == timed.tokens_per_s
+        assert (point.p99_latency_ms, point.avg_latency_ms) == (timed.e2e_ms["p99"], timed.e2e_ms["mean"])
+        assert point.decode_itl_p99_ms == timed_metrics(without_prefill(run, cost)).itl_ms["p99"]
+
+
+def test_the_knee_is_the_largest_batch_meeting_the_target_on_the_clock():
+    """At the defaults (80 requests/s, 50 ms): ITL p99 44.1 ms at 32 and 134.0 at 256 on the clock; knees 32 and 128."""
+    points = sweep()
+    cost, requests = cost_model(), poisson_requests(SWEEP_TRAFFIC, 80.0)
+    itl = {b: timed_metrics(simulate_timed(requests, b, "continuous", cost)).itl_ms["p99"] for b in (32, 64, 256)}
+    assert [round(itl[b], 1) for b in (32, 256)] == [44.1, 134.0]
+    assert itl[32] <= 50 < itl[64]
+    assert knee(points).batch == max(p.batch for p in points if p.itl_p99_ms <= 50) == 32
+    assert decode_knee(points).batch == max(p.batch for p in points if p.decode_itl_p99_ms <= 50) == 128
+    assert [p.batch for p in points] == list(DEFAULT_BATCHES)
+    for target in (10.0, 30.0, 100.0):
+        judged = retarget(points, target)
+        assert [p.meets_target for p in judged] == [p.itl_p99_ms <= target for p in points]
+        assert knee(judged) == knee(sweep(itl_target_ms=target))
+
+
+@pytest.mark.parametrize("rate", [5.0, 80.0, 500.0])
+@pytest.mark.parametrize("accelerator,shape", [("h100-sxm", "llama2-7b"), ("a100-80gb", "llama2-13b")])
+def test_decode_alone_is_never_above_the_clock(rate, accelerator, shape):
+    """Prefill only adds: decode alone's ITL p99 is never above the clock's, so its knee is never below."""
+    points = sweep(rate, DEFAULT_BATCHES, cost_model(accelerator, shape), SMALL)
+    assert all(p.decode_itl_p99_ms <= p.itl_p99_ms for p in points)
+    assert all(p.step_ms <= q.step_ms for p, q in zip(points, points[1:]))
+    best, decode = knee(points), decode_knee(points)
+    assert best is None or (decode is not None and decode.batch >= best.batch)
 
 
 def test_weighted_percentiles():
@@ -78,3 +146,52 @@ def test_one_temperature_breaks_the_greedy_row():
     assert np.array_equal(correct.draws[:, 0], buggy.draws[:, 0])  # its own temperature either way
     again = run_rows(bug=False)
     assert np.array_equal(again.draws, correct.draws)  # seeded: the same draws every time
+
+
+def test_the_spread_guess_is_judged_on_the_cores_ratios():
+    """The right guess is the offered distribution with the largest drain ratio (the wide tail); the page says so."""
+    from app.exercises.spread import GUESSES, best_guess, guess_html, guess_ratios, spread_case
+
+    ratios = guess_ratios()
+    for key, (_, kind, sigma) in GUESSES.items():
+        assert ratios[key] == spread_case(kind, sigma if kind == "heavy" else SPREAD_TRAFFIC.tail).drain_ratio
+    assert best_guess() == max(ratios, key=ratios.get) == "wide"
+    assert 'data-verdict="right"' in guess_html("wide") and 'data-verdict="wrong"' in guess_html("uniform")
+    assert guess_html("fixed").count("data-guess-ratio") == len(GUESSES)
+
+
+def test_the_spread_view_asks_before_it_shows():
+    """The ratios stay hidden until a guess is made and revealed; revealing without a guess does nothing."""
+    from app.exercises.spread import SpreadView
+
+    view = SpreadView()
+    view.__panel__()
+    view.reveal()
+    assert not view.revealed and not view.numbers.visible and view.reveal_button.disabled
+    view.choice.value = "narrow"
+    assert view.guess == "narrow" and not view.reveal_button.disabled
+    view.reveal_button.clicks += 1
+    assert view.revealed and view.numbers.visible and view.curve_pane.visible and view.choice.disabled
+    assert 'data-verdict="wrong"' in view.verdict.object
+
+
+def test_exactly_one_offered_assertion_catches_the_temperature_bug():
+    """Each assertion is run on both samplers: only the greedy row's argmax check fails on the buggy one alone."""
+    from app.exercises.temperature import ASSERTIONS, assertion_html, catches_bug, run_assertion
+
+    catching = [code for code in ASSERTIONS if catches_bug(code)]
+    assert len(catching) == 1 and "argmax" in catching[0]
+    assert all(run_assertion(code, bug=False) for code in ASSERTIONS)  # every candidate holds on the fixed sampler
+    assert not run_assertion(catching[0], bug=True)
+    html = assertion_html(catching[0])
+    assert 'data-sampler="fixed" data-pass="1"' in html and 'data-sampler="buggy" data-pass="0"' in html
+    assert 'data-catches="0"' in assertion_html(ASSERTIONS[0])
+
+
+def test_the_verdicts_come_from_running_the_assertion():
+    """A line that fails on both, or one that raises, is judged by running it, not by a table."""
+    from app.exercises.temperature import run_assertion
+
+    assert not run_assertion("assert draws.shape == (1, 1)", bug=False)
+    assert run_assertion("assert len(set(draws[:, 1])) > 1", bug=True)
+    assert not run_assertion("assert len(set(draws[:, 1])) > 1", bug=False)

@@ -13,7 +13,7 @@ from core import TrafficConfig, compare, generate, simulate
 from core.hardware import cost_model
 from core.spread import spread_study
 from core.step_batch import ContinuousBatches
-from core.sweep import knee, sweep
+from core.sweep import decode_knee, knee, sweep
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "assets" / "simulator.ipynb"
 CELL_TIMEOUT_S = 120
@@ -71,8 +71,9 @@ def test_the_ragged_batch_and_the_exercises_are_the_cores(printed):
     """cu_seqlens at step 10, the knee, the spread's ratios and the bug's distinct draws, as the core computes them."""
     run = simulate(generate(TrafficConfig()), 4, "continuous")
     assert f"cu_seqlens {ContinuousBatches(run).at(10).batch.cu_seqlens.tolist()}" in printed
-    best = knee(sweep(rate_per_s=80, model=cost_model("h100-sxm", "llama2-7b"), itl_target_ms=50))
-    assert f"KNEE: {best.batch}\n" in printed
+    points = sweep(rate_per_s=80, model=cost_model("h100-sxm", "llama2-7b"), itl_target_ms=50)
+    assert f"KNEE: {knee(points).batch}\n" in printed
+    assert f"DECODE ALONE: {decode_knee(points).batch}\n" in printed
     for c in spread_study(1.2):
         assert f"{c.kind:>8}: static drain / continuous drain {c.drain_ratio:.2f}x" in printed
     assert "'greedy': 1," in printed.split("with the bug:")[0]

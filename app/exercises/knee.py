@@ -1,14 +1,14 @@
-"""Exercise 1, find the knee: throughput and latency against batch size under the core's step-time cost model."""
+"""Exercise 1, find the knee: the learner guesses, then the knee on the timed simulator's clock is marked."""
 
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Label, Span
+from bokeh.models import ColumnDataSource
 
 from core.cost import ROOFLINE_FIELDS
 from core.hardware import (
@@ -20,11 +20,13 @@ from core.hardware import (
     MODEL_SHAPES,
     cost_model,
 )
-from core.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, CostModel, SweepPoint, knee, sweep
+from core.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, CostModel, SweepPoint, decode_knee, knee, retarget, sweep
 
-from .. import palette
 from ..loop import on_document
-from .common import LazyViewer, query_number, small_figure, text_pane
+from .common import LazyViewer, query_number, text_pane
+from .knee_plots import KneePlots, knee_plots, points_data, show_knee
+
+__all__ = ["EXPLAIN", "KneePlots", "KneeView", "cached_sweep", "knee_plots", "points_data", "show_knee"]
 
 RATE_RANGE = (1.0, 1000.0)
 TARGET_RANGE = (1.0, 500.0)
@@ -36,115 +38,97 @@ FIELDS = {  # CostModel field -> (label, low, high)
     "tflops": ("Peak dense compute, TFLOP/s", 0.01, 1e5),
     "overhead_ms": ("Per-step overhead, ms", 0.0, 100.0),
 }
+INTRO = (
+    "<h3>Exercise 1: find the knee</h3><p>2,000 heavy-tailed chat requests (mean 200 output tokens, 1,000-token "
+    "prompts, Poisson arrivals) under continuous batching at each batch size from 1 to 512, on the core's timed "
+    "simulator: a pass reads every weight and the batch's KV cache, or computes, whichever is slower, plus a fixed "
+    "overhead. A pass that admits a request also computes its whole prompt, and every token decoding beside it "
+    "waits for that.</p>"
+)
+QUESTION = (
+    "<b>Your guess first.</b> The dashed line is the p99 inter-token latency the tokens would feel if their passes "
+    "only decoded. Which is the largest batch that still meets the target once the prompts are computed in the same "
+    "passes?"
+)
 EXPLAIN = (
-    "<p>Below the knee a step is memory-bound: it reads every weight once whatever the batch, so each extra row is "
-    "nearly free and throughput climbs. Past it the batch's KV cache and compute dominate: each step slows, every "
-    "request in the batch feels it as inter-token latency, and throughput flattens. The knee is the largest batch "
-    "whose p99 inter-token latency, as the tokens felt it under this load, still meets the target. A light load "
-    "never fills a big batch, so raising the rate pulls the knee down and a looser target pushes it up.</p>"
+    "<p>Below the knee a pass is memory-bound: it reads every weight once whatever the batch, so each extra row is "
+    "nearly free and throughput climbs. Past it the batch's KV cache and compute dominate: each pass slows, every "
+    "request in the batch feels it as inter-token latency, and throughput flattens. A pass that prefills a new "
+    "prompt is compute-bound and long, and the more slots there are, the more often some slot is admitting: the "
+    "prefill stalls pull the knee well below where decode alone would put it. Chunked prefill (the next chapter) "
+    "splits each prompt over several passes so no pass stalls the decoders for long. A light load never fills a big "
+    "batch, so raising the rate pulls the knee down, and a looser target pushes it up.</p>"
 )
 
 
 @lru_cache(maxsize=64)
-def cached_sweep(rate_per_s: float, model: CostModel, target_ms: float) -> tuple[SweepPoint, ...]:
-    """Return the sweep's points; shared by every session on the same settings."""
-    return tuple(sweep(rate_per_s, DEFAULT_BATCHES, model, itl_target_ms=target_ms))
+def cached_sweep(rate_per_s: float, model: CostModel) -> tuple[SweepPoint, ...]:
+    """Return the sweep's points (judged at 50 ms; see `retarget`); shared by every session on the same settings."""
+    return tuple(sweep(rate_per_s, DEFAULT_BATCHES, model))
 
 
-def points_data(points: tuple[SweepPoint, ...]) -> dict[str, list]:
-    """Return the plotted columns: batch, full-step and felt ITL, tokens/s and p99 latency in seconds."""
-    return {
-        "batch": [p.batch for p in points],
-        "step_ms": [p.step_ms for p in points],
-        "itl_p99_ms": [p.itl_p99_ms for p in points],
-        "tokens_per_s": [p.tokens_per_s for p in points],
-        "p99_latency_s": [p.p99_latency_ms / 1e3 for p in points],
-    }
+def _sizes(n: int) -> str:
+    return "one size" if n == 1 else f"{n} sizes"
 
 
-@dataclass
-class KneePlots:
-    """The knee view's three figures and the marks that move: the target line, the knee lines and its label."""
+def guess_html(guess: int, best: SweepPoint | None) -> str:
+    """Return how the learner's guess compares with the knee on the clock, in batch sizes (each double the last)."""
+    if best is None:
+        return f"You guessed batch {guess}; on the clock no batch size meets the target."
+    steps = DEFAULT_BATCHES.index(guess) - DEFAULT_BATCHES.index(best.batch)
+    if steps == 0:
+        return f'You guessed batch {guess}: <b data-guess="right">right</b>.'
+    where = "above" if steps > 0 else "below"
+    return f'You guessed batch {guess}: <b data-guess="{where}">{_sizes(abs(steps))} {where}</b> the knee.'
 
-    itl: object
-    throughput: object
-    latency: object
-    target_line: Span
-    knee_spans: list[Span]
-    knee_label: Label
 
-
-def knee_plots(source: ColumnDataSource, measured: ColumnDataSource | None) -> KneePlots:
-    """Return the ITL, throughput and p99 latency figures over `source` (see points_data), log batch axis.
-
-    `measured`: the replay's step times, drawn as diamonds (None on the static page, which has no replay).
-    """
-    itl = small_figure("knee-itl", "Inter-token latency", "ms", "batch size (slots)", log_x=True)
-    itl.line(
-        "batch",
-        "step_ms",
-        source=source,
-        color="#888888",
-        line_dash="dashed",
-        line_width=2,
-        legend_label="a full batch's step",
+def verdict_html(best: SweepPoint | None, decode_best: SweepPoint | None, target_ms: float, guess: int | None) -> str:
+    """Return the readout: the question before the guess; after it, both knees with their numbers, and the guess."""
+    if guess is None:
+        return f'<p class="bv-knee" data-guess="ask">{QUESTION}</p>'
+    t = f"{target_ms:g}"
+    clock = (
+        f'On the clock the knee is batch <b data-knee="{best.batch}">{best.batch}</b>: {best.itl_p99_ms:.1f} ms per '
+        f"token at p99 and {best.tokens_per_s:,.0f} tokens/s."
+        if best
+        else f'On the clock <b data-knee="none">no batch size</b> meets {t} ms per token.'
     )
-    itl.line(
-        "batch",
-        "itl_p99_ms",
-        source=source,
-        color=palette.CONTINUOUS_COLOR,
-        line_width=3,
-        legend_label="p99 as the tokens felt it",
-    )
-    itl.scatter("batch", "itl_p99_ms", source=source, color=palette.CONTINUOUS_COLOR, size=7)
-    if measured is not None:
-        itl.scatter(
-            "batch",
-            "step_ms",
-            source=measured,
-            color=palette.STATIC_COLOR,
-            size=8,
-            marker="diamond",
-            legend_label="measured by the replay (run it on the Simulator tab)",
+    if decode_best is None:
+        decode = 'Even decode alone, <b data-decode-knee="none">no batch size</b> would meet it.'
+    else:
+        decode = (
+            f'Decode alone would meet {t} ms up to batch <b data-decode-knee="{decode_best.batch}">'
+            f"{decode_best.batch}</b> ({decode_best.decode_itl_p99_ms:.1f} ms at p99)"
         )
-    itl.legend.location = "top_left"
-    target_line = Span(location=0, dimension="width", line_color="#D55E00", line_width=2)
-    itl.add_layout(target_line)
-    throughput = small_figure("knee-throughput", "Throughput", "tokens/s", "batch size (slots)", log_x=True)
-    throughput.line("batch", "tokens_per_s", source=source, color="#0072B2", line_width=3)
-    throughput.scatter("batch", "tokens_per_s", source=source, color="#0072B2", size=7)
-    latency = small_figure(
-        "knee-latency", "p99 end-to-end latency (log scale)", "s", "batch size (slots)", log_x=True, log_y=True
+        moved = best is None or best.batch < decode_best.batch
+        decode += (
+            f": the prefill passes stall the tokens decoding beside them and bring the knee down to "
+            f"{best.batch if best else 'nothing'}."
+            if moved
+            else ": at this load the prefill stalls do not move the knee."
+        )
+    return f'<p class="bv-knee">{clock} {decode} {guess_html(guess, best)}</p>'
+
+
+def table_html(points: tuple[SweepPoint, ...], target_ms: float) -> str:
+    """Return the sweep's numbers, one row per batch size (shown once the learner has guessed)."""
+    rows = "".join(
+        f'<tr data-batch="{p.batch}"><td>{p.batch}</td><td data-col="step_ms">{p.step_ms:.1f}</td>'
+        f'<td data-col="decode_itl_p99_ms">{p.decode_itl_p99_ms:.1f}</td>'
+        f'<td data-col="itl_p99_ms">{p.itl_p99_ms:.1f}</td><td data-col="tokens_per_s">{p.tokens_per_s:.0f}</td>'
+        f'<td data-col="p99_latency_s">{p.p99_latency_ms / 1e3:.2f}</td>'
+        f"<td>{'yes' if p.meets_target else 'no'}</td></tr>"
+        for p in points
     )
-    latency.line("batch", "p99_latency_s", source=source, color="#CC79A7", line_width=3)
-    latency.scatter("batch", "p99_latency_s", source=source, color="#CC79A7", size=7)
-    spans = [
-        Span(location=1, dimension="height", line_color="#000000", line_dash="dotted", line_width=2) for _ in range(3)
-    ]
-    for fig, span in zip((itl, throughput, latency), spans):
-        fig.add_layout(span)
-    label = Label(x=1, y=0, text="", text_font_size="11px", x_offset=4, y_offset=4)
-    itl.add_layout(label)
-    return KneePlots(itl, throughput, latency, target_line, spans, label)
-
-
-def show_knee(plots: KneePlots, data: dict, best: int | None, target_ms: float, measured_ms=()) -> None:
-    """Move the target line, the knee marks and the axes to a new sweep (mirrored in assets/export_exercises.js)."""
-    plots.target_line.location = target_ms
-    plots.itl.y_range.end = max([*data["step_ms"], target_ms, *measured_ms]) * 1.1
-    plots.throughput.y_range.end = max(data["tokens_per_s"]) * 1.1 or 1
-    positive = [v for v in data["p99_latency_s"] if v > 0] or [1.0]
-    plots.latency.y_range.start, plots.latency.y_range.end = min(positive) / 2, max(positive) * 2
-    for span in plots.knee_spans:
-        span.location = best if best else None
-        span.visible = best is not None
-    plots.knee_label.x, plots.knee_label.y = (best or 1), target_ms
-    plots.knee_label.text = f"knee: batch {best}" if best else "no batch meets the target"
+    return (
+        '<table class="bv-h2h bv-knee-table"><thead><tr><th>batch</th><th>full decode step ms</th>'
+        "<th>ITL p99 ms, decode alone</th><th>ITL p99 ms, on the clock</th><th>tokens/s</th><th>p99 latency s</th>"
+        f"<th>meets {html.escape(f'{target_ms:g}')} ms</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
 
 
 class KneeView(LazyViewer):
-    """Batch size 1-512 on a log axis: ITL against its target, throughput and p99 latency, and the knee marked."""
+    """Batch size 1-512 on a log axis: ITL against its target, throughput and p99 latency; guess, then the knee."""
 
     rate_per_s = param.Number(default=DEFAULT_RATE_PER_S, bounds=RATE_RANGE, doc="Arrival rate, requests/s")
     itl_target_ms = param.Number(default=50.0, bounds=TARGET_RANGE, doc="Inter-token latency target, ms")
@@ -152,6 +136,7 @@ class KneeView(LazyViewer):
     model_shape = param.Selector(default=DEFAULT_MODEL_SHAPE, objects=list(MODEL_SHAPES))
     model = param.ClassSelector(class_=CostModel, doc="The cost model: the presets' values, as edited")
     measured = param.Dict(default={}, doc="Replay's measured step ms by batch size, when it ran in this session")
+    guess = param.Selector(default=None, objects=[None, *DEFAULT_BATCHES], doc="The learner's knee, asked first")
 
     def __init__(self, **params):
         params.setdefault("model", cost_model())
@@ -161,26 +146,33 @@ class KneeView(LazyViewer):
         self.source = ColumnDataSource(points_data(self.points()))
         points = sorted(self.measured.items())  # a replay may have run before this tab first opened
         self.measured_source = ColumnDataSource({"batch": [b for b, _ in points], "step_ms": [ms for _, ms in points]})
-        self.readout = text_pane("")
-        self._build_figures()
+        self.verdict, self.table = text_pane(""), text_pane("")
+        self.plots = knee_plots(self.source, self.measured_source)
         self._build_widgets()
         self._refresh()
-        self.param.watch(lambda *_e: on_document(self._refresh), ["rate_per_s", "itl_target_ms", "model"])
+        watched = ["rate_per_s", "itl_target_ms", "model", "guess"]
+        self.param.watch(lambda *_e: on_document(self._refresh), watched)
         self.param.watch(lambda *_e: on_document(self._show_measured), "measured")
         self.param.watch(self._apply_presets, ["accelerator", "model_shape"])
 
     def points(self) -> tuple[SweepPoint, ...]:
-        """Return the sweep for the current rate, target and cost model."""
-        return cached_sweep(self.rate_per_s, self.model, self.itl_target_ms)
+        """Return the sweep for the current rate and cost model, judged against the current target."""
+        return tuple(retarget(list(cached_sweep(self.rate_per_s, self.model)), self.itl_target_ms))
 
     def apply_query(self, query: dict) -> list[str]:
-        """Set the rate and target from `?rate=` and `?itl=`; return messages for what was refused."""
+        """Set the rate, target and guess from `?rate=`, `?itl=` and `?guess=`; return messages for what was refused."""
         messages = []
         for key, name, (low, high) in (("rate", "rate_per_s", RATE_RANGE), ("itl", "itl_target_ms", TARGET_RANGE)):
             value, message = query_number(query, key, low, high, getattr(self, name))
             if value is not None:
                 setattr(self, name, value)
             messages += [message] if message else []
+        value, message = query_number(query, "guess", DEFAULT_BATCHES[0], DEFAULT_BATCHES[-1], 0)
+        if value is not None and value in DEFAULT_BATCHES and not message:
+            self.guess = int(value)
+        elif "guess" in query:
+            sizes = ", ".join(map(str, DEFAULT_BATCHES))
+            messages.append(f"URL: guess is not a swept batch size (use one of {sizes}); the page asks for one.")
         return messages
 
     def _apply_presets(self, *_events) -> None:
@@ -195,11 +187,20 @@ class KneeView(LazyViewer):
         self.target = pn.widgets.FloatSlider(
             label="ITL target (ms)", start=5, end=200, step=1, value=self.itl_target_ms, width=260
         )
-        # Recompute when the slider is released, not on every pixel of a drag (a sweep costs ~0.2 s).
+        # Recompute when the slider is released, not on every pixel of a drag (a new rate's sweep costs ~0.6 s).
         self.rate.param.watch(lambda e: setattr(self, "rate_per_s", e.new), "value_throttled")
         self.target.param.watch(lambda e: setattr(self, "itl_target_ms", e.new), "value_throttled")
         self.param.watch(lambda e: setattr(self.rate, "value", min(max(e.new, 1), 300)), "rate_per_s")
         self.param.watch(lambda e: setattr(self.target, "value", min(max(e.new, 5), 200)), "itl_target_ms")
+        self.guesses = pn.widgets.RadioButtonGroup(
+            options={str(b): b for b in DEFAULT_BATCHES},
+            color="primary",
+            variant="outline",
+            css_classes=["bv-knee-guess"],
+        )
+        self.guesses.value = self.guess  # after construction: the widget would otherwise pick the first size
+        self.guesses.param.watch(lambda e: setattr(self, "guess", e.new), "value")
+        self.param.watch(lambda e: setattr(self.guesses, "value", e.new), "guess")
         self.inputs = {}
         for f in ROOFLINE_FIELDS:
             label, low, high = FIELDS[f.name]
@@ -215,47 +216,35 @@ class KneeView(LazyViewer):
         low, high = FIELDS[name][1:]
         self.model = replace(self.model, **{name: min(max(float(value), low), high)})
 
-    def _build_figures(self) -> None:
-        self.plots = knee_plots(self.source, self.measured_source)
-
     def _refresh(self, *_events) -> None:
         points = self.points()
         data = points_data(points)
         self.source.data = data
-        best = knee(list(points))
+        best, decode_best = knee(list(points)), decode_knee(list(points))
+        revealed = self.guess is not None
         show_knee(
-            self.plots, data, best.batch if best else None, self.itl_target_ms, self.measured_source.data["step_ms"]
+            self.plots,
+            data,
+            best.batch if best else None,
+            decode_best.batch if decode_best else None,
+            self.itl_target_ms,
+            revealed,
+            self.measured_source.data["step_ms"],
         )
-        self.readout.object = self._readout(points, best)
+        self.verdict.object = verdict_html(best, decode_best, self.itl_target_ms, self.guess)
+        self.table.object = (table_html(points, self.itl_target_ms) if revealed else "") + self._assumptions()
 
     def _show_measured(self, *_events) -> None:
         points = sorted(self.measured.items())
         self.measured_source.data = {"batch": [b for b, _ in points], "step_ms": [ms for _, ms in points]}
         self._refresh()
 
-    def _readout(self, points: tuple[SweepPoint, ...], best: SweepPoint | None) -> str:
+    def _assumptions(self) -> str:
         m = self.model
-        rows = "".join(
-            f'<tr data-batch="{p.batch}"><td>{p.batch}</td><td data-col="step_ms">{p.step_ms:.1f}</td>'
-            f'<td data-col="itl_p99_ms">{p.itl_p99_ms:.1f}</td><td data-col="tokens_per_s">{p.tokens_per_s:.0f}</td>'
-            f'<td data-col="p99_latency_s">{p.p99_latency_ms / 1e3:.2f}</td>'
-            f"<td>{'yes' if p.meets_target else 'no'}</td></tr>"
-            for p in points
-        )
-        verdict = (
-            f'The knee: batch <b data-knee="{best.batch}">{best.batch}</b>, {best.itl_p99_ms:.1f} ms per token at '
-            f"p99 and {best.tokens_per_s:,.0f} tokens/s."
-            if best
-            else f'<b data-knee="none">No batch size</b> meets {self.itl_target_ms:g} ms per token.'
-        )
         return (
-            f'<p class="bv-knee">{verdict} Workload: 2,000 heavy-tailed chat requests (mean 200 output tokens, '
-            f"1,000-token prompts), Poisson at {self.rate_per_s:g} requests/s. Cost model: "
-            f"{m.params_b:g}B parameters x {m.bytes_per_param:g} bytes, {m.kv_bytes_per_token:,.0f} KV bytes/token, "
-            f"{m.mem_bw_gbs:g} GB/s, {m.tflops:g} TFLOP/s, {m.overhead_ms:g} ms per step.</p>"
-            '<table class="bv-h2h bv-knee-table"><thead><tr><th>batch</th><th>full step ms</th><th>ITL p99 ms</th>'
-            f"<th>tokens/s</th><th>p99 latency s</th><th>meets {html.escape(f'{self.itl_target_ms:g}')} ms</th>"
-            f"</tr></thead><tbody>{rows}</tbody></table>"
+            f"<p>Poisson arrivals at {self.rate_per_s:g} requests/s. Cost model: {m.params_b:g}B parameters x "
+            f"{m.bytes_per_param:g} bytes, {m.kv_bytes_per_token:,.0f} KV bytes/token, {m.mem_bw_gbs:g} GB/s, "
+            f"{m.tflops:g} TFLOP/s, {m.overhead_ms:g} ms per pass.</p>"
         )
 
     def _compose(self):
@@ -264,19 +253,17 @@ class KneeView(LazyViewer):
             pn.widgets.Select.from_param(self.param.model_shape, label="Model", options=MODEL_OPTIONS),
         )
         return pn.Column(
-            text_pane(
-                "<h3>Exercise 1: find the knee</h3><p>Continuous batching at each batch size from 1 to 512, every "
-                "step costed by the core's cost model: a step reads every weight and the batch's KV cache, or "
-                "computes, whichever is slower, plus a fixed overhead.</p>"
-            ),
+            text_pane(INTRO),
             pn.Row(self.rate, self.target),
             presets,
             pn.FlexBox(*self.inputs.values()),
+            self.verdict,
+            self.guesses,
             pn.pane.Bokeh(self.plots.itl, sizing_mode="stretch_width"),
             pn.pane.Bokeh(self.plots.throughput, sizing_mode="stretch_width"),
             pn.pane.Bokeh(self.plots.latency, sizing_mode="stretch_width"),
             text_pane(EXPLAIN),
-            self.readout,
+            self.table,
             sizing_mode="stretch_width",
             css_classes=["bv-story"],
         )

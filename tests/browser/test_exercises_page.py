@@ -5,9 +5,12 @@ import re
 import numpy as np
 from playwright.sync_api import expect
 
+from app.exercises.knee import guess_html
+from app.exercises.spread import GUESSES, best_guess, guess_ratios
+from app.exercises.temperature import ASSERTIONS, catches_bug, run_assertion
 from core.hardware import cost_model
 from core.spread import spread_study
-from core.sweep import DEFAULT_BATCHES, knee, sweep
+from core.sweep import DEFAULT_BATCHES, CostModel, decode_knee, knee, sweep
 from core.temperature_bug import ROWS
 
 from .helpers import open_app
@@ -17,11 +20,21 @@ PLOTTED_JS = """([name, column]) => {
   const r = fig.renderers.find((r) => r.data_source.data[column] !== undefined);
   return [Array.from(r.data_source.data.batch), Array.from(r.data_source.data[column])];
 }"""
+# The vertical marks on a figure: the knee on the clock (black) and, on the ITL figure, decode alone's (grey).
 KNEE_JS = """(name) => {
   const fig = Bokeh.documents[0].get_model_by_name(name);
-  return fig.center.filter((m) => m.type === "Span" && m.dimension === "height").map((m) => m.location);
+  return fig.center.filter((m) => m.type === "Span" && m.dimension === "height")
+    .map((m) => [m.line_color, m.visible ? m.location : null]);
 }"""
-# The hand-built model: 1 GB of weights at 1,000 GB/s is 1 ms, 5 ms of compute per row: a full batch of b takes 5b ms.
+# Which ITL lines are drawn, by the column they plot.
+LINES_JS = """() => {
+  const fig = Bokeh.documents[0].get_model_by_name("knee-itl");
+  const out = {};
+  for (const r of fig.renderers) if (r.glyph.type === "Line") out[r.glyph.y.field] = r.visible;
+  return out;
+}"""
+# The hand-built model: 1 GB of weights at 1,000 GB/s is 1 ms, 5 ms of compute per token: a full decode pass of b
+# rows takes 5b ms (and a pass that prefills a 1,000-token prompt 5 s).
 HAND = {
     "Weights, billions of parameters": "1",
     "Bytes per parameter": "1",
@@ -30,6 +43,7 @@ HAND = {
     "Peak dense compute, TFLOP/s": "0.4",
     "Per-step overhead, ms": "0",
 }
+HAND_MODEL = CostModel(params_b=1, bytes_per_param=1, kv_bytes_per_token=0, mem_bw_gbs=1000, tflops=0.4, overhead_ms=0)
 
 
 def _table(page) -> dict[int, dict[str, str]]:
@@ -48,6 +62,7 @@ def _expected(points) -> dict[int, dict[str, str]]:
     return {
         p.batch: {
             "step_ms": f"{p.step_ms:.1f}",
+            "decode_itl_p99_ms": f"{p.decode_itl_p99_ms:.1f}",
             "itl_p99_ms": f"{p.itl_p99_ms:.1f}",
             "tokens_per_s": f"{p.tokens_per_s:.0f}",
             "p99_latency_s": f"{p.p99_latency_ms / 1e3:.2f}",
@@ -56,39 +71,83 @@ def _expected(points) -> dict[int, dict[str, str]]:
     }
 
 
+def _guess(page, batch: int) -> None:
+    page.locator(".bv-knee-guess button", has_text=re.compile(rf"^{batch}$")).first.click()
+
+
+def test_the_knee_view_asks_for_a_guess_before_it_shows_the_knee(page, page_errors, app_url):
+    """Before a guess: the question, the decode-alone line and the target, but no clock line, knee or table."""
+    open_app(page, app_url, "?tab=knee")
+    expect(page.locator("[data-guess=ask]").first).to_be_visible(timeout=15_000)
+    assert page.locator("[data-knee]").count() == 0 and page.locator(".bv-knee-table").count() == 0
+    assert page.evaluate(LINES_JS) == {"decode_itl_p99_ms": True, "itl_p99_ms": False}
+    assert page.evaluate(KNEE_JS, "knee-itl") == [["#000000", None], ["#555555", None]]
+    assert page.evaluate(KNEE_JS, "knee-throughput") == [["#000000", None]]
+    points = sweep()
+    best, decode = knee(points), decode_knee(points)
+    _guess(page, 128)
+    expect(page.locator("[data-knee]").first).to_have_attribute("data-knee", str(best.batch), timeout=15_000)
+    expect(page.locator("[data-decode-knee]").first).to_have_attribute("data-decode-knee", str(decode.batch))
+    expect(page.locator("[data-guess=above]").first).to_have_text("2 sizes above")  # 128 against 32
+    assert "You guessed batch 128: " in guess_html(128, best)
+    assert page.evaluate(LINES_JS) == {"decode_itl_p99_ms": True, "itl_p99_ms": True}
+    assert page.evaluate(KNEE_JS, "knee-itl") == [["#000000", best.batch], ["#555555", decode.batch]]
+    _guess(page, best.batch)
+    expect(page.locator("[data-guess=right]").first).to_be_visible()
+
+
 def test_the_knee_view_equals_the_cores_sweep(page, page_errors, app_url):
-    """?tab=knee&rate=120&itl=30: the table, the plotted ITL points and the knee marker are the core's sweep."""
+    """?tab=knee&rate=120&itl=30, after a guess: the table, the plotted ITL points and both knees are the core's."""
     open_app(page, app_url, "?tab=knee&rate=120&itl=30")
     points = sweep(120, DEFAULT_BATCHES, cost_model(), itl_target_ms=30)
-    best = knee(points)
+    best, decode = knee(points), decode_knee(points)
+    _guess(page, 64)
     expect(page.locator("[data-knee]").first).to_have_attribute("data-knee", str(best.batch), timeout=15_000)
+    expect(page.locator("[data-decode-knee]").first).to_have_attribute("data-decode-knee", str(decode.batch))
     assert _table(page) == _expected(points)
     batches, itl = page.evaluate(PLOTTED_JS, ["knee-itl", "itl_p99_ms"])
     assert batches == list(DEFAULT_BATCHES)
     assert np.allclose(itl, [p.itl_p99_ms for p in points])
-    assert page.evaluate(KNEE_JS, "knee-itl") == [best.batch]
+    decode_plotted = page.evaluate(PLOTTED_JS, ["knee-itl", "decode_itl_p99_ms"])[1]
+    assert np.allclose(decode_plotted, [p.decode_itl_p99_ms for p in points])
+    assert page.evaluate(KNEE_JS, "knee-itl") == [["#000000", best.batch], ["#555555", decode.batch]]
+    assert page.evaluate(KNEE_JS, "knee-latency") == [["#000000", best.batch]]
 
 
 def test_the_knee_on_a_hand_built_cost_model(page, page_errors, app_url):
-    """Typing the hand-built model into the inputs gives full steps of 5b ms and the knee at batch 8 (40 ms)."""
-    open_app(page, app_url, "?tab=knee")
+    """Typed into the inputs, the hand-built model gives full decode passes of 5b ms and the core's two knees."""
+    open_app(page, app_url, "?tab=knee&guess=8")
     for label, value in HAND.items():
         box = page.get_by_label(label, exact=True)
         box.fill(value)
         box.press("Enter")
     # Each input recomputes; wait for the last one (no overhead: batch 1 steps in exactly 5 ms).
-    expect(page.locator(".bv-knee-table tr[data-batch='1'] td[data-col=step_ms]")).to_have_text("5.0", timeout=15_000)
-    expect(page.locator("[data-knee]").first).to_have_attribute("data-knee", "8")
+    expect(page.locator(".bv-knee-table tr[data-batch='1'] td[data-col=step_ms]")).to_have_text("5.0", timeout=30_000)
+    points = sweep(model=HAND_MODEL)
+    best, decode = knee(points), decode_knee(points)
+    expect(page.locator("[data-knee]").first).to_have_attribute("data-knee", str(best.batch) if best else "none")
+    expect(page.locator("[data-decode-knee]").first).to_have_attribute(
+        "data-decode-knee", str(decode.batch) if decode else "none"
+    )
     table = _table(page)
     assert [table[b]["step_ms"] for b in (1, 2, 4, 8, 16)] == ["5.0", "10.0", "20.0", "40.0", "80.0"]
-    assert [table[b]["itl_p99_ms"] for b in (8, 16)] == ["40.0", "80.0"]  # saturated: every batch fills
-    assert page.evaluate(KNEE_JS, "knee-itl") == [8]
+    assert table == _expected(points)
     expect(page).to_have_url(re.compile(r"tab=knee"))
 
 
-def test_the_spread_view_equals_compare(page, page_errors, app_url):
-    """?tab=spread&sigma=0.5: the three kinds' ratios and padding shares are compare's; the keyboard moves sigma."""
+def test_the_spread_view_asks_then_equals_compare(page, page_errors, app_url):
+    """?tab=spread&sigma=0.5: the ratios wait for a guess; revealed, they are compare's; the keyboard moves sigma."""
     open_app(page, app_url, "?tab=spread&sigma=0.5")
+    cell = page.locator("[data-spread=heavy-drain_ratio]").first
+    expect(cell).to_be_hidden()
+    expect(page.get_by_role("button", name="Reveal the ratios")).to_be_disabled()
+    page.get_by_label(GUESSES["uniform"][0], exact=True).check()
+    page.get_by_role("button", name="Reveal the ratios").click()
+    verdict = page.locator(".bv-verdict").first
+    expect(verdict).to_have_attribute("data-verdict", "right" if best_guess() == "uniform" else "wrong", timeout=15_000)
+    for key, ratio in guess_ratios().items():
+        expect(page.locator(f"[data-guess={key}]").first).to_have_attribute("data-guess-ratio", f"{ratio:.2f}")
+    expect(verdict).to_contain_text(f"{GUESSES[best_guess()][0]} keeps the most")
 
     def check(sigma: float) -> None:
         for case in spread_study(sigma):
@@ -106,10 +165,24 @@ def test_the_spread_view_equals_compare(page, page_errors, app_url):
     expect(page).to_have_url(re.compile(r"sigma=0\.2"), timeout=15_000)
 
 
-def test_the_temperature_bug_makes_the_greedy_row_sample(page, page_errors, app_url):
-    """Without the bug the greedy row draws one token 20 times and nothing changed; with it, it samples: 2 rows of 3."""
+def test_the_temperature_test_is_run_on_both_samplers(page, page_errors, app_url):
+    """Pick an assertion, run it: pass/fail on the fixed and buggy samplers as run_assertion gives; then the bug."""
     greedy = [label for label, _ in ROWS].index("greedy")
-    open_app(page, app_url, "?tab=temperature")
+    open_app(page, app_url, "?tab=temperature", canvas=False)
+    run = page.get_by_role("button", name="Run it on both samplers")
+    expect(run).to_be_disabled(timeout=15_000)
+    expect(page.locator("[data-changed]").first).to_be_hidden()  # the question comes first
+    for code in (ASSERTIONS[2], next(c for c in ASSERTIONS if catches_bug(c))):
+        page.get_by_label(code, exact=True).check()
+        run.click()
+        verdict = page.locator("[data-catches]").first
+        expect(verdict).to_have_attribute("data-catches", str(int(catches_bug(code))), timeout=15_000)
+        expect(verdict.locator("caption")).to_have_text(code)
+        for sampler, bug in (("fixed", False), ("buggy", True)):
+            cell = verdict.locator(f"[data-sampler={sampler}]")
+            expect(cell).to_have_attribute("data-pass", str(int(run_assertion(code, bug))))
+            expect(cell).to_have_text("passes" if run_assertion(code, bug) else "fails")
+    expect(page.locator("[data-sampler=buggy]").first).to_have_text("fails")
     row = page.locator(f"tr[data-row='{greedy}'] .bv-draws").first
     expect(page.locator("[data-changed]").first).to_have_attribute("data-changed", "0", timeout=15_000)
     assert len(set(row.get_attribute("data-draws").split(","))) == 1

@@ -1,15 +1,17 @@
 """The exported page, opened from file:// with every network request blocked, draws what the core computes."""
 
+import re
 import subprocess
 import sys
 
 import pytest
 from playwright.sync_api import expect
 
+from app.exercises.knee import verdict_html
 from core import compute_metrics, simulate
 from core.hardware import cost_model
 from core.spread import spread_study
-from core.sweep import DEFAULT_BATCHES, knee, sweep
+from core.sweep import DEFAULT_BATCHES, decode_knee, knee, sweep
 from core.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
 
 from .helpers import READY_JS, assert_numbers_match_core, core_run, text_of
@@ -147,15 +149,21 @@ def _knee_table(page) -> dict[int, dict[str, str]]:
 def test_export_exercises_equal_the_core(page, page_errors, offline, exported):
     """From file://: the knee at a preset, rate and target, the spread at a sigma, the bug's counter: the core's."""
     _open(page, exported + "?tab=knee")
-    _set_models(page, {"knee-accelerator": "a100-80gb", "knee-model": "llama3-8b", "knee-rate": "40"})
+    expect(page.locator("[data-guess=ask]").first).to_be_visible()  # the guess comes first
+    assert page.locator("[data-knee]").count() == 0 and page.locator(".bv-knee-table").count() == 0
+    _set_models(page, {"knee-accelerator": "a100-80gb", "knee-model": "llama3-8b", "knee-rate": "20"})
     _set_models(page, {"knee-target": 30})
-    points = sweep(40.0, DEFAULT_BATCHES, cost_model("a100-80gb", "llama3-8b"), itl_target_ms=30)
-    best = knee(points)
+    _set_models(page, {"knee-guess": DEFAULT_BATCHES.index(64)}, prop="active")
+    points = sweep(20.0, DEFAULT_BATCHES, cost_model("a100-80gb", "llama3-8b"), itl_target_ms=30)
+    best, decode = knee(points), decode_knee(points)
     expect(page.locator("[data-knee]").first).to_have_attribute("data-knee", str(best.batch) if best else "none")
+    served = re.sub(r"<[^>]+>", "", verdict_html(best, decode, 30, 64))  # the served view's sentence, as text
+    expect(page.locator(".bv-knee").first).to_have_text(served)
     table = _knee_table(page)
     for p in points:
         assert table[p.batch] == {
             "step_ms": f"{p.step_ms:.1f}",
+            "decode_itl_p99_ms": f"{p.decode_itl_p99_ms:.1f}",
             "itl_p99_ms": f"{p.itl_p99_ms:.1f}",
             "tokens_per_s": f"{p.tokens_per_s:.0f}",
             "p99_latency_s": f"{p.p99_latency_ms / 1e3:.2f}",
