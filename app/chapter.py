@@ -30,12 +30,12 @@ def source_slice(fn, first: str, last: str) -> list[str]:
 
 def _code_block(lines: list[str], marks: dict[int, str], title: str, name: str) -> str:
     rows = "".join(
-        f'<div class="bv-code-line{" bv-lit" if i in marks else ""}"'
+        f'<div class="bv-src-line{" bv-marked" if i in marks else ""}"'
         + (f' data-mark="{marks[i]}"' if i in marks else "")
-        + f'><span class="bv-code">{html.escape(line)}</span></div>'
+        + f">{html.escape(line)}</div>"
         for i, line in enumerate(lines)
     )
-    return f'<div class="bv-loop" data-code="{name}"><div class="bv-loop-title">{title}</div>{rows}</div>'
+    return f'<div class="bv-source" data-code="{name}"><div class="bv-loop-title">{title}</div>{rows}</div>'
 
 
 def _marked(lines: list[str], words: dict[str, str]) -> dict[int, str]:

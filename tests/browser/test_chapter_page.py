@@ -136,11 +136,13 @@ def test_the_scheduling_loop_lights_what_the_step_did(page, page_errors, app_url
 
 
 def test_one_click_lessons(page, page_errors, app_url):
-    """'Fixed lengths' draws the core's fixed-length traffic; 'Try slots = 1' makes both timelines one schedule."""
+    """The queued fixed-lengths lesson draws the core's traffic; 'Try slots = 1' makes both timelines one schedule."""
     open_app(page, app_url, "?seed=4")
-    page.get_by_role("button", name="Fixed lengths").click()
-    expect(page).to_have_url(re.compile(r"lengths=fixed"), timeout=15_000)
-    fixed = generate(TrafficConfig(seed=4, lengths="fixed"))
+    page.get_by_role("button", name="Fixed lengths, all queued at step 0").click()
+    expect(page).to_have_url(
+        re.compile(r"lengths=fixed.*arrival_window=1|arrival_window=1.*lengths=fixed"), timeout=15_000
+    )
+    fixed = generate(TrafficConfig(seed=4, lengths="fixed", arrival_window=1))
     wait_for_timeline(page, simulate(fixed, 4, "continuous").timeline_strings(64), 4)
     page.get_by_role("button", name="Try slots = 1").click()
     expected = simulate(fixed, 1, "continuous").timeline_strings(64)

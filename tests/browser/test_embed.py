@@ -11,9 +11,11 @@ import threading
 import pytest
 
 from app.embed import course_page
+from core import simulate
+from core.chapter_traffic import chapter_traffic
 
 from .conftest import _free_port, wait_until_up
-from .helpers import READY_JS, core_run
+from .helpers import READY_JS
 from .pixels import read_timeline
 
 
@@ -53,6 +55,6 @@ def test_course_page_renders_the_embedded_app(page, page_errors, served_app, cou
         page.wait_for_function(READY_JS, polling=100, timeout=30_000)
         page.locator(".bk-Canvas").first.wait_for(timeout=30_000)
         page.screenshot(path=artifacts / "course-page.png", full_page=True)
-        assert read_timeline(page, 4, 64) == core_run("continuous", 4, 4).timeline_strings(64)
+        assert read_timeline(page, 4, 64) == simulate(chapter_traffic(), 4, "continuous").timeline_strings(64)
     finally:
         httpd.shutdown()
