@@ -120,12 +120,13 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
     traffic = RadioButtonGroup(labels=["Generated traffic", "Worked example (A-F)"], active=0, name="traffic")
     slots = Slider(title="Batch slots", start=1, end=16, value=4, step=1, name="slots", width=280)
     seed = Slider(title="Traffic seed", start=0, end=99, value=config.seed, step=1, name="seed", width=280)
-    step = Slider(title="Step", start=0, end=window, value=window, step=1, name="step", width=280)
+    last = window - 1  # step t is the pass at the cursor, as on the served page
+    step = Slider(title="Step", start=0, end=last, value=last, step=1, name="step", width=280)
     play = Button(label="▶ Play", name="play", width=90)
     nxt = Button(label="Step ▸", name="next", width=90)
     reset = Button(label="Reset", name="reset", width=90)
-    readout, stats = div(texts["readout"][window], name="readout"), div(texts["stats"][window], name="stats")
-    waste, log = div(texts["waste"][window], name="waste"), div(texts["log"][window], name="log")
+    readout, stats = div(texts["readout"][last], name="readout"), div(texts["stats"][last], name="stats")
+    waste, log = div(texts["waste"][last], name="waste"), div(texts["log"][last], name="log")
     caption = div(palette.CAPTIONS["continuous"], name="caption", sizing_mode="stretch_width")
     table = div(name="h2h-table")
     bar_source = ColumnDataSource(

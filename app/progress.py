@@ -33,7 +33,11 @@ def stats_html(completed: int, total: int, useful: int, utilisation: float, avg_
 
 
 def progress_table(run: Run, window: int) -> dict[str, list[str]]:
-    """Return, for each step t = 0..window, the readout, live stats, waste meter and decision-log texts."""
+    """Return, for each step t = 0..window-1, the readout, live stats, waste meter and decision-log texts.
+
+    Step t is the pass at the cursor: the stats and the waste meter count steps 0..t, the log says what was decided
+    before step t ran (what the lit loop shows), and the readout states that meaning once.
+    """
     grid = run.grid(window)
     useful, padding, idle = (_cumulative_cells(grid, state) for state in (GENERATING, PADDING, IDLE))
     latency = run.finish - run.arrival
@@ -41,15 +45,19 @@ def progress_table(run: Run, window: int) -> dict[str, list[str]]:
     finish_sorted, latency_sorted = run.finish[order], latency[order]
     latency_cum = np.concatenate([[0], np.cumsum(latency_sorted)])
     table: dict[str, list[str]] = {"readout": [], "stats": [], "waste": [], "log": []}
-    for t in range(window + 1):
-        done = int(np.searchsorted(finish_sorted, t, side="right"))
+    for t in range(window):
+        ran = t + 1  # steps 0..t have run
+        done = int(np.searchsorted(finish_sorted, ran, side="right"))
         avg = latency_cum[done] / done if done else None
-        util = useful[t] / (t * run.slots) if t else 0.0
-        table["readout"].append(f'<span class="bv-step" data-step="{t}">step {t} / {window}</span>')
-        table["stats"].append(stats_html(done, len(run.requests), int(useful[t]), util, avg))
+        util = useful[ran] / (ran * run.slots)
+        table["readout"].append(
+            f'<span class="bv-step" data-step="{t}">step {t}</span>'
+            f'<span class="bv-step-note"> of 0–{window - 1}: the figures below count steps 0–{t}</span>'
+        )
+        table["stats"].append(stats_html(done, len(run.requests), int(useful[ran]), util, avg))
         table["waste"].append(
-            f'<span class="bv-waste">Waste so far: <b data-waste="padding">{padding[t]}</b> padding + '
-            f'<b data-waste="idle">{idle[t]}</b> idle slot-steps</span>'
+            f'<span class="bv-waste">Waste so far: <b data-waste="padding">{padding[ran]}</b> padding + '
+            f'<b data-waste="idle">{idle[ran]}</b> idle slot-steps</span>'
         )
         table["log"].append(html.escape(run.describe_step(t)))
     return table

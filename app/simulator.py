@@ -110,7 +110,7 @@ class App(pn.viewable.Viewer):
             else:
                 messages.append(f"URL: preset={preset[:40]!r} is not allowed (use {PRESET}); kept the traffic.")
         if "window" in values and "step" not in values:
-            values["step"] = values["window"]
+            values["step"] = values["window"] - 1  # the window's last pass
         # The window first: it sets the step's bounds, which a deep link past step 64 needs before the step is set.
         if "window" in values:
             self.state.window = values.pop("window")
@@ -156,7 +156,7 @@ class App(pn.viewable.Viewer):
         self.state.param.update(slots=worked.SLOTS, batch_timeout=worked.BATCH_TIMEOUT)
         self.state.use_trace(worked.worked_example(), WORKED_NAME)
         self.state.window = worked.WINDOW
-        self.state.step = worked.WINDOW
+        self.state.step = worked.WINDOW - 1
         self.reset_trace.visible = True
 
     def _show_worked(self, *_events) -> None:

@@ -73,7 +73,9 @@ class SimState(param.Parameterized):
     arrival_window = param.Integer(default=18, bounds=(1, 512), doc="Requests arrive over steps 0..N-1")
     batch_timeout = param.Integer(default=0, bounds=(0, 64), doc="Static: steps the oldest request may wait")
     window = param.Integer(default=64, bounds=(8, 4096), doc="Steps shown and measured")
-    step = param.Integer(default=64, bounds=(0, 4096), doc="Playback position (steps run so far)")
+    step = param.Integer(
+        default=63, bounds=(0, 4095), doc="The pass at the cursor: step t (0-based); the figures count steps 0..t"
+    )
     both = param.Boolean(default=True, doc="Also draw the other mode's timeline, on the same time axis")
     clock = param.Selector(default="steps", objects=["steps", "ms"], doc="Time axis: one column per step, or ms")
     accelerator = param.Selector(default=DEFAULT_ACCELERATOR, objects=list(ACCELERATORS), doc="On a clock: the GPU")
@@ -131,9 +133,9 @@ class SimState(param.Parameterized):
 
     @param.depends("window", watch=True, on_init=True)
     def _clamp_step(self) -> None:
-        self.param.step.bounds = (0, self.window)
-        if self.step > self.window:
-            self.step = self.window
+        self.param.step.bounds = (0, self.window - 1)
+        if self.step > self.window - 1:
+            self.step = self.window - 1
 
     @property
     def run(self) -> Run:

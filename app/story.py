@@ -113,10 +113,10 @@ def _names(run: Run, indices: list[int]) -> str:
 
 @lru_cache(maxsize=256)
 def loop_texts(run: Run, window: int) -> tuple[str, ...]:
-    """Return, for each playback position 0..window, the scheduling loop with the lines that step executed lit.
+    """Return, for each step t = 0..window-1 at the cursor, the scheduling loop with the lines step t executed lit.
 
-    Position t shows step t, the step about to run (the window's end shows its last step); the retire and admit
-    lines light only when that step retired or admitted someone, the batch lines whenever anything runs.
+    The retire and admit lines light only when that step retired or admitted someone, the batch lines whenever
+    anything runs.
     """
     retired, admitted = defaultdict(list), defaultdict(list)
     for i, (s, r) in enumerate(zip(run.start.tolist(), run.release.tolist())):
@@ -125,8 +125,7 @@ def loop_texts(run: Run, window: int) -> tuple[str, ...]:
         if r < window:
             retired[r].append(i)
     texts = []
-    for position in range(window + 1):
-        t = min(position, window - 1)
+    for t in range(window):
         running = int(((run.start <= t) & (t < run.release)).sum())
         padding = int(((run.finish <= t) & (t < run.release)).sum())
         notes = {

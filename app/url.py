@@ -59,7 +59,7 @@ def parse_query(query: dict, state: param.Parameterized) -> tuple[dict, list[str
             continue
         low, high = p.bounds
         if name == "step":
-            high = values.get("window", state.window)
+            high = values.get("window", state.window) - 1  # the window's last pass
         number = plain_int(text)  # plain ASCII digits only: no `1_6`, no other scripts' digits, no 5,000 digits
         if number is None:
             messages.append(

@@ -32,8 +32,8 @@ PLAYBACK_JS = """
 const n = src.data.panel.length;
 const t = Math.max(0, Math.min(cb_obj.value, n - 1));
 if (!src.data.on_clock[t]) {  // on a clock the whole run is drawn: steps do not map to one x
-  for (const c of curtains) c.left = t;
-  for (const c of cursors) c.location = t;
+  for (const c of curtains) c.left = t + 1;  // step t's own column is drawn
+  for (const c of cursors) c.location = t + 1;
 }
 panel.text = src.data.panel[t];
 loop.text = src.data.loop[t];
@@ -132,14 +132,14 @@ class Controls(pn.viewable.Viewer):
         self.player = pn.widgets.Player.from_param(
             s.param.step,
             start=0,
-            end=s.window,
+            end=s.window - 1,
             interval=120,
             loop_policy="once",
             show_loop_controls=False,
             width=280,
             name="Playback",
         )
-        s.param.watch(lambda e: setattr(self.player, "end", e.new), "window")
+        s.param.watch(lambda e: setattr(self.player, "end", e.new - 1), "window")
         generator = [
             pn.widgets.IntSlider.from_param(s.param.seed, label="Traffic seed"),
             _slider(s, "requests", "Requests", 64),
@@ -183,9 +183,10 @@ class TimelineView(pn.viewable.Viewer):
         super().__init__(**params)
         s = self.state
         theme = palette.THEMES[self.theme]
-        self.plot = timeline_figure(s.run, s.window, s.step, name="timeline", theme=theme)
+        # Step t is the pass at the cursor: its own column is drawn, the curtain starts at t + 1.
+        self.plot = timeline_figure(s.run, s.window, s.step + 1, name="timeline", theme=theme)
         # The other mode on the same traffic, on the same time axis, under the same playback cursor.
-        self.other = timeline_figure(s.other_run, s.window, s.step, name="timeline-other", theme=theme)
+        self.other = timeline_figure(s.other_run, s.window, s.step + 1, name="timeline-other", theme=theme)
         self.other.figure.x_range = self.plot.figure.x_range
         link_hover(self.plot, self.other)
         self.other.figure.visible = s.both
@@ -225,11 +226,11 @@ class TimelineView(pn.viewable.Viewer):
         return {
             "panel": list(playback_texts(s.run, s.window)),
             "loop": list(loop_texts(s.run, s.window)),
-            "on_clock": [s.clock == "ms"] * (s.window + 1),
+            "on_clock": [s.clock == "ms"] * s.window,
         }
 
     def _show_step(self) -> None:
-        t = min(self.state.step, self.state.window)
+        t = min(self.state.step, self.state.window - 1)
         data = self.progress.data
         self.panel.text = data["panel"][t]
         self.loop.text = data["loop"][t]
@@ -244,8 +245,8 @@ class TimelineView(pn.viewable.Viewer):
             update_timeline_on_clock(self.plot, shown, end)
             update_timeline_on_clock(self.other, other, end)
         else:
-            update_timeline(self.plot, s.run, s.window, min(s.step, s.window))
-            update_timeline(self.other, s.other_run, s.window, min(s.step, s.window))
+            update_timeline(self.plot, s.run, s.window, min(s.step, s.window - 1) + 1)
+            update_timeline(self.other, s.other_run, s.window, min(s.step, s.window - 1) + 1)
         self._show_step()
         self.caption.object = palette.CAPTIONS[s.mode]
 

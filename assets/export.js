@@ -136,7 +136,7 @@ function h2h(slots, seed) {
 }
 
 const mode = MODES[mode_group.active], slots = slots_slider.value, seed = seed_slider.value;
-const step = Math.max(0, Math.min(step_slider.value, W));
+const step = Math.max(0, Math.min(step_slider.value, W - 1));  // the pass at the cursor: steps 0..step have run
 const r = runOf(mode, slots, seed);
 const key = `${WORKED}/${mode}/${slots}/${seed}`;
 if (window.__bvKey !== key) {
@@ -151,9 +151,10 @@ if (window.__bvKey !== key) {
   fig.title.text = `${mode} batching`;
   h2h(slots, seed);
 }
-curtain.left = step; cursor.location = step;
-readout.text = `<span class="bv-step" data-step="${step}">step ${step} / ${W}</span>`;
-const m = metricsAt(r, step);
+curtain.left = step + 1; cursor.location = step + 1;
+readout.text = `<span class="bv-step" data-step="${step}">step ${step}</span>` +
+  `<span class="bv-step-note"> of 0–${W - 1}: the figures below count steps 0–${step}</span>`;
+const m = metricsAt(r, step + 1);
 stats.text = statsHtml(m, r.n);
 waste.text = `<span class="bv-waste">Waste so far: <b data-waste="padding">${m.padding}</b> padding + ` +
              `<b data-waste="idle">${m.idle}</b> idle slot-steps</span>`;

@@ -31,7 +31,7 @@ def test_the_loop_lights_what_each_step_did():
     assert _lit(static[15]) == ["head", "retire", "admit", "build", "forward"]
     assert "A, B, C, D leave" in static[15] and "E, F join" in static[15]
     assert "4 rows, 1 of them padding" in static[5]  # B finished at 5 and pads until 15
-    assert static[64] == static[63]  # the window's end shows its last step
+    assert len(static) == 64  # one text per step at the cursor, 0..63: no position past the last pass
 
 
 def test_the_quiz_scores_and_explains_every_question():
@@ -133,7 +133,7 @@ def test_the_batch_view_follows_the_cursor_and_the_runs():
     assert 'data-batch-step="10"' in view.div.text
     state.step = 3
     assert 'data-batch-step="3"' in view.div.text
-    state.step = 64  # the window's end: its last step
+    state.step = 63  # the window's last pass
     assert 'data-batch-step="63"' in view.div.text
     before = view.div.text
     state.seed = 5

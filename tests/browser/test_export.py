@@ -102,20 +102,20 @@ def test_export_playback_reveals_cells_and_logs_decisions(page, page_errors, off
     full = run.timeline_strings(64)
     _set(page, mode=1)
     page.get_by_role("button", name="Reset").click()
-    expect(page.locator(".bv-step").first).to_have_text("step 0 / 64")
+    expect(page.locator(".bv-step").first).to_have_text("step 0")
     for _ in range(5):
         page.get_by_role("button", name="Step ▸").click()
-    expect(page.locator(".bv-step").first).to_have_text("step 5 / 64")
-    assert read_timeline(page, 4, 64) == [row[:5] + "-" * 59 for row in full]
-    assert text_of(page, "[data-stat=useful_tokens]") == str(compute_metrics(run, 5).useful_tokens)
+    expect(page.locator(".bv-step").first).to_have_text("step 5")
+    assert read_timeline(page, 4, 64) == [row[:6] + "-" * 58 for row in full]  # step 5 is the pass at the cursor
+    assert text_of(page, "[data-stat=useful_tokens]") == str(compute_metrics(run, 6).useful_tokens)
     assert text_of(page, ".bk-Div >> text=/^step 5:/") == run.describe_step(5)
     page.get_by_role("button", name="▶ Play").click()
-    expect(page.locator(".bv-step").first).not_to_have_text("step 5 / 64", timeout=5000)
+    expect(page.locator(".bv-step").first).not_to_have_text("step 5", timeout=5000)
     page.get_by_role("button", name="❚❚ Pause").click()
     page.wait_for_timeout(300)
     step = int(page.locator(".bv-step").first.get_attribute("data-step"))
-    assert 5 < step <= 64
-    assert read_timeline(page, 4, 64) == [row[:step] + "-" * (64 - step) for row in full]
+    assert 5 < step <= 63
+    assert read_timeline(page, 4, 64) == [row[: step + 1] + "-" * (63 - step) for row in full]
     assert text_of(page, ".bk-Div >> text=/^step \\d+:/") == run.describe_step(step)
 
 

@@ -25,28 +25,28 @@ def test_keyboard_moves_the_slots_slider(page, page_errors, app_url):
 
 
 def test_deep_link_opens_mid_playback(page, page_errors, app_url):
-    """?step=20 opens at step 20: cells before it are drawn, later ones still hidden behind the curtain."""
+    """?step=20 opens at step 20: cells up to and including it are drawn, later ones hidden behind the curtain."""
     open_app(page, app_url, PLAYBACK_AT_20)
-    expect(page.locator(".bv-step").first).to_have_text("step 20 / 64")
+    expect(page.locator(".bv-step").first).to_have_text("step 20")
     full = core_run("static", 4, 4).timeline_strings(64)
-    assert read_timeline(page, 4, 64) == [row[:20] + "-" * 44 for row in full]
+    assert read_timeline(page, 4, 64) == [row[:21] + "-" * 43 for row in full]
 
 
 def test_playback_reveals_cells_in_order(page, page_errors, app_url):
-    """Next advances one step; play keeps advancing; every frame reveals exactly the cells before the cursor."""
+    """Next advances one step; play keeps advancing; every frame reveals exactly the cells up to the cursor's step."""
     open_app(page, app_url, PLAYBACK_AT_20)
     full = core_run("static", 4, 4).timeline_strings(64)
     page.locator("button.next").first.click()
-    expect(page.locator(".bv-step").first).to_have_text("step 21 / 64")
-    assert read_timeline(page, 4, 64) == [row[:21] + "-" * 43 for row in full]
+    expect(page.locator(".bv-step").first).to_have_text("step 21")
+    assert read_timeline(page, 4, 64) == [row[:22] + "-" * 42 for row in full]
     page.locator("button.play").first.click()
-    expect(page.locator(".bv-step").first).not_to_have_text("step 21 / 64", timeout=5000)
+    expect(page.locator(".bv-step").first).not_to_have_text("step 21", timeout=5000)
     page.locator("button.pause").first.click()
     step = int(page.locator(".bv-step").first.get_attribute("data-step"))
-    assert 21 < step <= 64
+    assert 21 < step <= 63
     page.wait_for_timeout(300)
     step = int(page.locator(".bv-step").first.get_attribute("data-step"))
-    assert read_timeline(page, 4, 64) == [row[:step] + "-" * (64 - step) for row in full]
+    assert read_timeline(page, 4, 64) == [row[: step + 1] + "-" * (63 - step) for row in full]
 
 
 def test_bad_url_values_show_a_message_and_clamp(page, page_errors, app_url):
@@ -86,9 +86,10 @@ def test_good_trace_upload_draws_that_trace(page, page_errors, app_url, tmp_path
 def test_deep_link_with_a_longer_window(page, page_errors, app_url):
     """?window=100&step=80 opens at step 80 of 100 (past the default window), drawing the core's timeline."""
     open_app(page, app_url, "?mode=continuous&slots=2&seed=4&window=100&step=80")
-    expect(page.locator(".bv-step").first).to_have_text("step 80 / 100")
+    expect(page.locator(".bv-step").first).to_have_text("step 80")
+    expect(page.locator(".bv-step-note").first).to_have_text(" of 0–99: the figures below count steps 0–80")
     full = core_run("continuous", 2, 4).timeline_strings(100)
-    assert read_timeline(page, 2, 100) == [row[:80] + "-" * 20 for row in full]
+    assert read_timeline(page, 2, 100) == [row[:81] + "-" * 19 for row in full]
 
 
 def test_mean_output_length_turns_the_load_up_and_down(page, page_errors, app_url):

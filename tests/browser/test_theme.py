@@ -40,7 +40,7 @@ def test_dark_theme_draws_the_same_states_on_a_dark_page(page, page_errors, app_
     corner = image[int(y), int(x)]
     assert np.abs(corner - [int(DARK.background[i : i + 2], 16) for i in (1, 3, 5)]).max() <= 4, corner
     full = core_run("static", 4, 4).timeline_strings(64)
-    assert read_timeline(page, 4, 64, curtain=DARK.background) == [row[:20] + "-" * 44 for row in full]
+    assert read_timeline(page, 4, 64, curtain=DARK.background) == [row[:21] + "-" * 43 for row in full]
 
 
 def test_bad_theme_says_what_is_allowed(page, page_errors, app_url):
