@@ -193,12 +193,17 @@ class BatchView(pn.viewable.Viewer):
         self._walker: ContinuousBatches | None = None
         self._refresh()
         self.state.param.watch(
-            lambda *_e: on_document(self._refresh), ["step", "static_run", "continuous_run", "mode", "window"]
+            lambda *_e: on_document(self._refresh), ["step", "static_run", "continuous_run", "mode", "window", "clock"]
         )
 
     def html(self) -> str:
         """Return both batches at the cursor's step, the mode shown first."""
         s = self.state
+        if s.clock == "ms":  # the cursor is a time there; this view is built per step, so it says so, not a step
+            return (
+                '<div class="bv-batches" data-batch-step="clock"><p class="bv-batch-empty">On a clock the cursor '
+                "is a time, not a step: switch the time axis to steps to see the batch each step builds.</p></div>"
+            )
         t = inspected_step(s.step, s.window)
         if self._walker is None or self._walker.run is not s.continuous_run:
             self._walker = ContinuousBatches(s.continuous_run)

@@ -21,7 +21,7 @@ from bokeh.models import (
 from bokeh.plotting import figure
 
 from core import Metrics, Run
-from core.timed import TimedRun
+from core.timed import TimedMetrics, TimedRun
 
 from . import palette
 
@@ -287,12 +287,35 @@ def update_timeline(plot: TimelinePlot, run: Run, window: int, step: int) -> Non
 H2H_GROUPS = ["completed", "GPU utilisation %", "avg latency, all (steps)"]
 
 
+H2H_TIMED_GROUPS = ["tokens/s", "TTFT p50 (ms)", "avg latency, all (ms)"]
+
+
 def head_to_head_data(static: Metrics, continuous: Metrics) -> dict[str, list]:
     """Return the paired bars' data: each group scaled to its larger value, labelled with the real numbers."""
     values = {
         "static": [static.completed, 100 * static.utilisation, static.avg_latency_all or 0.0],
         "continuous": [continuous.completed, 100 * continuous.utilisation, continuous.avg_latency_all or 0.0],
     }
+    return _paired_bars(values, (0, 0, 1))
+
+
+def head_to_head_timed_data(static: TimedMetrics, continuous: TimedMetrics) -> dict[str, list]:
+    """Return the paired bars on a clock: tokens/s, TTFT p50 and the mean latency over every request, in ms."""
+    values = {
+        policy: [m.tokens_per_s, m.ttft_ms["p50"], m.e2e_ms["mean"]]
+        for policy, m in (("static", static), ("continuous", continuous))
+    }
+    return _paired_bars(values, (0, 1, 1))
+
+
+def set_head_to_head_groups(fig, groups: list[str]) -> None:
+    """Name the paired bars' three groups (steps or clock) on an existing head-to-head figure."""
+    labels = {0.5 + i: g for i, g in enumerate(groups)}
+    if fig.yaxis[0].major_label_overrides != labels:
+        fig.yaxis[0].major_label_overrides = labels
+
+
+def _paired_bars(values: dict[str, list[float]], decimals: tuple[int, ...]) -> dict[str, list]:
     data: dict[str, list] = {"y": [], "w": [], "color": [], "text": []}
     for g in range(len(H2H_GROUPS)):
         top = max(values["static"][g], values["continuous"][g]) or 1.0
@@ -303,7 +326,7 @@ def head_to_head_data(static: Metrics, continuous: Metrics) -> dict[str, list]:
             data["y"].append(g + 0.3 + 0.38 * k)
             data["w"].append(v / top)
             data["color"].append(color)
-            data["text"].append(f"{policy}: {v:.1f}" if g == 2 else f"{policy}: {v:.0f}")
+            data["text"].append(f"{policy}: {v:,.{decimals[g]}f}")
     return data
 
 

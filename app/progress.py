@@ -8,6 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from core import GENERATING, IDLE, PADDING, Run
+from core.timed import TimedRun
 
 
 def _cumulative_cells(grid: np.ndarray, state: int) -> np.ndarray:
@@ -79,3 +80,74 @@ def playback_panel(table: dict[str, list[str]]) -> list[str]:
         f'<div class="bv-readout">{r}</div>{s}<div class="bv-waste-row">{w}</div><div class="bv-log">{g}</div>'
         for r, s, w, g in zip(table["readout"], table["stats"], table["waste"], table["log"])
     ]
+
+
+def clock_times(end_ms: float, frames: int) -> list[float]:
+    """Return the time cursor of each playback frame on a clock: `frames` even steps ending at `end_ms`."""
+    return [end_ms * (k + 1) / frames for k in range(frames)]
+
+
+def clock_stats_html(completed: int, total: int, tokens: int, tokens_per_s: float, avg_ms: float | None) -> str:
+    """Return the live stats on a clock: every figure counted by the time cursor, latencies in ms."""
+    items = [
+        ("completed", "Completed", f"{completed}/{total}"),
+        ("useful_tokens", "Tokens out", f"{tokens}"),
+        ("tokens_per_s", "Tokens/s so far", f"{tokens_per_s:,.0f}"),
+        ("avg_latency_ms", "Avg latency of those completed (ms)", "–" if avg_ms is None else f"{avg_ms:,.1f}"),
+    ]
+    cells = "".join(
+        f'<div class="bv-stat"><div class="bv-stat-label">{label}</div>'
+        f'<div class="bv-stat-value" data-stat="{key}">{value}</div></div>'
+        for key, label, value in items
+    )
+    return f'<div class="bv-stats">{cells}</div>'
+
+
+def _tokens_by_pass(run: TimedRun) -> np.ndarray:
+    """Return, for p = 0..passes, the tokens out of passes 0..p-1 (every running request emits one per pass)."""
+    diff = np.zeros(run.passes + 1, dtype=np.int64)
+    np.add.at(diff, run.start_pass, 1)
+    np.add.at(diff, run.finish_pass, -1)
+    return np.concatenate([[0], np.cumsum(np.cumsum(diff)[: run.passes])])
+
+
+def describe_pass(run: TimedRun, p: int) -> str:
+    """Return what pass p computed, e.g. 'pass 17, 812.0-826.3 ms: 4 rows, 64 prompt tokens prefilled'."""
+    prefill = int(run.pass_prefill[p])
+    work = f"{int(run.pass_rows[p])} rows" + (f", {prefill:,} prompt tokens prefilled" if prefill else "")
+    return f"pass {p}, {run.pass_start_ms[p]:,.1f}-{run.pass_end_ms[p]:,.1f} ms: {work}"
+
+
+def clock_progress_table(run: TimedRun, times: list[float]) -> dict[str, list[str]]:
+    """Return, per time cursor, the readout, stats, pass meter and the pass under the cursor, all in ms."""
+    tokens_out = _tokens_by_pass(run)
+    latency = run.finish_ms - run.arrival_ms
+    end = times[-1] if times else 0.0
+    table: dict[str, list[str]] = {"readout": [], "stats": [], "waste": [], "log": []}
+    for k, t in enumerate(times):
+        done_passes = int(np.searchsorted(run.pass_end_ms, t, side="right"))  # passes finished by t
+        done = run.finish_ms <= t
+        avg = float(latency[done].mean()) if done.any() else None
+        tokens = int(tokens_out[done_passes])
+        table["readout"].append(
+            f'<span class="bv-step" data-step="{k}" data-ms="{t:.3f}">t = {t:,.1f} ms</span>'
+            f'<span class="bv-step-note"> of {end:,.1f} ms: the figures below count what came out by then</span>'
+        )
+        table["stats"].append(clock_stats_html(int(done.sum()), len(run.requests), tokens, tokens / t * 1e3, avg))
+        busy = float((np.minimum(run.pass_end_ms, t) - np.minimum(run.pass_start_ms, t)).sum())  # pass time by t
+        table["waste"].append(
+            f'<span class="bv-waste">Forward passes so far: <b data-waste="passes">{done_passes}</b>; the GPU '
+            f'sat idle <b data-waste="idle_ms">{max(t - busy, 0.0):,.1f}</b> ms</span>'
+        )
+        p = int(np.searchsorted(run.pass_start_ms, t, side="left")) - 1  # the last pass begun before t
+        if p >= 0 and t <= run.pass_end_ms[p]:
+            table["log"].append(html.escape(describe_pass(run, p)))
+        else:
+            table["log"].append(f"{t:,.1f} ms: no pass is running" + (": all done" if t >= run.drain_ms else ""))
+    return table
+
+
+@lru_cache(maxsize=256)
+def clock_playback_texts(run: TimedRun, end_ms: float, frames: int) -> tuple[str, ...]:
+    """Return the per-frame HTML blocks of a timed run, its time cursor moving in `frames` steps to `end_ms`."""
+    return tuple(playback_panel(clock_progress_table(run, clock_times(end_ms, frames))))

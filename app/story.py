@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import html
-from collections import defaultdict
 from functools import lru_cache
 
+import numpy as np
+
 from core import Run
+from core.timed import TimedRun
 
 WHY = (
     "<h3>Why static batching wastes, and what continuous batching changes</h3>"
@@ -111,6 +113,29 @@ def _names(run: Run, indices: list[int]) -> str:
     return html.escape(shown)
 
 
+def _loop_html(run, start, finish, release, t: int, index: int, title: str) -> str:
+    """Return the loop at step (or pass) t: start/finish/release are per-request indices on the same axis as t."""
+    retired, admitted = np.flatnonzero(release == t).tolist(), np.flatnonzero(start == t).tolist()
+    running = int(((start <= t) & (t < release)).sum())
+    padding = int(((finish <= t) & (t < release)).sum())
+    notes = {
+        "retire": f"← {_names(run, retired)} {_verb(retired, 'leave')}" if retired else "",
+        "admit": f"← {_names(run, admitted)} {_verb(admitted, 'join')}" if admitted else "",
+        "build": f"← {running} rows" + (f", {padding} of them padding" if padding else "") if running else "",
+        "forward": "← nothing to run: the slots are idle" if not running else "",
+    }
+    lit = {"head": True, "retire": bool(retired), "admit": bool(admitted), "build": running > 0, "forward": running > 0}
+    lines = "".join(
+        f'<div class="bv-code-line{" bv-lit" if lit[key] else ""}" data-line="{key}">'
+        f'<span class="bv-code">{html.escape(code)}</span><span class="bv-note">{notes.get(key, "")}</span></div>'
+        for key, code in LOOPS[run.policy]
+    )
+    return (
+        f'<div class="bv-loop" data-loop-step="{index}"><div class="bv-loop-title">{title} ({run.policy})</div>'
+        f"{lines}</div>"
+    )
+
+
 @lru_cache(maxsize=256)
 def loop_texts(run: Run, window: int) -> tuple[str, ...]:
     """Return, for each step t = 0..window-1 at the cursor, the scheduling loop with the lines step t executed lit.
@@ -118,31 +143,20 @@ def loop_texts(run: Run, window: int) -> tuple[str, ...]:
     The retire and admit lines light only when that step retired or admitted someone, the batch lines whenever
     anything runs.
     """
-    retired, admitted = defaultdict(list), defaultdict(list)
-    for i, (s, r) in enumerate(zip(run.start.tolist(), run.release.tolist())):
-        if s < window:
-            admitted[s].append(i)
-        if r < window:
-            retired[r].append(i)
+    return tuple(
+        _loop_html(run, run.start, run.finish, run.release, t, t, f"The scheduling loop, step {t}")
+        for t in range(window)
+    )
+
+
+def clock_loop_texts(run: TimedRun, times: list[float]) -> tuple[str, ...]:
+    """Return, per time cursor on a clock, the loop at the last pass begun by then (lit as that pass ran)."""
     texts = []
-    for t in range(window):
-        running = int(((run.start <= t) & (t < run.release)).sum())
-        padding = int(((run.finish <= t) & (t < run.release)).sum())
-        notes = {
-            "retire": f"← {_names(run, retired[t])} {_verb(retired[t], 'leave')}" if retired[t] else "",
-            "admit": f"← {_names(run, admitted[t])} {_verb(admitted[t], 'join')}" if admitted[t] else "",
-            "build": f"← {running} rows" + (f", {padding} of them padding" if padding else "") if running else "",
-            "forward": "← nothing to run: the slots are idle" if not running else "",
-        }
-        lit = {"head": True, "retire": bool(retired[t]), "admit": bool(admitted[t]), "build": running > 0}
-        lit["forward"] = running > 0
-        lines = "".join(
-            f'<div class="bv-code-line{" bv-lit" if lit[key] else ""}" data-line="{key}">'
-            f'<span class="bv-code">{html.escape(code)}</span><span class="bv-note">{notes.get(key, "")}</span></div>'
-            for key, code in LOOPS[run.policy]
-        )
-        texts.append(
-            f'<div class="bv-loop" data-loop-step="{t}"><div class="bv-loop-title">The scheduling loop, step {t} '
-            f"({run.policy})</div>{lines}</div>"
-        )
+    for k, t in enumerate(times):
+        p = int(np.searchsorted(run.pass_start_ms, t, side="left")) - 1
+        if p < 0 or t > run.pass_end_ms[p]:  # between passes, or past this mode's drain: nothing runs at t
+            title, p = f"The scheduling loop at {t:,.1f} ms, between passes", -1
+        else:
+            title = f"The scheduling loop, pass {p} ({run.pass_start_ms[p]:,.1f}-{run.pass_end_ms[p]:,.1f} ms)"
+        texts.append(_loop_html(run, run.start_pass, run.finish_pass, run.release_pass, p, k, title))
     return tuple(texts)

@@ -11,42 +11,50 @@ from bokeh.models import ColumnDataSource, Div
 from core import Metrics
 from core.hardware import ACCELERATOR_OPTIONS, MODEL_OPTIONS
 from core.losses import Losses, losses
-from core.timed import timed_metrics
+from core.timed import TimedMetrics, timed_metrics
 
 from . import palette
 from .loop import on_document
 from .plots import (
+    H2H_GROUPS,
+    H2H_TIMED_GROUPS,
     head_to_head_data,
     head_to_head_figure,
+    head_to_head_timed_data,
     link_hover,
+    set_head_to_head_groups,
     timeline_figure,
     update_timeline,
     update_timeline_on_clock,
 )
-from .progress import playback_texts
+from .progress import clock_playback_texts, clock_times, playback_texts
 from .state import SimState
-from .story import loop_texts
+from .story import clock_loop_texts, loop_texts
 from .style import CSS
 
 PLAYBACK_JS = """
 const n = src.data.panel.length;
 const t = Math.max(0, Math.min(cb_obj.value, n - 1));
-if (!src.data.on_clock[t]) {  // on a clock the whole run is drawn: steps do not map to one x
-  for (const c of curtains) c.left = t + 1;  // step t's own column is drawn
-  for (const c of cursors) c.location = t + 1;
-}
+const x = src.data.cursor_x[t];  // steps: t + 1 (step t's own column is drawn); on a clock: the frame's time in ms
+for (const c of curtains) c.left = x;
+for (const c of cursors) c.location = x;
 panel.text = src.data.panel[t];
 loop.text = src.data.loop[t];
 """
 
 
-def _h2h_timed_rows(state: SimState) -> list[tuple[str, str, str, str]]:
-    """Return the head-to-head's rows on a clock: tokens/s, TTFT p50 and end-to-end p99, in ms."""
-    static, continuous = (timed_metrics(run) for run in state.timed_runs())
+def h2h_timed_rows(static: TimedMetrics, continuous: TimedMetrics, n: int) -> list[tuple[str, str, str, str]]:
+    """Return the head-to-head's rows on a clock, every figure in ms (or per second), over each mode's drain."""
+
+    def ms(key: str, stat: str) -> tuple[str, str]:
+        return f"{getattr(static, key)[stat]:,.1f}", f"{getattr(continuous, key)[stat]:,.1f}"
+
     return [
+        ("drain_ms", "All done at (ms)", f"{static.drain_ms:,.1f}", f"{continuous.drain_ms:,.1f}"),
         ("tokens_per_s", "Tokens/s", f"{static.tokens_per_s:,.0f}", f"{continuous.tokens_per_s:,.0f}"),
-        ("ttft_p50", "TTFT p50 (ms)", f"{static.ttft_ms['p50']:,.1f}", f"{continuous.ttft_ms['p50']:,.1f}"),
-        ("e2e_p99", "End-to-end p99 (ms)", f"{static.e2e_ms['p99']:,.1f}", f"{continuous.e2e_ms['p99']:,.1f}"),
+        ("ttft_p50", "TTFT p50 (ms)", *ms("ttft_ms", "p50")),
+        ("e2e_mean", f"Avg latency, all {n} requests (ms, each to its finish)", *ms("e2e_ms", "mean")),
+        ("e2e_p99", "End-to-end p99 (ms)", *ms("e2e_ms", "p99")),
     ]
 
 
@@ -201,7 +209,10 @@ class TimelineView(pn.viewable.Viewer):
         self.caption.object = palette.CAPTIONS[s.mode]
         if s.clock == "ms":  # a deep link straight onto the clock
             self._refresh()
-        s.param.watch(lambda *_e: on_document(self._refresh), ["static_run", "continuous_run", "mode", "window"])
+        s.param.watch(
+            lambda *_e: on_document(self._refresh),
+            ["static_run", "continuous_run", "mode", "window", "clock", "accelerator", "model_shape"],
+        )
 
     def link_inspector(self, div: Div) -> None:
         """Make hovering a request in either timeline outline its tokens and blocks in `div` (the batch view)."""
@@ -221,19 +232,36 @@ class TimelineView(pn.viewable.Viewer):
             },
         )
 
-    def _texts(self) -> dict[str, list[str]]:
+    def _texts(self) -> dict[str, list]:
         s = self.state
+        if s.clock == "ms":  # playback moves a time cursor over both drains; every figure is in ms
+            shown, end = self._timed_shown()
+            times = clock_times(end, s.window)
+            return {
+                "panel": list(clock_playback_texts(shown, end, s.window)),
+                "loop": list(clock_loop_texts(shown, times)),
+                "cursor_x": times,
+            }
         return {
             "panel": list(playback_texts(s.run, s.window)),
             "loop": list(loop_texts(s.run, s.window)),
-            "on_clock": [s.clock == "ms"] * s.window,
+            "cursor_x": list(range(1, s.window + 1)),
         }
+
+    def _timed_shown(self):
+        """Return the shown mode's timed run and the end of the shared time axis (the later drain)."""
+        static, continuous = self.state.timed_runs()
+        end = max(static.drain_ms, continuous.drain_ms)
+        return (static if self.state.mode == "static" else continuous), end
 
     def _show_step(self) -> None:
         t = min(self.state.step, self.state.window - 1)
         data = self.progress.data
         self.panel.text = data["panel"][t]
         self.loop.text = data["loop"][t]
+        x = data["cursor_x"][t]
+        for plot in (self.plot, self.other):
+            plot.curtain.left, plot.cursor.location = x, x
 
     def _refresh(self, *_events) -> None:
         s = self.state
@@ -285,9 +313,15 @@ class HeadToHeadView(pn.viewable.Viewer):
         s = self.state
         result = s.comparison()
         loss = (losses(s.static_run, s.window), losses(s.continuous_run, s.window))
+        if s.clock == "ms":  # on a clock every figure is in ms: the step rows would mix units
+            static, continuous = (timed_metrics(run) for run in s.timed_runs())
+            self.table.object = _h2h_table(h2h_timed_rows(static, continuous, result.static.requests))
+            self.bar_data.data = head_to_head_timed_data(static, continuous)
+            set_head_to_head_groups(self.bars.object, H2H_TIMED_GROUPS)
+            return
         rows = h2h_rows(result.static, result.continuous, *loss)
-        timed = _h2h_timed_rows(s) if s.clock == "ms" else []
-        self.table.object = _h2h_table(rows + timed)
+        self.table.object = _h2h_table(rows)
+        set_head_to_head_groups(self.bars.object, H2H_GROUPS)
         self.bar_data.data = head_to_head_data(result.static, result.continuous)
 
     def __panel__(self):

@@ -76,3 +76,40 @@ def test_another_preset_redraws_on_its_clock(page, page_errors, app_url):
         f"Math.abs(Bokeh.documents[0].get_model_by_name('timeline').x_range.end - {end}) < 1e-6", timeout=15_000
     )
     assert _edges_match(page, "timeline", runs["continuous"], 0) >= 1
+
+
+def _white_right_of(page, name: str, t: float, slots: int) -> list[bool]:
+    """Return, per slot, whether the pixel just right of time t is the curtain's white."""
+    image = np.asarray(Image.open(io.BytesIO(page.screenshot(full_page=True))).convert("RGB")).astype(float)
+    out = []
+    for slot in range(slots):
+        xs, y = page.evaluate(X_PIXEL_JS, [name, [t], slot])
+        out.append(nearest_state(image[int(round(y)), int(round(xs[0])) + 3], COLOURS) == "W")
+    return out
+
+
+def test_on_a_clock_playback_moves_a_time_cursor_and_every_figure_is_in_ms(page, page_errors, app_url):
+    """?clock=ms&step=10: the readout is a time, the stats are the core's by then, the curtain stands there."""
+    runs = _core_runs("h100-sxm", "llama2-7b")
+    end = max(r.drain_ms for r in runs.values())
+    times = [end * (k + 1) / 64 for k in range(64)]
+    open_app(page, app_url, "?clock=ms&mode=continuous&slots=4&seed=4&step=10")
+    run = runs["continuous"]
+    readout = page.locator(".bv-step").first
+    expect(readout).to_have_attribute("data-ms", f"{times[10]:.3f}", timeout=15_000)
+    expect(readout).to_have_text(f"t = {times[10]:,.1f} ms")
+    done = int((run.finish_ms <= times[10]).sum())
+    expect(page.locator("[data-stat=completed]").first).to_have_text(f"{done}/12")
+    expect(page.locator("[data-stat=avg_latency_ms]").first).to_be_visible()
+    assert "steps" not in page.locator(".bv-stats").first.inner_text()
+    page.wait_for_function("Bokeh.documents[0].is_idle", polling=100)
+    assert all(_white_right_of(page, "timeline", times[10], 4))  # nothing drawn past the cursor
+    page.locator("button.next").first.click()
+    expect(readout).to_have_attribute("data-ms", f"{times[11]:.3f}")
+    page.wait_for_timeout(300)
+    assert all(_white_right_of(page, "timeline", times[11], 4))
+    assert not all(_white_right_of(page, "timeline", times[11] - (times[11] - times[10]) * 0.5, 4))
+    for policy, timed in runs.items():
+        m = timed_metrics(timed)
+        expect(page.locator(f"[data-h2h={policy}-drain_ms]").first).to_have_text(f"{m.drain_ms:,.1f}")
+    expect(page.locator("[data-h2h=static-utilisation]")).to_have_count(0)  # no step figure on a clock

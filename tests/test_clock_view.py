@@ -1,0 +1,64 @@
+"""The clock view's playback: a time cursor, and every figure at it counted from the core's timed run in ms."""
+
+import re
+
+import numpy as np
+
+from app.progress import clock_progress_table, clock_times
+from app.state import SimState
+from app.story import clock_loop_texts
+from app.views import h2h_timed_rows
+from core.timed import timed_metrics
+
+FRAMES = 64
+
+
+def _runs():
+    state = SimState(seed=4, clock="ms")
+    static, continuous = state.timed_runs()
+    return static, continuous, max(static.drain_ms, continuous.drain_ms)
+
+
+def _tokens_out_by(run, t: float) -> int:
+    """Count, request by request, the passes that emitted one of its tokens by time t (the slow way)."""
+    ends = run.pass_end_ms
+    return sum(int((ends[s:f] <= t).sum()) for s, f in zip(run.start_pass.tolist(), run.finish_pass.tolist()))
+
+
+def test_the_cursor_moves_in_time_and_the_figures_follow_it():
+    """Each frame's time grows to the later drain; completed and tokens out are what the core's passes emitted."""
+    static, continuous, end = _runs()
+    times = clock_times(end, FRAMES)
+    assert np.all(np.diff(times) > 0) and times[-1] == end
+    for run in (static, continuous):
+        table = clock_progress_table(run, times)
+        for k in (0, 5, 31, FRAMES - 1):
+            t = times[k]
+            assert f'data-ms="{t:.3f}"' in table["readout"][k] and " ms" in table["readout"][k]
+            done = int((run.finish_ms <= t).sum())
+            assert f'data-stat="completed">{done}/{len(run.requests)}<' in table["stats"][k]
+            assert f'data-stat="useful_tokens">{_tokens_out_by(run, t)}<' in table["stats"][k]
+        assert "(steps)" not in "".join(table["stats"])  # on a clock no figure is in steps
+    last = clock_progress_table(continuous, times)["stats"][-1]
+    assert f'data-stat="completed">{len(continuous.requests)}/' in last  # the end of the axis is past its drain
+
+
+def test_the_loop_on_a_clock_lights_the_pass_under_the_cursor():
+    """Past a mode's drain nothing runs: only the loop's head is lit; inside a pass, its rows are built."""
+    static, continuous, end = _runs()
+    texts = clock_loop_texts(continuous, clock_times(end, FRAMES))
+    assert continuous.drain_ms < end
+    lit = re.findall(r'bv-lit" data-line="(\w+)"', texts[-1])
+    assert lit == ["head"] and "between passes" in texts[-1]
+    first = clock_loop_texts(continuous, [float(continuous.pass_start_ms[0]) + 1e-6])[0]
+    assert "pass 0" in first and re.findall(r'bv-lit" data-line="(\w+)"', first)[-1] == "forward"
+
+
+def test_the_head_to_head_on_a_clock_is_all_in_ms():
+    """The head-to-head's rows on a clock are timed_metrics' figures, and none of them is in steps."""
+    static, continuous, _end = _runs()
+    s, c = timed_metrics(static), timed_metrics(continuous)
+    rows = {key: (a, b) for key, _label, a, b in h2h_timed_rows(s, c, len(static.requests))}
+    assert rows["drain_ms"] == (f"{s.drain_ms:,.1f}", f"{c.drain_ms:,.1f}")
+    assert rows["e2e_mean"] == (f"{s.e2e_ms['mean']:,.1f}", f"{c.e2e_ms['mean']:,.1f}")
+    assert all("steps" not in label for _key, label, _a, _b in h2h_timed_rows(s, c, 12))
