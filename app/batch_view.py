@@ -11,6 +11,7 @@ from bokeh.models import Div
 from core import Run
 from core.step_batch import BLOCK_SIZE, ContinuousBatches, ContinuousStep, StaticStep, static_step
 
+from .chapter import build_batch_at
 from .loop import on_document
 from .state import SimState
 from .style import CSS
@@ -207,8 +208,9 @@ class BatchView(pn.viewable.Viewer):
         t = inspected_step(s.step, s.window)
         if self._walker is None or self._walker.run is not s.continuous_run:
             self._walker = ContinuousBatches(s.continuous_run)
+        ragged = self._walker.at(t)
         parts = {
-            "continuous": continuous_html(s.continuous_run, self._walker.at(t)),
+            "continuous": continuous_html(s.continuous_run, ragged) + build_batch_at(ragged.batch, t),
             "static": static_html(s.static_run, static_step(s.static_run, t)),
         }
         first, second = (s.mode, "static" if s.mode == "continuous" else "continuous")

@@ -28,13 +28,18 @@ def source_slice(fn, first: str, last: str) -> list[str]:
     return [line[indent:] for line in chunk]
 
 
-def _code_block(lines: list[str], marks: dict[int, str], title: str, name: str) -> str:
-    rows = "".join(
-        f'<div class="bv-src-line{" bv-marked" if i in marks else ""}"'
-        + (f' data-mark="{marks[i]}"' if i in marks else "")
-        + f">{html.escape(line)}</div>"
-        for i, line in enumerate(lines)
-    )
+def _code_block(
+    lines: list[str], marks: dict[int, str], title: str, name: str, notes: dict[str, str] | None = None
+) -> str:
+    notes = notes or {}
+
+    def row(i: int, line: str) -> str:
+        mark = marks.get(i)
+        attrs = f' data-mark="{mark}"' if mark else ""
+        note = f'<span class="bv-note" data-note="{mark}">{html.escape(notes[mark])}</span>' if mark in notes else ""
+        return f'<div class="bv-src-line{" bv-marked" if mark else ""}"{attrs}>{html.escape(line)}{note}</div>'
+
+    rows = "".join(row(i, line) for i, line in enumerate(lines))
     return f'<div class="bv-source" data-code="{name}"><div class="bv-loop-title">{title}</div>{rows}</div>'
 
 
@@ -66,23 +71,45 @@ def restructured_loop_html() -> str:
     )
 
 
-def build_batch_html() -> str:
-    """Return the core's build_batch with the lines that fill token_ids, positions and cu_seqlens marked."""
+BUILD_MARKS = {"token_ids.extend": "token_ids", "positions.extend": "positions", "cu_seqlens.append": "cu_seqlens"}
+
+
+def _short(values: list[int], limit: int = 12) -> str:
+    shown = ", ".join(map(str, values[:limit]))
+    return f"[{shown}{', …' if len(values) > limit else ''}]"
+
+
+def build_batch_at(batch, step: int) -> str:
+    """Return the core's build_batch beside the batch it built at `step`: each marked line with what it produced."""
     lines = source_slice(build_batch, "def build_batch", "slot_mapping.extend")
-    marks = _marked(
-        lines,
-        {"token_ids.extend": "token_ids", "positions.extend": "positions", "cu_seqlens.append": "cu_seqlens"},
+    marks = _marked(lines, BUILD_MARKS)
+    n = len(batch.cu_seqlens) - 1
+    notes = (
+        {
+            "token_ids": f"  ← {len(batch.token_ids)} new tokens from {n} requests, end to end",
+            "positions": f"  ← positions {_short(batch.positions.tolist())}",
+            "cu_seqlens": f"  ← cu_seqlens {_short(batch.cu_seqlens.tolist())}",
+        }
+        if n
+        else {}
     )
-    code = _code_block(lines, marks, "core/ragged.py: build_batch", "build_batch")
+    title = f"core/ragged.py: build_batch, as it ran at step {step}"
+    return _code_block(lines, marks if n else {}, title, "build_batch", notes)
+
+
+def build_batch_html() -> str:
+    """Return why the batch is ragged: the shape build_batch makes (its code is lit beside the batch view)."""
     return (
-        "<h3>Building the ragged batch</h3>"
+        "<h3>Why the batch is ragged</h3>"
         "<p>Every running request sits at its own position with its own context length, so there is no rectangle "
-        "to fill. The batch view above is built by this loop: each request appends only its new tokens to one flat "
+        "to fill. The batch view above is built by <code>build_batch</code>: each request appends only its new "
+        "tokens to one flat "
         "<code>token_ids</code> buffer (its whole prompt on its first step, one token after), their "
         "<code>positions</code>, and one entry to <code>cu_seqlens</code>, the cumulative offsets that say where "
         "each request's tokens start. FlashAttention's variable-length API and PagedAttention take exactly this "
         "shape, which is why continuous batching cannot be bolted onto an engine that builds padded "
-        "rectangles.</p>" + code
+        "rectangles. The code beside the ragged batch above is the core's own, and its marked lines say what they "
+        "produced at the cursor's step.</p>"
     )
 
 

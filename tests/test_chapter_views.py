@@ -138,3 +138,20 @@ def test_the_batch_view_follows_the_cursor_and_the_runs():
     before = view.div.text
     state.seed = 5
     assert view.div.text != before
+
+
+def test_build_batch_beside_the_batch_says_what_each_line_produced():
+    """The batch view's build_batch lines carry the cursor step's own token count, positions and cu_seqlens."""
+    import re
+
+    from app.batch_view import BatchView
+    from core.step_batch import ContinuousBatches
+
+    state = SimState(seed=4, step=9)
+    text = BatchView(state=state).div.text
+    batch = ContinuousBatches(state.continuous_run).at(9).batch
+    notes = dict(re.findall(r'data-note="(\w+)">([^<]*)<', text))
+    assert f"{len(batch.token_ids)} new tokens" in notes["token_ids"]
+    assert str(batch.cu_seqlens.tolist()[:12])[1:-1] in notes["cu_seqlens"]
+    assert str(batch.positions.tolist()[:12])[1:-1] in notes["positions"]
+    assert "as it ran at step 9" in text
