@@ -15,6 +15,7 @@ from .chapter import build_batch_at
 from .loop import on_document
 from .state import SimState
 from .style import CSS
+from .words import plural
 
 # Row colours (Okabe-Ito, without the orange that means padding): a request's tokens, block-table row and blocks in
 # the pool share one colour, so the eye follows it from the flat buffer to the memory it owns.
@@ -63,11 +64,6 @@ def _compact(values: list[int]) -> str:
         parts.append(str(values[k]) if j == k else f"{values[k]}-{values[j]}")
         k = j + 1
     return " ".join(parts)
-
-
-def plural(n: int, word: str) -> str:
-    """Return "1 row", "2 rows": a count with its noun agreeing."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def continuous_html(run: Run, step: ContinuousStep) -> str:

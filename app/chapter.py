@@ -15,6 +15,8 @@ from core.cli import COMPARE_SLOTS, COMPARE_TRAFFIC, main
 from core.ragged import build_batch
 from core.reference import simulate_per_step
 
+from .words import plural
+
 SPREAD_BATCH = 32  # the chapter's "in a batch of 32"
 
 
@@ -86,7 +88,7 @@ def build_batch_at(batch, step: int) -> str:
     n = len(batch.cu_seqlens) - 1
     notes = (
         {
-            "token_ids": f"  ← {len(batch.token_ids)} new tokens from {n} requests, end to end",
+            "token_ids": f"  ← {plural(len(batch.token_ids), 'new token')} from {plural(n, 'request')}, end to end",
             "positions": f"  ← positions {_short(batch.positions.tolist())}",
             "cu_seqlens": f"  ← cu_seqlens {_short(batch.cu_seqlens.tolist())}",
         }

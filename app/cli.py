@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import socket
 import sys
 from pathlib import Path
 
-from core.cli_args import UsageError, bounded_int
+from core.cli_args import UsageError, bounded_int, file_name
+from core.limits import parse_int, show_name
 from core.traffic import LENGTH_KINDS, TrafficConfig
 
 APP_MAIN = Path(__file__).resolve().parent / "main.py"
@@ -21,9 +24,15 @@ def _add_serve(sub) -> None:
         description="Serve the app at http://ADDRESS:PORT/main (Bokeh's server through panel serve).",
     )
     p.add_argument("--port", type=bounded_int(1, 65535), default=5006, help="TCP port, 1..65535 (default 5006)")
-    p.add_argument("--address", default="127.0.0.1", help="interface to listen on (default 127.0.0.1; 0.0.0.0: all)")
+    p.add_argument(
+        "--address",
+        type=_address,
+        default="127.0.0.1",
+        help="interface to listen on, checked by binding it before serving (default 127.0.0.1; 0.0.0.0: all)",
+    )
     p.add_argument(
         "--allow-websocket-origin",
+        type=_origin,
         action="append",
         default=[],
         metavar="HOST[:PORT]",
@@ -42,6 +51,47 @@ def _add_serve(sub) -> None:
         help="seconds after its page closes that a session's memory is freed, 1..86400 (default 15)",
     )
     p.add_argument("--show", action="store_true", help="open a browser (default: don't)")
+
+
+def _address(text: str) -> str:
+    """Return an interface name or address (argparse's type): not empty, one printable word."""
+    if not text or not text.isprintable() or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(f"expected a host name or IP address to listen on, got {text[:60]!r}")
+    return text
+
+
+def _origin(text: str) -> str:
+    """Return a websocket origin HOST[:PORT] (argparse's type), as Bokeh will accept it, or refuse it now."""
+    host, _, port = text.partition(":")
+    bad = not host or not text.isprintable() or any(c.isspace() or c in "/@*" for c in text)
+    if not bad and port:
+        try:
+            parse_int(port, "port", 1, 65535)
+        except ValueError:
+            bad = True
+    if bad or text.endswith(":"):
+        raise argparse.ArgumentTypeError(
+            f"expected HOST or HOST:PORT (a host name, and a port in 1..65535), got {text[:60]!r}"
+        )
+    return text
+
+
+def check_listen(address: str, port: int) -> None:
+    """Raise UsageError unless `address`:`port` can be listened on now, as the server will (every address it names)."""
+    try:
+        infos = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise UsageError(f"--address: cannot listen on {address[:60]!r}: {why}") from None
+    for family, kind, proto, _, where in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Tornado binds: TIME_WAIT is no conflict
+            try:
+                probe.bind(where)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise UsageError(f"--port: {port} is already in use on {where[0]}; choose another port") from None
+                raise UsageError(f"--address: cannot listen on {address[:60]!r}: {exc.strerror or exc}") from None
 
 
 def serve_argv(args: argparse.Namespace) -> list[str]:
@@ -67,6 +117,7 @@ def run_serve(args: argparse.Namespace) -> str:
     from panel.command import main as panel_main  # noqa: F401 - fail early with a clear ImportError
 
     argv = serve_argv(args)
+    check_listen(args.address, args.port)  # so a bad address or a busy port is one line, before "serving at"
     print(f"serving batchviz at http://{args.address}:{args.port}/main", flush=True)
     os.execv(os.path.join(os.path.dirname(sys.executable), "panel"), argv)
     return ""
@@ -79,7 +130,7 @@ def _add_export(sub) -> None:
         description="Write the simulator as one HTML page: every run for both modes, slots 1-16 and seeds 0-99 "
         "is computed now and embedded; the page needs no server and no network.",
     )
-    p.add_argument("path", metavar="PAGE.html", help="file to write")
+    p.add_argument("path", metavar="PAGE.html", type=file_name, help="file to write, checked before building")
     p.add_argument(
         "--requests",
         type=bounded_int(1, MAX_EXPORT_REQUESTS),
@@ -106,13 +157,13 @@ def run_export(args: argparse.Namespace) -> str:
 
     config = TrafficConfig(requests=args.requests, lengths=args.lengths, arrival_window=args.arrival_window)
     try:
-        path = export_page(args.path, config, args.window)
+        path = export_page(args.path, config, args.window)  # checks the place before the 20 s of building
     except OSError as exc:
-        raise UsageError(f"cannot write {args.path}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot write {show_name(args.path)}: {exc.strerror or exc}") from None
     size = path.stat().st_size / 1e6
     return (
-        f"wrote {path} ({size:.1f} MB): slots {SLOTS.start}-{SLOTS.stop - 1}, seeds {SEEDS.start}-{SEEDS.stop - 1}, "
-        f"both modes; open it from disk, no server needed"
+        f"wrote {show_name(path)} ({size:.1f} MB): slots {SLOTS.start}-{SLOTS.stop - 1}, "
+        f"seeds {SEEDS.start}-{SEEDS.stop - 1}, both modes; open it from disk, no server needed"
     )
 
 

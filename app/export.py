@@ -14,6 +14,7 @@ from bokeh.resources import INLINE
 
 from core import TrafficConfig, compute_metrics, generate, simulate
 from core import worked_example as worked
+from core.limits import check_writable
 from core.losses import losses
 
 from . import palette
@@ -231,7 +232,8 @@ def drop_linked_scripts(page: str) -> str:
 
 
 def export_page(path: str | Path, config: TrafficConfig | None = None, window: int = 64) -> Path:
-    """Write the static page to `path` and return it."""
+    """Write the static page to `path` and return it; a place that cannot be written raises OSError before building."""
+    check_writable(path)
     path = Path(path)
     path.write_text(build_page(config, window, title="batchviz: static vs continuous batching"), encoding="utf-8")
     return path

@@ -10,6 +10,8 @@ import numpy as np
 from core import GENERATING, IDLE, PADDING, Run
 from core.timed import TimedRun
 
+from .words import plural
+
 
 def _cumulative_cells(grid: np.ndarray, state: int) -> np.ndarray:
     """Return, for t = 0..width, how many cells of `state` lie in steps [0, t)."""
@@ -56,9 +58,11 @@ def progress_table(run: Run, window: int) -> dict[str, list[str]]:
             f'<span class="bv-step-note"> of 0–{window - 1}: the figures below count steps 0–{t}</span>'
         )
         table["stats"].append(stats_html(done, len(run.requests), int(useful[ran]), util, avg))
+        after = max(ran - run.drain, 0) * run.slots  # idle only because everything is done
+        done_note = f" ({after} of them after the last request finished at step {run.drain})" if after else ""
         table["waste"].append(
             f'<span class="bv-waste">Waste so far: <b data-waste="padding">{padding[ran]}</b> padding + '
-            f'<b data-waste="idle">{idle[ran]}</b> idle slot-steps</span>'
+            f'<b data-waste="idle">{idle[ran]}</b> idle slot-steps{done_note}</span>'
         )
         table["log"].append(html.escape(run.describe_step(t)))
     return table
@@ -114,7 +118,7 @@ def _tokens_by_pass(run: TimedRun) -> np.ndarray:
 def describe_pass(run: TimedRun, p: int) -> str:
     """Return what pass p computed, e.g. 'pass 17, 812.0-826.3 ms: 4 rows, 64 prompt tokens prefilled'."""
     prefill = int(run.pass_prefill[p])
-    work = f"{int(run.pass_rows[p])} rows" + (f", {prefill:,} prompt tokens prefilled" if prefill else "")
+    work = plural(int(run.pass_rows[p]), "row") + (f", {prefill:,} prompt tokens prefilled" if prefill else "")
     return f"pass {p}, {run.pass_start_ms[p]:,.1f}-{run.pass_end_ms[p]:,.1f} ms: {work}"
 
 

@@ -10,6 +10,8 @@ import numpy as np
 from core import Run
 from core.timed import TimedRun
 
+from .words import plural
+
 WHY = (
     "<h3>Why static batching wastes, and what continuous batching changes</h3>"
     "<p><b>Static batching</b> takes a group of requests and runs it until its longest member has finished. A member "
@@ -121,7 +123,7 @@ def _loop_html(run, start, finish, release, t: int, index: int, title: str) -> s
     notes = {
         "retire": f"← {_names(run, retired)} {_verb(retired, 'leave')}" if retired else "",
         "admit": f"← {_names(run, admitted)} {_verb(admitted, 'join')}" if admitted else "",
-        "build": f"← {running} rows" + (f", {padding} of them padding" if padding else "") if running else "",
+        "build": f"← {plural(running, 'row')}" + (f", {padding} of them padding" if padding else "") if running else "",
         "forward": "← nothing to run: the slots are idle" if not running else "",
     }
     lit = {"head": True, "retire": bool(retired), "admit": bool(admitted), "build": running > 0, "forward": running > 0}

@@ -156,6 +156,8 @@ readout.text = `<span class="bv-step" data-step="${step}">step ${step}</span>` +
   `<span class="bv-step-note"> of 0–${W - 1}: the figures below count steps 0–${step}</span>`;
 const m = metricsAt(r, step + 1);
 stats.text = statsHtml(m, r.n);
+const drain = Math.max(...r.finish), after = Math.max(step + 1 - drain, 0) * r.slots;  // as app/progress.py
 waste.text = `<span class="bv-waste">Waste so far: <b data-waste="padding">${m.padding}</b> padding + ` +
-             `<b data-waste="idle">${m.idle}</b> idle slot-steps</span>`;
+             `<b data-waste="idle">${m.idle}</b> idle slot-steps` +
+             (after ? ` (${after} of them after the last request finished at step ${drain})` : "") + "</span>";
 log.text = describeStep(r, step);
