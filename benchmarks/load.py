@@ -2,11 +2,13 @@
 
 Prints, per N: time to open them all, errors, server CPU per new session, server memory before, at the peak and after
 the sessions close and expire, and the existing session's update latency (median, p95) during the burst.
-`./dev bench load [N ...] [--num-procs K]`; bounded: at most MAX_SESSIONS sessions and DEADLINE_S seconds per burst.
+`./dev bench load [N ...] [--num-procs K] [--proxy]`; `--proxy`: through nginx (deploy/) in front of K workers (default
+2), each `batchviz serve` on its own port. Bounded: at most MAX_SESSIONS sessions and DEADLINE_S seconds per burst.
 """
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import os
 import signal
@@ -29,6 +31,8 @@ from bokeh.models import Slider
 from app.plots import timeline_data
 from app.upload import TraceUpload  # noqa: F401 - registers its data model, which the client must decode
 from core import TrafficConfig, generate, simulate
+from core.cli_args import bounded_int
+from deploy.local import Deployment, start_class
 
 MAX_SESSIONS = 200
 DEADLINE_S = 180.0
@@ -79,6 +83,29 @@ class Server:
             self.proc.wait(timeout=10)
         except (ProcessLookupError, subprocess.TimeoutExpired):
             os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+@dataclass
+class ProxiedServer(Server):
+    """nginx with the shipped site in front of K `batchviz serve` workers (deploy/local.py); measured over all."""
+
+    deployment: Deployment | None = None
+
+    def pids(self) -> list[int]:
+        """Return every worker's and nginx's processes."""
+        groups = [*self.deployment.workers.values(), self.deployment.nginx]
+        out = subprocess.run(["pgrep", "-g", ",".join(str(p.pid) for p in groups)], capture_output=True, text=True)
+        return [int(p) for p in out.stdout.split()]
+
+    def stop(self) -> None:
+        """Stop nginx and every worker."""
+        self.deployment.stop()
+
+
+def start_proxied(num_workers: int = 2) -> ProxiedServer:
+    """Start nginx and `num_workers` workers on free loopback ports, with short session expiry."""
+    deployment = start_class(num_workers, session_expiry=EXPIRY_S)
+    return ProxiedServer(deployment.nginx, deployment.url, deployment)
 
 
 def start_server(num_procs: int = 1) -> Server:
@@ -257,17 +284,22 @@ def _row(r: BurstResult) -> str:
 
 def main(argv: list[str]) -> None:
     """Run bursts of 10, 50 and 100 sessions (or the counts given) against one server; print a table."""
-    procs, counts = 1, []
-    args = iter(argv)
-    for a in args:
-        if a == "--num-procs":
-            procs = int(next(args))
-        else:
-            counts.append(int(a))
-    counts = counts or [10, 50, 100]
-    server = start_server(procs)
+    p = argparse.ArgumentParser(prog="./dev bench load", description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "counts",
+        nargs="*",
+        type=bounded_int(1, MAX_SESSIONS),
+        help=f"burst sizes, 1..{MAX_SESSIONS} (default 10 50 100)",
+    )
+    p.add_argument("--num-procs", type=bounded_int(1, 64), help="server worker processes (default 1; 2 with --proxy)")
+    p.add_argument("--proxy", action="store_true", help="through nginx (deploy/) in front of the workers (default off)")
+    args = p.parse_args(argv)
+    counts, proxy = args.counts or [10, 50, 100], args.proxy
+    procs = args.num_procs or (2 if proxy else 1)
+    server = start_proxied(procs) if proxy else start_server(procs)
     try:
-        print(f"batchviz serve on loopback, {procs} process(es); sessions via bokeh.client; expiry {EXPIRY_S} s")
+        where = f"nginx in front of {procs} worker(s), one port each" if proxy else f"{procs} process(es)"
+        print(f"batchviz serve on loopback, {where}; sessions via bokeh.client; expiry {EXPIRY_S} s")
         print(
             f"{'N':>6}{'open s':>9}{'errors':>7}{'cpu ms/s':>10}{'MB pre':>9}{'peak':>8}{'after':>8}"
             f"{'MB/sess':>9}{'upd p50':>9}{'p95 ms':>8}{'upds':>6}"
