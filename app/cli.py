@@ -77,18 +77,28 @@ def _origin(text: str) -> str:
 
 
 def check_listen(address: str, port: int) -> None:
-    """Raise UsageError unless `address`:`port` can be listened on now, as the server will (every address it names)."""
+    """Raise UsageError unless `address`:`port` can be listened on now, bound as Tornado will bind it."""
     try:
         infos = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError) as exc:
         why = getattr(exc, "strerror", None) or exc
         raise UsageError(f"--address: cannot listen on {address[:60]!r}: {why}") from None
-    for family, kind, proto, _, where in infos:
-        with socket.socket(family, kind, proto) as probe:
+    for family, kind, proto, _, where in sorted(set(infos), key=lambda info: info[0]):
+        try:
+            probe = socket.socket(family, kind, proto)
+        except OSError as exc:
+            if exc.errno == errno.EAFNOSUPPORT:  # Tornado skips a family the kernel lacks
+                continue
+            raise UsageError(f"--address: cannot listen on {address[:60]!r}: {exc.strerror or exc}") from None
+        with probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Tornado binds: TIME_WAIT is no conflict
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             try:
                 probe.bind(where)
             except OSError as exc:
+                if exc.errno == errno.EADDRNOTAVAIL and address == "localhost" and where[0] == "::1":
+                    continue  # IPv6 half disabled (Docker): Tornado skips ::1 for localhost too
                 if exc.errno == errno.EADDRINUSE:
                     raise UsageError(f"--port: {port} is already in use on {where[0]}; choose another port") from None
                 raise UsageError(f"--address: cannot listen on {address[:60]!r}: {exc.strerror or exc}") from None

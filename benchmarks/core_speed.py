@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 
@@ -35,6 +36,9 @@ def _both(sim, requests, slots: int) -> None:
 
 def main(argv: list[str]) -> None:
     """Print seconds for both policies, event-driven vs per-step, and their ratio."""
+    p = argparse.ArgumentParser(prog="./dev bench core", description=__doc__)
+    p.add_argument("--full", action="store_true", help="also time the per-step loop on the real traces (default off)")
+    full = p.parse_args(argv).full
     slots = 64
     requests = generate(SYNTHETIC)
     fast = _best_of(lambda: _both(simulate, requests, slots), 5)
@@ -56,6 +60,6 @@ def main(argv: list[str]) -> None:
             continue
         trace = load_trace(path)
         t_fast = _best_of(lambda trace=trace: _both(simulate, trace, slots), 5)
-        t_slow = _best_of(lambda trace=trace: _both(simulate_per_step, trace, slots), 1) if "--full" in argv else None
+        t_slow = _best_of(lambda trace=trace: _both(simulate_per_step, trace, slots), 1) if full else None
         slow_text = f"{t_slow:>12.2f}{t_slow / t_fast:>8.0f}x" if t_slow else f"{'(--full)':>12}"
         print(f"  Azure {name} ({len(trace):,} requests, 50 ms/step): event-driven {t_fast:.3f} s {slow_text}")

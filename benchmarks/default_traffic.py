@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import replace
 
 from core import TrafficConfig
@@ -12,6 +13,7 @@ OLD = replace(TrafficConfig(), mean_tokens=10, tail=1.5, max_tokens=48)
 
 def main(argv: list[str]) -> None:
     """Print the seeds 0-99 table for the default traffic and the one it replaced."""
+    argparse.ArgumentParser(prog="./dev bench default", description=__doc__).parse_args(argv)
     print("12 requests over 18 steps, 4 slots, 64-step window, seeds 0-99")
     print(f"{'traffic':<40}{'cont. util':>11}{'static util':>12}{'static fewer':>13}{'cont. faster':>13}  chapter?")
     print(f"{'aim':<40}{'75-90%':>11}{'40-55%':>12}{'>= 90':>13}{'>= 70':>13}")

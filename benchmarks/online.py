@@ -18,6 +18,7 @@ import torch
 
 from core import generate
 from core.cli import COMPARE_SLOTS, COMPARE_TRAFFIC
+from core.cli_args import bounded_int
 from replay import Engine
 from replay.calibrate import profiles
 from replay.online import online_summary, replay_online
@@ -81,7 +82,7 @@ def main(argv: list[str]) -> None:
     """Measure each model asked (default both) and print a table per model, or one JSON document."""
     p = argparse.ArgumentParser(prog="./dev bench online", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", choices=MODELS, action="append", help="a preset; repeat for both (default: both)")
-    p.add_argument("--requests", type=int, default=256, help="requests per workload (default 256)")
+    p.add_argument("--requests", type=bounded_int(1, 100_000), default=256, help="requests per workload (default 256)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
     args = p.parse_args(argv)
     torch.set_num_threads(1)

@@ -17,6 +17,7 @@ import torch
 
 from core import generate, simulate
 from core.cli import COMPARE_SLOTS, COMPARE_TRAFFIC
+from core.cli_args import bounded_int
 from replay import Engine
 
 MODELS = ("tiny", "small")
@@ -25,7 +26,12 @@ STEP_TOLERANCE = 0.01  # the peer's forward passes against our scheduled steps
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="./dev bench peer", description=__doc__.split("\n\n")[0])
-    p.add_argument("--requests", type=int, default=256, help="the first N of compare's chat-shaped requests (256)")
+    p.add_argument(
+        "--requests",
+        type=bounded_int(1, 100_000),
+        default=256,
+        help="the first N of compare's chat-shaped requests (256)",
+    )
     p.add_argument("--model", choices=MODELS, action="append", help="a preset; repeat for both (default: both)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
     return p
@@ -90,8 +96,6 @@ def table(doc: dict) -> str:
 def main(argv: list[str]) -> None:
     """Run the comparison for each preset asked; print a table per preset (or JSON); exit 1 if a check fails."""
     args = _parser().parse_args(argv)
-    if args.requests < 1:
-        sys.exit(f"./dev bench peer: --requests must be at least 1, got {args.requests}")
     try:
         import transformers
     except ImportError:

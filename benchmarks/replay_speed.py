@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 
@@ -11,6 +12,7 @@ from core import generate
 from core.cli import COMPARE_SLOTS, COMPARE_TRAFFIC
 from core.sequence import Sequence
 from replay import Engine
+from replay.cli import PRESET_NAMES
 from replay.engine import BLOCK_SIZE
 from replay.report import summary
 
@@ -45,9 +47,19 @@ def decode_step_ms(engine: Engine, batch: int, context: int = 128, repeats: int 
     return statistics.median(times)
 
 
+def _preset(text: str) -> str:
+    if text not in PRESET_NAMES:  # a type, not choices: argparse 3.11 refuses an empty list against choices
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(PRESET_NAMES)}, got {text[:40]!r}")
+    return text
+
+
 def main(argv: list[str]) -> None:
     """Print, for each preset asked (default: tiny and small), the replay of the chapter's traffic and a batch sweep."""
-    presets = argv or ["tiny", "small"]
+    p = argparse.ArgumentParser(prog="./dev bench replay", description=__doc__)
+    p.add_argument(
+        "presets", nargs="*", type=_preset, help=f"model presets: {', '.join(PRESET_NAMES)} (default tiny small)"
+    )
+    presets = p.parse_args(argv).presets or ["tiny", "small"]
     requests = generate(COMPARE_TRAFFIC)
     for preset in presets:
         engine = Engine(preset)

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -102,6 +103,7 @@ def run_case(argv: list[str]) -> tuple[int, float, float, str]:
 
 def main(argv: list[str]) -> None:
     """Print peak memory and time for the worst allowed input of each kind, and for refusals just past a limit."""
+    argparse.ArgumentParser(prog="./dev bench limits", description=__doc__.split("\n\n")[0]).parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         print(f"{'case':<72}{'status':>7}{'seconds':>9}{'peak MB':>9}")
         for name, args, _expected in cases(Path(folder)):

@@ -22,7 +22,7 @@ from .cli_args import (
 from .cli_cost import add_cost_args, cost_from_args, describe_cost, requests_in_ms, step_ms, timed_text
 from .cost import ROOFLINE_FIELDS
 from .hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
-from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError
+from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError, one_line, show_name
 from .losses import losses
 from .metrics import compare, compute_metrics
 from .run import POLICIES
@@ -60,7 +60,7 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         """Print one line and exit with status 2 (argparse's hook)."""
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see --help)\n")
 
 
 def slots_flag(parser: argparse.ArgumentParser, default: int, high: int = MAX_SLOTS) -> None:
@@ -71,13 +71,18 @@ def slots_flag(parser: argparse.ArgumentParser, default: int, high: int = MAX_SL
 
 
 def timeout_flag(parser: argparse.ArgumentParser) -> None:
-    """Add --batch-timeout (static batching only)."""
+    """Add --batch-timeout (static batching only; None when not given, so that any given value can be refused)."""
     parser.add_argument(
         "--batch-timeout",
         type=bounded_int(0, MAX_DRAIN_STEPS),
-        default=0,
+        default=None,
         help="static: steps the oldest waiting request may wait before a partial batch starts (default 0)",
     )
+
+
+def batch_timeout(args: argparse.Namespace) -> int:
+    """Return the static batch timeout in steps (0 when not given)."""
+    return args.batch_timeout or 0
 
 
 def json_flag(parser: argparse.ArgumentParser, what: str) -> None:
@@ -181,11 +186,11 @@ def _add_sweep(sub) -> None:
 
 
 def _simulate(args) -> str:
-    if args.batch_timeout and args.policy != "static":
-        raise UsageError("--batch-timeout applies to --policy static only")
+    if args.batch_timeout is not None and args.policy != "static":
+        raise UsageError("--batch-timeout applies to --policy static only (given as any value, 0 included)")
     cost = cost_from_args(args)
     requests = load_requests(args)
-    run = simulate(requests, args.slots, args.policy, args.batch_timeout)
+    run = simulate(requests, args.slots, args.policy, batch_timeout(args))
     metrics = compute_metrics(run, args.window)
     timed = _timed(args, requests, cost, args.policy) if cost else None
     if args.json:
@@ -203,7 +208,7 @@ def _simulate(args) -> str:
 
 def _timed(args, requests, cost, policy: str):
     """Return the timed metrics of one policy on the workload, arrivals in milliseconds."""
-    timeout_ms = args.batch_timeout * step_ms(args) if policy == "static" else 0.0
+    timeout_ms = batch_timeout(args) * step_ms(args) if policy == "static" else 0.0
     return timed_metrics(simulate_timed(requests_in_ms(args, requests), args.slots, policy, cost, timeout_ms))
 
 
@@ -211,7 +216,7 @@ def _compare(args) -> str:
     cost = cost_from_args(args)
     requests = load_requests(args)
     static, continuous = (
-        simulate(requests, args.slots, "static", args.batch_timeout),
+        simulate(requests, args.slots, "static", batch_timeout(args)),
         simulate(requests, args.slots, "continuous"),
     )
     result = compare(static, continuous)
@@ -244,7 +249,8 @@ def _sweep_cost(args):
     given = [flag for flag in roofline_flags if getattr(args, flag[2:].replace("-", "_")) is not None]
     if args.cost != "roofline":
         if given:
-            raise UsageError(f"{given[0]} applies to --cost roofline only; {args.cost[:60]} is a measured profile")
+            profile = show_name(args.cost)
+            raise UsageError(f"{given[0]} applies to --cost roofline only; {profile} is a measured profile")
         model = cost_from_args(args)  # refuses unit and junk with a message naming what is allowed
         if model is None:
             raise UsageError("--cost unit has no time: the sweep needs roofline or a profile (FILE.json)")
@@ -263,12 +269,12 @@ def _sweep_cost(args):
 def _sweep(args) -> str:
     model, presets = _sweep_cost(args)
     batches = _batches(args.batches)
-    requests = load_requests(args, time_flags_for_any_trace=True)
-    if args.trace and args.rate_per_s is not None:
+    requests = load_requests(args, clock_only=True)
+    if args.trace is not None and args.rate_per_s is not None:
         raise UsageError("--rate-per-s applies to generated traffic; a --trace file brings its own arrival times")
     rate = args.rate_per_s or DEFAULT_RATE_PER_S
     # Arrivals in ms: a trace's as `compare --cost` reads them, generated ones Poisson at the rate.
-    timed = requests_in_ms(args, requests) if args.trace else poisson_requests(traffic_config(args), rate)
+    timed = requests_in_ms(args, requests) if args.trace is not None else poisson_requests(traffic_config(args), rate)
     points = sweep(rate, batches, model, itl_target_ms=args.itl_target_ms, requests=timed)
     best, decode_best = knee(points), decode_knee(points)
     if args.json:
@@ -280,7 +286,7 @@ def _sweep(args) -> str:
             }
         )
     assumed = report.sweep_assumptions(
-        describe_traffic(args, requests, arrivals=False), None if args.trace else rate, model, presets
+        describe_traffic(args, requests, arrivals=False), None if args.trace is not None else rate, model, presets
     )
     return assumed + "\n" + report.sweep_text(points, best, args.itl_target_ms, decode_best)
 
@@ -293,9 +299,11 @@ def register(sub) -> dict[str, Command]:
     return {"simulate": _simulate, "compare": _compare, "sweep": _sweep}
 
 
-def build_parser(registrars: Iterable[Registrar]) -> tuple[argparse.ArgumentParser, dict[str, Command]]:
-    """Return the `batchviz` parser with every registrar's subcommands, and the runners by command name."""
-    parser = Parser(prog="batchviz", description="Static vs continuous batching for LLM serving, step by step.")
+def build_parser(
+    registrars: Iterable[Registrar], prog: str = "batchviz"
+) -> tuple[argparse.ArgumentParser, dict[str, Command]]:
+    """Return the parser (named `prog`) with every registrar's subcommands, and the runners by command name."""
+    parser = Parser(prog=prog, description="Static vs continuous batching for LLM serving, step by step.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     commands: dict[str, Command] = {}
     for registrar in registrars:
@@ -303,14 +311,14 @@ def build_parser(registrars: Iterable[Registrar]) -> tuple[argparse.ArgumentPars
     return parser, commands
 
 
-def main(argv: list[str] | None = None, registrars: Iterable[Registrar] = (register,)) -> int:
+def main(argv: list[str] | None = None, registrars: Iterable[Registrar] = (register,), prog: str = "batchviz") -> int:
     """Run the command line; return the exit status (2 for bad input, with one line on stderr)."""
-    parser, commands = build_parser(registrars)
+    parser, commands = build_parser(registrars, prog)
     args = parser.parse_args(argv)
     try:
         print(commands[args.command](args))
     except (UsageError, LimitError) as exc:
-        print(f"batchviz {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{prog} {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `batchviz ... | head`: the reader left early, which is not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit-time flush is quiet too

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import replace
 
-from .limits import MAX_ARRIVAL_STEP, MAX_OUTPUT_TOKENS, MAX_PROMPT_TOKENS, MAX_REQUESTS, LimitError, parse_int
+from .limits import (
+    MAX_ARRIVAL_STEP,
+    MAX_OUTPUT_TOKENS,
+    MAX_PROMPT_TOKENS,
+    MAX_REQUESTS,
+    LimitError,
+    check_writable,
+    parse_float,
+    parse_int,
+    show_name,
+)
 from .request import Request
 from .traces import (
     AZURE_COLUMNS,
@@ -37,18 +46,35 @@ def bounded_int(low: int, high: int):
 
 
 def bounded_float(low: float, high: float):
-    """Return an argparse type accepting finite numbers in [low, high] (no NaN, no inf, no underflow to 0)."""
+    """Return an argparse type accepting plain decimal numbers in [low, high] (no `1_0`, NaN, inf, or underflow)."""
 
     def parse(text: str) -> float:
         try:
-            value = float(text)
+            return parse_float(text, "value", low, high)
+        except LimitError:
+            raise argparse.ArgumentTypeError(f"expected a number in {low:g}..{high:g}, got {text[:40]!r}") from None
         except ValueError:
-            value = math.nan
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"expected a number in {low:g}..{high:g}, got {text[:40]!r}")
-        return value
+            raise argparse.ArgumentTypeError(
+                f"expected a number in {low:g}..{high:g} (plain ASCII decimal: digits, one dot, an optional "
+                f"exponent), got {text[:40]!r}"
+            ) from None
 
     return parse
+
+
+def file_name(text: str) -> str:
+    """Return a file name given to a flag: argparse's type refusing an empty one (it would name no file)."""
+    if not text or "\0" in text:
+        raise argparse.ArgumentTypeError(f"expected a file name, got {text[:40]!r}")
+    return text
+
+
+def check_output(flag: str, path: str) -> None:
+    """Raise UsageError now, before anything is measured or built, unless a file can be written at `path`."""
+    try:
+        check_writable(path)
+    except OSError as exc:
+        raise UsageError(f"{flag}: cannot write {show_name(path)}: {exc.strerror or exc}") from None
 
 
 # flag -> (TrafficConfig field, argparse type, help with units); the default comes from the subcommand's workload.
@@ -81,6 +107,7 @@ def add_traffic_args(parser: argparse.ArgumentParser, defaults: TrafficConfig, e
     group.add_argument(
         "--trace",
         metavar="FILE",
+        type=file_name,
         help="CSV trace: arrival,output_tokens[,id,prompt_tokens], or the Azure format (default: the generator)",
     )
     for flag, (name, (low, high)) in TRACE_FLAGS.items():
@@ -123,28 +150,50 @@ def trace_options(args: argparse.Namespace) -> TraceOptions:
     return TraceOptions(**values)
 
 
-def load_requests(args: argparse.Namespace, time_flags_for_any_trace: bool = False) -> list[Request]:
-    """Return the requests of --trace, or of the generator flags; refuse flags that do not apply, and no requests."""
+def load_requests(args: argparse.Namespace, clock_only: bool = False) -> list[Request]:
+    """Return the requests of --trace, or of the generator flags; refuse flags that do not apply, and no requests.
+
+    `clock_only`: the command runs only on the clock in ms (the sweep), never the step simulator.
+    """
     time_flags = [flag for flag, (name, _) in TRACE_FLAGS.items() if getattr(args, name) is not None]
-    if getattr(args, "cost", "unit") != "unit" or getattr(args, "online", False):
-        # On a clock, --step-ms also says how long a generated or plain-CSV arrival step is.
-        time_flags = [flag for flag in time_flags if flag != "--step-ms"]
-    if not args.trace:
-        if time_flags:
-            raise UsageError(f"{time_flags[0]} applies to a --trace file only")
+    if args.trace is None:
+        if time_flags and (time_flags[0] == "--time-scale" or not _timed(args) or clock_only):
+            why = "; the sweep's generated arrivals are Poisson at --rate-per-s" if clock_only else ""
+            raise UsageError(f"{time_flags[0]} applies to a --trace file only{why}")
         return generate(traffic_config(args))
     if given := given_generator_flags(args):
         raise UsageError(f"{given[0]} applies to generated traffic; a --trace file brings its own requests")
+    name = show_name(args.trace)
     try:
         data = read_trace_bytes(args.trace)
-        if time_flags and not time_flags_for_any_trace and not is_azure(data):
-            raise UsageError(f"{time_flags[0]} applies to Azure-format traces only; {args.trace} is a plain CSV")
+        if unused := _unused_time_flag(args, time_flags, is_azure(data), clock_only, name):
+            raise UsageError(unused)
         requests = parse_trace(data, args.trace, trace_options(args))
     except (TraceError, LimitError) as exc:
         raise UsageError(str(exc)) from None
     if not requests:
-        raise UsageError(f"{args.trace}: no requests; expected at least one row after the header")
+        raise UsageError(f"{name}: no requests; expected at least one row after the header")
     return requests
+
+
+def _timed(args: argparse.Namespace) -> bool:
+    """Return whether the command runs on a clock in ms (a --cost, or the online replay)."""
+    return getattr(args, "cost", "unit") != "unit" or getattr(args, "online", False)
+
+
+def _unused_time_flag(args, time_flags: list[str], azure: bool, clock_only: bool, name: str) -> str | None:
+    """Return why a given --step-ms or --time-scale would change nothing for this trace and command, else None."""
+    for flag in time_flags:
+        if flag == "--time-scale" and not azure:
+            return f"--time-scale applies to Azure-format traces only; {name} is a plain CSV"
+        if flag == "--step-ms" and not azure and not _timed(args):
+            return f"--step-ms applies to Azure-format traces only (or with --cost); {name} is a plain CSV"
+        if flag == "--step-ms" and azure and (clock_only or getattr(args, "online", False)):
+            return (
+                f"--step-ms applies to plain-CSV traces here; {name}'s Azure timestamps are read to the "
+                "millisecond (scale them with --time-scale)"
+            )
+    return None
 
 
 def is_azure(data: bytes) -> bool:
@@ -155,8 +204,8 @@ def is_azure(data: bytes) -> bool:
 
 def describe_traffic(args: argparse.Namespace, requests: list[Request], arrivals: bool = True) -> str:
     """Return a one-line description of the workload (`arrivals=False`: its arrivals are described elsewhere)."""
-    if args.trace:
-        return f"{len(requests)} requests from {args.trace}"
+    if args.trace is not None:
+        return f"{len(requests)} requests from {show_name(args.trace)}"
     c = traffic_config(args)
     when = f"over the first {c.arrival_window} steps" if c.arrivals == "window" else f"Poisson at {c.rate}/step"
     shape = f"{c.lengths} lengths (mean {c.mean_tokens}, cap {c.max_tokens}" + (

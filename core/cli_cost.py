@@ -8,6 +8,7 @@ from dataclasses import replace
 from .cli_args import UsageError, is_azure
 from .cost import Fitted, StepCost
 from .hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
+from .limits import show_name
 from .request import Request
 from .timed import TimedMetrics
 from .traces import DEFAULT_STEP_MS, TraceError, TraceOptions, parse_trace, read_trace_bytes
@@ -49,13 +50,18 @@ def cost_from_args(args: argparse.Namespace) -> StepCost | None:
     if args.cost == "roofline":
         return cost_model(args.accelerator or DEFAULT_ACCELERATOR, args.model_shape or DEFAULT_MODEL_SHAPE)
     if presets:
-        raise UsageError(f"{presets[0]} applies to --cost roofline only; {args.cost} is a measured profile")
+        raise UsageError(f"{presets[0]} applies to --cost roofline only; {show_name(args.cost)} is a measured profile")
     if not args.cost.endswith(".json"):
         raise UsageError(f"--cost: expected unit, roofline or a .json profile, got {args.cost[:60]!r}")
+    return load_profile("--cost", args.cost)
+
+
+def load_profile(flag: str, path: str) -> Fitted:
+    """Return the profile a flag names, or raise UsageError naming the flag, the file and the field."""
     try:
-        return Fitted.load(args.cost)
+        return Fitted.load(path)
     except ValueError as exc:
-        raise UsageError(f"--cost: {exc}") from None
+        raise UsageError(f"{flag}: {exc}") from None
 
 
 def step_ms(args: argparse.Namespace) -> float:
@@ -65,14 +71,14 @@ def step_ms(args: argparse.Namespace) -> float:
 
 def requests_in_ms(args: argparse.Namespace, requests: list[Request]) -> list[Request]:
     """Return the workload with arrivals in milliseconds: Azure traces re-read to the millisecond, others scaled."""
-    if args.trace:
-        data = read_trace_bytes(args.trace)
-        if is_azure(data):
-            scale = 1.0 if args.time_scale is None else args.time_scale
-            try:
+    if args.trace is not None:
+        scale = 1.0 if args.time_scale is None else args.time_scale
+        try:
+            data = read_trace_bytes(args.trace)
+            if is_azure(data):
                 return parse_trace(data, args.trace, TraceOptions(step_ms=1.0, time_scale=scale))
-            except TraceError as exc:
-                raise UsageError(str(exc)) from None
+        except TraceError as exc:
+            raise UsageError(str(exc)) from None
     per_step = step_ms(args)
     return [replace(r, arrival=round(r.arrival * per_step)) for r in requests]
 

@@ -15,6 +15,17 @@ from typing import Protocol
 
 import numpy as np
 
+from .limits import (
+    MAX_PASS_MS,
+    MAX_PROFILE_AXIS,
+    MAX_PROFILE_BYTES,
+    MAX_PROFILE_POINTS,
+    LimitError,
+    read_regular_file,
+    show_name,
+    show_number,
+)
+
 
 class StepCost(Protocol):
     """A forward pass's duration from what it holds."""
@@ -95,31 +106,39 @@ class Fitted:
     name: str = "fitted"
 
     def __post_init__(self) -> None:
-        grid = np.asarray(self.ms, dtype=float)
-        shape = (len(self.rows), len(self.prefill_tokens), len(self.context_tokens))
+        for axis in AXES:
+            _check_axis(axis, getattr(self, axis))
+        shape = _check_points([len(getattr(self, axis)) for axis in AXES])
+        try:
+            grid = np.asarray(self.ms, dtype=float)
+        except (TypeError, ValueError, OverflowError):
+            grid = np.zeros(0)
         if grid.shape != shape:
-            raise ValueError(f"ms must have shape {shape} (rows x prefill_tokens x context_tokens), got {grid.shape}")
-        for axis in ("rows", "prefill_tokens", "context_tokens"):
-            values = getattr(self, axis)
-            if len(values) < 2 or any(b <= a for a, b in zip(values, values[1:])):
-                raise ValueError(f"{axis} must hold at least two increasing values, got {list(values)}")
-        if not np.all(np.isfinite(grid)) or np.any(grid <= 0):
-            raise ValueError("ms must hold finite times > 0")
+            raise ValueError(f"ms must be a grid of shape {shape} (rows x prefill_tokens x context_tokens) of numbers")
+        bad = np.argwhere(~((grid > 0) & (grid <= MAX_PASS_MS)))  # NaN fails too
+        if len(bad):
+            where = "".join(f"[{i}]" for i in bad[0])
+            raise ValueError(
+                f"ms must hold times > 0 and at most {MAX_PASS_MS:,.0f} ms (an hour per pass); "
+                f"ms{where} is {show_number(float(grid[tuple(bad[0])]))}"
+            )
+        grid.setflags(write=False)
+        # Built once: pass_ms runs once per simulated pass, so it must not rebuild the grid from the nested tuples.
+        object.__setattr__(self, "_grid", grid)
+        object.__setattr__(self, "_axes", tuple(np.asarray(getattr(self, axis), dtype=float) for axis in AXES))
+        object.__setattr__(self, "_floor", 0.01 * float(grid.min()))
 
     def pass_ms(self, rows, prefill_tokens, context_tokens):
         """Return the interpolated pass time (at least 1% of the smallest measured time)."""
-        grid = np.asarray(self.ms, dtype=float)
+        grid = self._grid
         r, p, c = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (rows, prefill_tokens, context_tokens)))
-        (i, fi), (j, fj), (k, fk) = (
-            _cell(np.asarray(axis, dtype=float), x)
-            for axis, x in ((self.rows, r), (self.prefill_tokens, p), (self.context_tokens, c))
-        )
+        (i, fi), (j, fj), (k, fk) = (_cell(axis, x) for axis, x in zip(self._axes, (r, p, c)))
         out = np.zeros(r.shape)
         for di, wi in ((0, 1 - fi), (1, fi)):
             for dj, wj in ((0, 1 - fj), (1, fj)):
                 for dk, wk in ((0, 1 - fk), (1, fk)):
                     out = out + wi * wj * wk * grid[i + di, j + dj, k + dk]
-        out = np.maximum(out, 0.01 * grid.min())
+        out = np.maximum(out, self._floor)
         return float(out) if out.ndim == 0 else out
 
     def step_ms(self, batch, context_tokens):
@@ -134,24 +153,82 @@ class Fitted:
 
     @classmethod
     def load(cls, path: str | Path) -> Fitted:
-        """Read a profile written by `save` (or `batchviz calibrate`); a bad file names what is wrong."""
+        """Read a profile written by `save` (or `batchviz calibrate`); a bad file names itself and the field."""
+        name = show_name(path)
         try:
-            doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"cannot read the profile {path}: {exc}") from None
+            text = read_regular_file(path, MAX_PROFILE_BYTES, "profile JSON").decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read the profile {name}: {getattr(exc, 'strerror', None) or exc}") from None
+        try:
+            doc = json.loads(text)
+        except RecursionError:
+            raise ValueError(f"{name}: nested too deep; a profile is one object holding lists") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{name}: not valid JSON ({exc})") from None
+        except ValueError:  # Python reads no integer of more than 4,300 digits
+            raise ValueError(f"{name}: a number of more than 4,300 digits; a profile holds pass times in ms") from None
         if not isinstance(doc, dict) or doc.get("kind") != "fitted":
-            raise ValueError(f'{path}: not a batchviz profile (expected {{"kind": "fitted", ...}})')
+            raise ValueError(f'{name}: not a batchviz profile (expected {{"kind": "fitted", ...}})')
         try:
-            return cls(
-                rows=tuple(doc["rows"]),
-                prefill_tokens=tuple(doc["prefill_tokens"]),
-                context_tokens=tuple(doc["context_tokens"]),
-                ms=tuple(tuple(tuple(x) for x in plane) for plane in doc["ms"]),
-                device=str(doc.get("device", "")),
-                model=str(doc.get("model", "")),
-            )
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"{path}: a profile needs rows, prefill_tokens, context_tokens and ms ({exc})") from None
+            return cls(**_fields_of(doc))
+        except ValueError as exc:
+            raise type(exc)(f"{name}: {exc}") from None
+
+
+AXES = ("rows", "prefill_tokens", "context_tokens")
+
+
+def _fields_of(doc: dict) -> dict:
+    """Return a profile document's fields as Fitted takes them, refusing any of the wrong shape or type."""
+    missing = [key for key in (*AXES, "ms") if key not in doc]
+    if missing:
+        raise ValueError(f"a profile needs {', '.join(AXES)} and ms; {missing[0]} is missing")
+    out = {axis: _numbers(doc[axis], axis) for axis in AXES}
+    planes = doc["ms"]
+    shape = _check_points([len(out[axis]) for axis in AXES])  # before a nested tuple of a million is built
+    if not isinstance(planes, list) or len(planes) != shape[0]:
+        raise ValueError(f"ms must be a list of {shape[0]} planes, one per rows value")
+    for i, plane in enumerate(planes):
+        if not isinstance(plane, list) or len(plane) != shape[1]:
+            raise ValueError(f"ms[{i}] must be a list of {shape[1]} lines, one per prefill_tokens value")
+    out["ms"] = tuple(tuple(_numbers(line, f"ms[{i}][{j}]", shape[2]) for j, line in enumerate(plane))
+                      for i, plane in enumerate(planes))  # fmt: skip
+    for key in ("device", "model"):
+        value = doc.get(key, "")
+        if not isinstance(value, str) or len(value) > 100 or not value.isprintable():
+            raise ValueError(f"{key} must be a printable string of at most 100 characters")
+        out[key] = value
+    return out
+
+
+def _check_points(shape: list[int]) -> tuple[int, int, int]:
+    """Return the grid's shape, refusing one of more than MAX_PROFILE_POINTS points."""
+    if shape[0] * shape[1] * shape[2] > MAX_PROFILE_POINTS:
+        raise LimitError(
+            f"ms: a grid of {' x '.join(map(str, shape))} points is over the limit of {MAX_PROFILE_POINTS:,}"
+        )
+    return tuple(shape)
+
+
+def _numbers(value, field: str, length: int | None = None) -> tuple:
+    """Return a JSON list of plain numbers as a tuple (of `length` numbers when given)."""
+    if not isinstance(value, list) or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in value):
+        raise ValueError(f"{field} must be a flat list of numbers")
+    if length is not None and len(value) != length:
+        raise ValueError(f"{field} must hold {length} numbers, one per context_tokens value; got {len(value)}")
+    return tuple(value)
+
+
+def _check_axis(axis: str, values) -> None:
+    """Raise ValueError unless an axis is at least two whole numbers in 0..MAX_PROFILE_AXIS, strictly increasing."""
+    allowed = f"at least two whole numbers in 0..{MAX_PROFILE_AXIS:,}, strictly increasing"
+    try:
+        whole = all(0 <= v <= MAX_PROFILE_AXIS and float(v).is_integer() for v in values)  # NaN and inf fail
+    except (TypeError, ValueError):
+        whole = False
+    if not whole or len(values) < 2 or any(b <= a for a, b in zip(values, values[1:])):
+        shown = show_number(list(values)) if isinstance(values, (list, tuple)) else type(values).__name__
+        raise ValueError(f"{axis} must hold {allowed}, got {shown}")
 
 
 def _cell(axis: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,8 +1,12 @@
-"""The documented limits on what the core will build, checked before anything is allocated; each names itself."""
+"""The documented limits on what the core builds or reads, checked before anything is allocated; each names itself."""
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
+from pathlib import Path
 
 MAX_REQUESTS = 1_000_000  # requests in one workload (trace rows, or the generator's --requests)
 MAX_OUTPUT_TOKENS = 1_000_000  # output tokens of one request
@@ -16,6 +20,10 @@ MAX_TRACE_BYTES = 64 * 1024 * 1024  # a trace file read by the command line (the
 MAX_SLOTS = 4096  # batch slots
 MAX_ID_CHARS = 100  # a request id in a trace file
 MAX_INT_DIGITS = 18  # plain ASCII digits in any integer we read: always fits int64
+MAX_PROFILE_BYTES = 16 * 1024 * 1024  # a profile JSON file (--cost, --profile, --static-profile)
+MAX_PROFILE_POINTS = 100_000  # grid points in a profile (`batchviz calibrate` measures 168)
+MAX_PROFILE_AXIS = 1_000_000_000  # the largest value on a profile's axes (rows, prefill or context tokens)
+MAX_PASS_MS = 3_600_000.0  # one forward pass in a profile: at most an hour
 
 
 class LimitError(ValueError):
@@ -39,6 +47,20 @@ def plain_int(text: str) -> int | None:
     if not _DIGITS.fullmatch(text) or len(text.lstrip("+-").lstrip("0")) > MAX_INT_DIGITS:
         return None
     return int(text)
+
+
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def parse_float(text: str, name: str, low: float, high: float) -> float:
+    """Return `text` as a number in [low, high]: ASCII digits, one optional dot and exponent (no `1_0`, nan, inf)."""
+    text = text.strip()
+    if not _DECIMAL.fullmatch(text):
+        raise ValueError(f"{name} must be a number in {low:g}..{high:g} (plain ASCII decimal), got {_quote(text)}")
+    value = float(text)
+    if not low <= value <= high:  # 1e-320 underflows past a positive low bound; 1e400 is inf
+        raise LimitError(f"{name} must be a number in {low:g}..{high:g}, got {_quote(text)}")
+    return value
 
 
 def parse_int(text: str, name: str, low: int, high: int) -> int:
@@ -91,3 +113,57 @@ def check_workload(num_requests: int, total_tokens: int) -> None:
         raise LimitError(f"{num_requests:,} requests is over the limit of {MAX_REQUESTS:,}")
     if total_tokens > MAX_TOTAL_TOKENS:
         raise LimitError(f"{total_tokens:,} output tokens in all is over the limit of {MAX_TOTAL_TOKENS:,}")
+
+
+def show_name(name) -> str:
+    """Return a file name as it can be shown on one line: as is when printable, else quoted like Python's repr."""
+    text = str(name)
+    return text if text.isprintable() and text.strip() == text and text else repr(text)
+
+
+def one_line(text: str) -> str:
+    """Return `text` with every control or unprintable character escaped, so a message stays one line."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def read_regular_file(path: str | Path, limit: int, what: str) -> bytes:
+    """Return a regular file's bytes, at most `limit`; a pipe or device is refused before it is opened for reading."""
+    try:
+        info = os.stat(path)  # follows links: a link to /dev/zero is a device
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file; expected a {what} file")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))  # never waits for a writer
+    except ValueError:  # a NUL in the name
+        raise OSError(errno.EINVAL, "the name holds a NUL character") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())  # the file opened, which may not be the one stat saw
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file; expected a {what} file")
+        if info.st_size > limit:
+            raise OSError(errno.EFBIG, f"{info.st_size:,} bytes is over the {limit:,}-byte limit for {what} files")
+        data = f.read(limit + 1)  # the file may have grown since fstat
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"over the {limit:,}-byte limit for {what} files")
+    return data
+
+
+def check_writable(path: str | Path) -> None:
+    """Raise OSError (naming why) unless a file can be written at `path`: probed now, before anything is built."""
+    text = str(path)
+    if not text or "\0" in text:
+        raise OSError(errno.EINVAL, "expected a file name" if not text else "the name holds a NUL character")
+    target, folder = Path(text), Path(text).parent
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "it is a directory; expected a file name")
+    if target.exists() and not target.is_file():
+        raise OSError(errno.EINVAL, "not a regular file")
+    if not folder.is_dir():
+        raise FileNotFoundError(errno.ENOENT, f"No such file or directory (no directory {show_name(folder)})")
+    try:
+        if target.exists():
+            os.close(os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))  # writable, and left unchanged
+        else:
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            os.unlink(target)
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot create a file there ({exc.strerror or exc})") from None

@@ -5,9 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
 import re
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +20,8 @@ from .limits import (
     MAX_TOTAL_TOKENS,
     MAX_TRACE_BYTES,
     parse_int,
+    read_regular_file,
+    show_name,
 )
 from .request import Request, request_label
 
@@ -31,7 +31,7 @@ AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 DEFAULT_STEP_MS = 50.0
 STEP_MS_RANGE = (0.001, 3_600_000.0)  # a microsecond to an hour per step
 TIME_SCALE_RANGE = (1e-6, 1e6)
-_TIMESTAMP = re.compile(r"^(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?$")
+_TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?", re.ASCII)  # 0-9 only
 _EPOCH = datetime(1970, 1, 1)  # naive: trace times are compared with each other, never with a local clock
 # column -> (low, high) for the plain format
 _PLAIN_BOUNDS = {
@@ -46,7 +46,7 @@ class TraceError(ValueError):
 
     def __init__(self, source: str, line: int, column: int, message: str):
         self.source, self.line, self.column, self.message = source, line, column, message
-        where = f"cannot read {source}" if line == 0 else f"{source}:{line}:{column}"
+        where = f"cannot read {show_name(source)}" if line == 0 else f"{show_name(source)}:{line}:{column}"
         super().__init__(f"{where}: {message}")
 
 
@@ -71,20 +71,10 @@ def load_trace(path: str | Path, options: TraceOptions | None = None) -> list[Re
 
 def read_trace_bytes(path: str | Path, limit: int = MAX_TRACE_BYTES) -> bytes:
     """Return a trace file's bytes: a regular file of at most `limit` bytes (never /dev/zero or a pipe)."""
-    source = str(path)
     try:
-        with open(path, "rb") as f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise TraceError(source, 0, 0, "not a regular file; expected a CSV trace file")
-            if info.st_size > limit:
-                raise TraceError(source, 0, 0, f"{info.st_size:,} bytes is over the {limit:,}-byte limit for traces")
-            data = f.read(limit + 1)  # the file may have grown since fstat
+        return read_regular_file(path, limit, "CSV trace")
     except OSError as exc:
-        raise TraceError(source, 0, 0, exc.strerror or str(exc)) from None
-    if len(data) > limit:
-        raise TraceError(source, 0, 0, f"over the {limit:,}-byte limit for traces")
-    return data
+        raise TraceError(str(path), 0, 0, exc.strerror or str(exc)) from None
 
 
 def parse_trace(
@@ -203,7 +193,7 @@ def _parse_plain(header: list[str], rows: Iterator, source: str) -> list[Request
 def _seconds(text: str, source: str, line: int) -> float:
     """Return a TIMESTAMP as seconds since 1970 (naive: no local time zone, no daylight-saving jumps)."""
     text = text.strip()
-    match = _TIMESTAMP.match(text)
+    match = _TIMESTAMP.fullmatch(text)
     if match:
         try:
             whole = datetime.fromisoformat(match.group(1).replace("T", " "))

@@ -7,8 +7,17 @@ import importlib.util
 import sys
 
 from core import report
-from core.cli import COMPARE_SLOTS, COMPARE_TRAFFIC, json_flag, slots_flag, timeout_flag
-from core.cli_args import UsageError, add_traffic_args, bounded_int, describe_traffic, load_requests
+from core.cli import COMPARE_SLOTS, COMPARE_TRAFFIC, batch_timeout, json_flag, slots_flag, timeout_flag
+from core.cli_args import (
+    UsageError,
+    add_traffic_args,
+    bounded_int,
+    check_output,
+    describe_traffic,
+    file_name,
+    load_requests,
+)
+from core.limits import show_name
 
 ENABLE = "the replay needs torch: pip install torch==2.13.0 (the CPU build) then pip install -e '.[replay]'"
 PRESET_NAMES = ("tiny", "small", "gpt2")
@@ -45,6 +54,7 @@ def _add_replay(sub) -> None:
     online.add_argument(
         "--profile",
         metavar="FILE.json",
+        type=file_name,
         help="--online: the profile that predicts continuous batching (`batchviz calibrate` on this device); "
         "default: both policies' profiles measured now, before the replay (about 11 s for tiny, a minute for small "
         "on one CPU thread here)",
@@ -52,6 +62,7 @@ def _add_replay(sub) -> None:
     online.add_argument(
         "--static-profile",
         metavar="FILE.json",
+        type=file_name,
         help="--online: the profile that predicts static batching (`batchviz calibrate --path dense`); default: "
         "measured now when --profile is not given, else --profile's",
     )
@@ -78,9 +89,10 @@ def run_replay(args: argparse.Namespace) -> str:
     from replay.report import summary, summary_text
 
     for flag in ("profile", "static_profile"):
-        if getattr(args, flag) and not args.online:
+        if getattr(args, flag) is not None and not args.online:
             raise UsageError(f"--{flag.replace('_', '-')} applies to --online only")
     requests = load_requests(args)
+    given = _given_profiles(args)  # read and checked before the model is built
     try:
         engine = Engine(args.model, args.device, threads=args.threads)
         engine.check_fits(requests, args.slots)
@@ -88,9 +100,9 @@ def run_replay(args: argparse.Namespace) -> str:
         raise UsageError(str(exc)) from None
     show = not args.no_progress and sys.stderr.isatty()
     if args.online:
-        return _run_online(args, engine, requests, show)
+        return _run_online(args, engine, requests, given, show)
     results = {
-        policy: engine.replay(requests, args.slots, policy, args.batch_timeout, on_step=_progress(policy, show))
+        policy: engine.replay(requests, args.slots, policy, batch_timeout(args), on_step=_progress(policy, show))
         for policy in ("static", "continuous")
     }
     doc = summary(results["static"], results["continuous"])
@@ -99,18 +111,21 @@ def run_replay(args: argparse.Namespace) -> str:
     return summary_text(doc, describe_traffic(args, requests))
 
 
-def _run_online(args: argparse.Namespace, engine, requests, show: bool) -> str:
+def _given_profiles(args: argparse.Namespace) -> dict:
+    """Return the profiles --profile and --static-profile name, by policy (none given: an empty dict)."""
+    from core.cli_cost import load_profile
+
+    flags = (("continuous", "--profile", args.profile), ("static", "--static-profile", args.static_profile))
+    return {policy: load_profile(flag, path) for policy, flag, path in flags if path is not None}
+
+
+def _run_online(args: argparse.Namespace, engine, requests, given: dict, show: bool) -> str:
     """Replay both policies in real time, predict each with the profile, and return the side-by-side table."""
     from core.cli_cost import requests_in_ms, step_ms
-    from core.cost import Fitted
     from replay.calibrate import profiles
     from replay.online import online_summary, online_text, replay_online
 
     timed = requests_in_ms(args, requests)
-    try:
-        given = {p: Fitted.load(f) for p, f in (("continuous", args.profile), ("static", args.static_profile)) if f}
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
     if given:
         costs = {"continuous": given.get("continuous", given.get("static")), "static": given.get("static")}
         costs["static"] = costs["static"] or costs["continuous"]
@@ -120,7 +135,7 @@ def _run_online(args: argparse.Namespace, engine, requests, show: bool) -> str:
     results = {}
     for policy in ("static", "continuous"):
         bar = _progress(policy, show)
-        timeout_ms = args.batch_timeout * step_ms(args) if policy == "static" else 0.0
+        timeout_ms = batch_timeout(args) * step_ms(args) if policy == "static" else 0.0
         on_pass = (lambda done, total, bar=bar: bar(done - 1, total)) if show else None
         results[policy] = replay_online(engine, timed, args.slots, policy, timeout_ms, on_pass=on_pass)
     doc = online_summary(results, costs)
@@ -151,7 +166,12 @@ def _add_calibrate(sub) -> None:
         help="which pass to time: ragged (continuous batching's, the default) or dense (static batching's padded "
         "rectangle, for replay --online --static-profile)",
     )
-    p.add_argument("--out", default=None, help="where to write the profile (default profile-MODEL-DEVICE.json)")
+    p.add_argument(
+        "--out",
+        type=file_name,
+        default=None,
+        help="where to write the profile, checked before measuring (default profile-MODEL-DEVICE.json here)",
+    )
     p.add_argument("--threads", type=bounded_int(1, 256), default=1, help="CPU threads for torch, 1..256 (default 1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (default: shown on a tty)")
 
@@ -161,7 +181,15 @@ def run_calibrate(args: argparse.Namespace) -> str:
     if importlib.util.find_spec("torch") is None:
         raise UsageError(ENABLE)
     from replay.calibrate import calibrate
+    from replay.engine import resolve_device
 
+    try:
+        device = resolve_device(args.device).type
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    suffix = "" if args.path == "ragged" else "-dense"
+    out = args.out if args.out is not None else f"profile-{args.model}-{device}{suffix}.json"
+    check_output("--out", out)  # before 5-30 s of measuring, not after
     show = not args.no_progress and sys.stderr.isatty()
     bar = _progress("calibrate", show)
     try:
@@ -174,9 +202,10 @@ def run_calibrate(args: argparse.Namespace) -> str:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    device = profile.device.split(":")[0]
-    suffix = "" if args.path == "ragged" else "-dense"
-    path = profile.save(args.out or f"profile-{args.model}-{device}{suffix}.json")
+    try:
+        path = show_name(profile.save(out))
+    except OSError as exc:  # the place was checked, but a disk can fill or a directory vanish meanwhile
+        raise UsageError(f"--out: cannot write {show_name(out)}: {exc.strerror or exc}") from None
     times = [t for plane in profile.ms for line in plane for t in line]
     return (
         f"wrote {path}: {args.model} on {profile.device}, {len(times)} grid points, passes from {min(times):.2f} to "

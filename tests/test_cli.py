@@ -164,8 +164,14 @@ def test_bad_trace_line_via_the_console_script(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        f"batchviz simulate: error: {bad}:3:2: output_tokens must be a whole number in 1..1,000,000, got -2"
+        f"python -m core simulate: error: {bad}:3:2: output_tokens must be a whole number in 1..1,000,000, got -2"
     )
+
+
+def test_python_m_core_calls_itself_so():
+    """`python -m core --help` names itself `python -m core` (not batchviz), and lists only the core's commands."""
+    proc = subprocess.run([sys.executable, "-m", "core", "--help"], capture_output=True, text=True, check=True)
+    assert proc.stdout.startswith("usage: python -m core [-h] {simulate,compare,sweep}")
 
 
 def test_export_embeds_every_setting_as_the_core_computes_it():

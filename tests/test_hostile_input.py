@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import socket
+import subprocess
+import sys
+import time
 import tracemalloc
 
 import pytest
@@ -75,6 +80,30 @@ CLI_CASES = [
     ("an unreadable profile", None, ["replay", "--online", "--requests", "2", "--static-profile", "/nonexistent/p.json", "--no-progress"],
      "cannot read the profile /nonexistent/p.json"),
     ("a calibrate path that is not one", None, ["calibrate", "--path", "diagonal"], "argument --path: invalid choice: 'diagonal'"),
+    # Flags that would change nothing are refused (issue 22, 5).
+    ("sweep step-ms on generated traffic", None, ["sweep", "--step-ms", "20"],
+     "--step-ms applies to a --trace file only; the sweep's generated arrivals are Poisson at --rate-per-s"),
+    ("sweep step-ms on an Azure trace", AZURE + "2023-11-16 18:15:46.68,5,3\n", ["sweep", "--step-ms", "20"],
+     "--step-ms applies to plain-CSV traces here;"),
+    ("sweep time scale on a plain trace", PLAIN + "0,3\n", ["sweep", "--time-scale", "0.5"],
+     "--time-scale applies to Azure-format traces only;"),
+    ("online step-ms on an Azure trace", AZURE + "2023-11-16 18:15:46.68,5,3\n", ["replay", "--online", "--step-ms", "5", "--no-progress"],
+     "--step-ms applies to plain-CSV traces here;"),
+    ("an empty --trace", None, ["simulate", "--trace", ""], "argument --trace: expected a file name, got ''"),
+    ("an empty --profile", None, ["replay", "--online", "--profile", ""], "argument --profile: expected a file name, got ''"),
+    ("an empty --cost", None, ["compare", "--cost", ""], "--cost: expected unit, roofline or a .json profile, got ''"),
+    ("timeout 0 under continuous", None, ["simulate", "--batch-timeout", "0"], "--batch-timeout applies to --policy static only"),
+    # Numbers: plain ASCII decimals for every float flag, as for integers (issue 22, 7).
+    ("step-ms in Arabic-Indic digits", None, ["simulate", "--cost", "roofline", "--step-ms", "\u0665\u0660"],
+     "--step-ms: expected a number in 0.001..3.6e+06 (plain ASCII decimal"),
+    ("step-ms with an underscore", None, ["simulate", "--cost", "roofline", "--step-ms", "1_0"],
+     "--step-ms: expected a number in 0.001..3.6e+06 (plain ASCII decimal: digits, one dot, an optional exponent), got '1_0'"),
+    ("rate with an underscore", None, ["simulate", "--arrivals", "poisson", "--rate", "1_0"], "--rate: expected a number in 1e-06..1e+06 (plain"),
+    ("tflops with an underscore", None, ["sweep", "--tflops", "9_89"], "--tflops: expected a number in 0..1e+15 (plain ASCII decimal"),
+    ("itl target inf", None, ["sweep", "--itl-target-ms", "inf"], "--itl-target-ms: expected a number in 0.001..1e+06 (plain"),
+    ("time scale in full-width digits", AZURE, ["simulate", "--time-scale", "\uff12"], "--time-scale: expected a number in 1e-06..1e+06 (plain"),
+    ("Azure timestamp in other digits", AZURE + "2023-11-16 18:15:46.\u0666\u0668,5,3\n", ["simulate"],
+     ":2:1: TIMESTAMP must look like '2023-11-16 18:15:46.6805900', got '2023-11-16 18:15:46.\u0666\u0668'"),
 ]  # fmt: skip
 
 
@@ -95,6 +124,206 @@ def test_bad_cli_input_is_one_line_and_status_2(capsys, tmp_path, name, trace, a
     assert code == 2 and out == ""
     assert message in err
     assert len(err.strip().splitlines()) == 1
+
+
+def _main(capsys, argv: list[str]) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse refuses flags by exiting
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _refused(code: int, out: str, err: str, message: str) -> None:
+    """The contract: status 2, nothing on stdout, one stderr line holding the message, no traceback."""
+    assert (code, out) == (2, ""), err
+    assert message in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+PROFILE = (
+    '{"kind":"fitted","rows":[0,64],"prefill_tokens":[0,1024],"context_tokens":[0,6144],'
+    '"ms":[[[1,2],[3,4]],[[2,3],[4,5]]]}'
+)
+WHOLE = "must hold at least two whole numbers in 0..1,000,000,000, strictly increasing"
+# (name, the profile's text, message after "FILE: "); the base profile above with one change each (issue 22, 2).
+PROFILE_CASES = [
+    ("-Infinity in an axis", PROFILE.replace("[0,64]", "[-Infinity,64]"), f"rows {WHOLE}, got [-inf, 64]"),
+    ("NaN in an axis", PROFILE.replace("[0,1024]", "[0,NaN]"), f"prefill_tokens {WHOLE}, got [0, nan]"),
+    ("an axis as an object", PROFILE.replace("[0,64]", '{"a":1,"b":2}'), "rows must be a flat list of numbers"),
+    ("an axis of lists", PROFILE.replace("[0,64]", "[[0],[64]]"), "rows must be a flat list of numbers"),
+    ("an axis of booleans", PROFILE.replace("[0,64]", "[false,true]"), "rows must be a flat list of numbers"),
+    ("an axis not increasing", PROFILE.replace("[0,6144]", "[6144,0]"), f"context_tokens {WHOLE}, got [6144, 0]"),
+    ("a fractional axis", PROFILE.replace("[0,64]", "[0,1e-300]"), f"rows {WHOLE}, got [0, 1e-300]"),
+    ("100,000 levels of nesting", "[" * 100_000 + "]" * 100_000, "nested too deep; a profile is one object"),
+    ("every ms 1e308", PROFILE.replace("[[[1,2],[3,4]],[[2,3],[4,5]]]", "[[[1e308,1e308],[1e308,1e308]],[[1e308,1e308],[1e308,1e308]]]"),
+     "ms must hold times > 0 and at most 3,600,000 ms (an hour per pass); ms[0][0][0] is 1e+308"),
+    ("a negative ms", PROFILE.replace("[[[1,", "[[[-1,"), "ms must hold times > 0 and at most 3,600,000 ms (an hour per pass); ms[0][0][0] is -1.0"),
+    ("an ms line too short", PROFILE.replace("[3,4]]", "[3]]"), "ms[0][1] must hold 2 numbers, one per context_tokens value; got 1"),
+    ("ms not a grid", PROFILE.replace("[[[1,2],[3,4]],[[2,3],[4,5]]]", "7"), "ms must be a list of 2 planes, one per rows value"),
+    ("a 2x2x1,000,000 grid", '{"kind":"fitted","rows":[0,64],"prefill_tokens":[0,1024],"context_tokens":['
+     + ",".join(map(str, range(1_000_000))) + '],"ms":[' + ",".join(["[" + ",".join(["[" + ",".join(["1"] * 1_000_000) + "]"] * 2) + "]"] * 2) + "]}",
+     "ms: a grid of 2 x 2 x 1000000 points is over the limit of 100,000"),
+    ("a 5,000-digit number", PROFILE.replace("[[[1,", "[[[" + "1" * 5000 + ","), "a number of more than 4,300 digits"),
+    ("a device name with a newline", PROFILE.replace('"kind"', '"device":"a\\nb","kind"'),
+     "device must be a printable string of at most 100 characters"),
+    ("no rows", PROFILE.replace('"rows":[0,64],', ""), "a profile needs rows, prefill_tokens, context_tokens and ms; rows is missing"),
+    ("not a profile", "[1,2]", 'not a batchviz profile (expected {"kind": "fitted", ...})'),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,text,message", PROFILE_CASES, ids=[c[0] for c in PROFILE_CASES])
+def test_bad_profile_is_one_line_naming_the_file_and_the_field(capsys, tmp_path, name, text, message):
+    """Every profile flag refuses a bad profile in one line naming the flag, the file and the field."""
+    path = tmp_path / "p.json"
+    path.write_text(text)
+    for argv in (["compare", "--cost", str(path)], ["sweep", "--cost", str(path), "--batches", "1"]):
+        _refused(*_main(capsys, argv), f"--cost: {path}: {message}")
+
+
+def test_profile_flags_of_the_replay_check_the_profile_before_the_model(capsys, tmp_path):
+    """`replay --online --profile/--static-profile` refuse a bad profile the same way, naming their flag."""
+    pytest.importorskip("torch", reason="the replay needs torch (CI installs it)")
+    path = tmp_path / "p.json"
+    path.write_text(PROFILE.replace("[0,64]", "[-Infinity,64]"))
+    for flag in ("--profile", "--static-profile"):
+        argv = ["replay", "--online", "--requests", "2", flag, str(path), "--no-progress"]
+        _refused(*_main(capsys, argv), f"{flag}: {path}: rows {WHOLE}")
+
+
+def test_profile_limits_are_refused_before_reading(capsys, tmp_path):
+    """A link to /dev/zero and a profile past 16 MiB are refused from their size and kind, not read."""
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    _refused(*_main(capsys, ["compare", "--cost", str(tmp_path / "zero.json")]), "not a regular file")
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (16 * 1024 * 1024 + 1))
+    _refused(*_main(capsys, ["compare", "--cost", str(big)]), "16,777,217 bytes is over the 16,777,216-byte limit")
+
+
+def test_a_profile_grid_is_built_once_not_per_pass():
+    """The largest grid allowed (100,000 points) costs a pass about what a 2x2x2 grid does: it is not rebuilt per pass."""
+    from core.cost import Fitted
+    from core.timed import simulate_timed
+
+    context = tuple(range(25_000))
+    line = tuple(1.0 + c * 1e-3 for c in context)
+    big = Fitted((0, 64), (0, 1024), context, ((line, line), (line, line)))
+    small = Fitted((0, 64), (0, 1024), (0, 24_999), (((1, 26), (1, 26)), ((1, 26), (1, 26))))
+    requests = [Request(str(i), i, 50, 10) for i in range(100)]
+
+    def seconds(profile) -> float:
+        began = time.perf_counter()
+        assert simulate_timed(requests, 4, "continuous", profile).passes > 1_000
+        return time.perf_counter() - began
+
+    small_s = min(seconds(small) for _ in range(3))
+    assert seconds(big) < 3 * small_s + 0.5  # rebuilt per pass, it took 60 times as long (and a 4M grid, minutes)
+
+
+FIFO_ARGVS = [
+    ["simulate", "--trace", "{fifo}.csv"],
+    ["compare", "--cost", "{fifo}.json"],
+    ["sweep", "--cost", "{fifo}.json"],
+    ["replay", "--online", "--requests", "2", "--profile", "{fifo}.json", "--no-progress"],
+    ["replay", "--online", "--requests", "2", "--static-profile", "{fifo}.json", "--no-progress"],
+]
+
+
+@pytest.mark.parametrize(
+    "argv", FIFO_ARGVS, ids=[" ".join(a[:2]) + " " + a[-3 if "replay" in a else -2] for a in FIFO_ARGVS]
+)
+def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path, argv):
+    """A fifo given as any input file is refused at once (open() would block for ever); a subprocess with a timeout."""
+    if "replay" in argv:
+        pytest.importorskip("torch", reason="the replay needs torch (CI installs it)")
+    fifo = tmp_path / "f"
+    for suffix in (".csv", ".json"):
+        os.mkfifo(f"{fifo}{suffix}")
+    args = [a.format(fifo=fifo) for a in argv]
+    proc = subprocess.run([sys.executable, "-m", "batchviz", *args], capture_output=True, text=True, timeout=120)
+    _refused(proc.returncode, proc.stdout, proc.stderr, "not a regular file")
+
+
+def test_a_file_name_with_a_newline_stays_on_one_line(capsys, tmp_path):
+    """File names are quoted where they hold control characters: the message is still one line."""
+    trace = tmp_path / "a\nb.csv"
+    trace.write_text(PLAIN + "0,x\n")
+    _refused(*_main(capsys, ["simulate", "--trace", str(trace)]), repr(str(trace)) + ":2:2: output_tokens")
+    _refused(*_main(capsys, ["compare", "--cost", str(tmp_path / "no\nsuch.json")]), "cannot read the profile '")
+    _refused(*_main(capsys, ["simulate", "--trace", str(tmp_path / "no\rsuch.csv")]), "\\r")
+    _refused(*_main(capsys, ["simulate", "x\ny"]), "unrecognized arguments: x\\ny")
+
+
+# (name, argv with {tmp} for a fresh folder, message): refused before measuring or building (issue 22, 3).
+OUT_CASES = [
+    ("calibrate into a missing folder", ["calibrate", "--out", "{tmp}/nodir/p.json"],
+     "--out: cannot write {tmp}/nodir/p.json: No such file or directory (no directory {tmp}/nodir)"),
+    ("calibrate onto a folder", ["calibrate", "--out", "{tmp}"], "--out: cannot write {tmp}: it is a directory; expected a file name"),
+    ("calibrate into /proc", ["calibrate", "--out", "/proc/p.json"], "--out: cannot write /proc/p.json: cannot create a file there"),
+    ("calibrate to an empty name", ["calibrate", "--out", ""], "argument --out: expected a file name, got ''"),
+    ("export into a missing folder", ["export", "{tmp}/nodir/p.html"], "cannot write {tmp}/nodir/p.html: No such file or directory"),
+    ("export onto a folder", ["export", "{tmp}"], "cannot write {tmp}: it is a directory; expected a file name"),
+    ("export into /proc", ["export", "/proc/p.html"], "cannot write /proc/p.html: cannot create a file there"),
+    ("export to an empty name", ["export", ""], "argument PAGE.html: expected a file name, got ''"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,argv,message", OUT_CASES, ids=[c[0] for c in OUT_CASES])
+def test_a_bad_output_place_is_refused_before_any_work(capsys, tmp_path, monkeypatch, name, argv, message):
+    """`calibrate --out` and `export PATH` check where they will write before measuring or building anything."""
+
+    def never(*args, **kwargs):
+        raise AssertionError("measured or built before the output place was checked")
+
+    if argv[0] == "calibrate":
+        pytest.importorskip("torch", reason="calibrate needs torch (CI installs it)")
+        import replay.calibrate
+
+        monkeypatch.setattr(replay.calibrate, "calibrate", never)
+    else:
+        import app.export
+
+        monkeypatch.setattr(app.export, "build_page", never)
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    _refused(*_main(capsys, argv), message.format(tmp=tmp_path))
+
+
+def _serve(*flags: str) -> subprocess.CompletedProcess:
+
+    return subprocess.run(
+        [sys.executable, "-m", "batchviz", "serve", *flags], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_serve_refuses_a_bad_address_an_empty_origin_and_a_busy_port():
+    """Each is one line naming its flag, status 2, and no "serving batchviz at" line (nothing serves)."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        cases = [
+            (("--port", port), f"--port: {port} is already in use on 127.0.0.1; choose another port"),
+            (("--address", "not.an.address"), "--address: cannot listen on 'not.an.address':"),
+            (("--address", ""), "argument --address: expected a host name or IP address to listen on, got ''"),
+            (("--allow-websocket-origin", ""), "argument --allow-websocket-origin: expected HOST or HOST:PORT"),
+            (("--allow-websocket-origin", "a:b"), "argument --allow-websocket-origin: expected HOST or HOST:PORT"),
+        ]
+        for flags, message in cases:
+            proc = _serve(*flags)
+            _refused(proc.returncode, proc.stdout, proc.stderr, message)
+
+
+@pytest.mark.parametrize("name", ["core", "browser", "replay", "load", "limits", "default", "peer", "online"])
+def test_every_benchmark_takes_help(name):
+    """`python -m benchmarks NAME --help` prints its usage and exits 0 (load's gave a traceback)."""
+    if name in ("replay", "peer", "online"):
+        pytest.importorskip("torch", reason="the replay benchmarks need torch")
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", name, "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"usage: ./dev bench {name}")
 
 
 def test_non_utf8_byte_is_reported_on_its_own_line():
