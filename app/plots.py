@@ -194,6 +194,7 @@ def timeline_figure(
         y_range=Range1d(run.slots, 0),
         height=None,
         sizing_mode="stretch_width",
+        width=320,  # Bokeh's 600 px default would be the narrowest the timeline gets; a phone is 390
         frame_height=ROW_PX * 4,
         toolbar_location=None,
         tools="",
@@ -335,6 +336,7 @@ def head_to_head_figure(source: ColumnDataSource, theme: palette.Theme = palette
     fig = figure(
         name="head-to-head",
         height=200,
+        width=320,
         sizing_mode="stretch_width",
         toolbar_location=None,
         tools="",

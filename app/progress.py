@@ -25,7 +25,7 @@ def stats_html(completed: int, total: int, useful: int, utilisation: float, avg_
         ("completed", "Completed", f"{completed}/{total}"),
         ("useful_tokens", "Useful tokens", f"{useful}"),
         ("utilisation", "GPU utilisation", f"{utilisation:.0%}"),
-        ("avg_latency", "Avg latency of those completed (steps)", latency),
+        ("avg_latency", "Avg latency, completed only (steps)", latency),
     ]
     cells = "".join(
         f'<div class="bv-stat"><div class="bv-stat-label">{label}</div>'
@@ -97,7 +97,7 @@ def clock_stats_html(completed: int, total: int, tokens: int, tokens_per_s: floa
         ("completed", "Completed", f"{completed}/{total}"),
         ("useful_tokens", "Tokens out", f"{tokens}"),
         ("tokens_per_s", "Tokens/s so far", f"{tokens_per_s:,.0f}"),
-        ("avg_latency_ms", "Avg latency of those completed (ms)", "–" if avg_ms is None else f"{avg_ms:,.1f}"),
+        ("avg_latency_ms", "Avg latency, completed only (ms)", "–" if avg_ms is None else f"{avg_ms:,.1f}"),
     ]
     cells = "".join(
         f'<div class="bv-stat"><div class="bv-stat-label">{label}</div>'

@@ -377,7 +377,7 @@ class ReplayView(pn.viewable.Viewer):
                 "Runs the traffic shown, static then continuous, through a randomly initialised transformer "
                 "on this server's GPU if it has one, else its CPU, and measures every step in wall-clock time."
             ),
-            pn.Row(self.model, self.online, self.run_button, self.cancel_button, self.progress),
+            pn.FlexBox(self.model, self.online, self.run_button, self.cancel_button, self.progress),
             pn.pane.Bokeh(self.status),
             self.results,
             sizing_mode="stretch_width",

@@ -16,6 +16,7 @@ from .exercises.knee import KneeView
 from .exercises.spread import SpreadView
 from .exercises.temperature import TemperatureView
 from .palette import THEMES
+from .playback import Playback
 from .quiz import Quiz
 from .replay_view import ReplayView
 from .state import CHAPTER_NAME, GENERATOR_PARAMS, SimState
@@ -25,9 +26,14 @@ from .url import URL_KEYS, parse_query, parse_theme, query_of, query_value, safe
 from .views import Controls, HeadToHeadView, Messages, TimelineView
 
 PRESET = "worked"
+MORE_TRAFFIC = ("requests", "lengths", "mean_tokens", "arrival_window")
 GENERATOR_URL_KEYS = tuple(key for key, name in URL_KEYS.items() if name in GENERATOR_PARAMS)
 # The active tab keeps the page's own text colour (Bokeh's default paints it on white, unreadable in the dark theme).
-TAB_CSS = ".bk-tab.bk-active { background-color: transparent; color: inherit; font-weight: 600; }"
+TAB_CSS = (
+    ".bk-tab.bk-active { background-color: transparent; color: inherit; font-weight: 600; }"
+    # On a phone the tab titles wrap onto a second line rather than running off the screen.
+    " .bk-header { flex-wrap: wrap; } .bk-tab { white-space: normal; }"
+)
 WORKED_NAME = "the chapter's worked example"
 TABS = {  # ?tab= value -> tab title, in page order
     "simulator": "Simulator",
@@ -61,6 +67,7 @@ class App(pn.viewable.Viewer):
         if query:
             self._apply_query(query)
         self.controls = Controls(state=self.state)
+        self.playback = Playback(state=self.state)
         self.timeline = TimelineView(state=self.state, theme=self.theme)
         self.head_to_head = HeadToHeadView(state=self.state, theme=self.theme)
         self.replay = ReplayView(state=self.state)
@@ -150,6 +157,8 @@ class App(pn.viewable.Viewer):
                 requests, message = None, f"{name}: {exc}"
         self.messages.text = message
         self.reset_trace.visible = self.state.trace is not None
+        if getattr(self, "trace_card", None) is not None:
+            self.trace_card.collapsed = False
 
     def load_worked_example(self) -> None:
         """Show the chapter's worked example: A-F on 4 slots, static timeout 1, a 24-step window (`?preset=worked`)."""
@@ -216,33 +225,62 @@ class App(pn.viewable.Viewer):
                 out[key] = str(int(value)) if isinstance(value, bool) else f"{value:g}"
         return out
 
-    def __panel__(self):
-        controls = self.controls.__panel__()
-        self.timeline.link_player(self.controls.player)
-        self.timeline.link_inspector(self.batch.div)
-        sidebar = pn.Column(
-            controls,
-            self.worked,
-            pn.pane.Markdown("**Load a trace**"),
-            self.upload,
-            self.reset_trace,
-            self.chapter_traffic,
-            width=310,
-            css_classes=["bv-sidebar"],
+    def widget(self) -> pn.Column:
+        """Return the chapter's widget, the first screen: controls, player, stats, head-to-head, timelines."""
+        self.timeline.link_player(self.playback)
+        status = pn.FlexBox(self.timeline.status(), self.head_to_head.compact, gap="12px", sizing_mode="stretch_width")
+        return pn.Column(
+            self.messages,
+            self.controls.primary(),
+            self.playback,
+            status,
+            self.worked_box,
+            self.timeline.figures(),
+            sizing_mode="stretch_width",
+            css_classes=["bv-widget"],
         )
+
+    def settings(self) -> pn.FlexBox:
+        """Return the settings the first lesson does not need, each behind a disclosure that opens in place."""
+        card = lambda title, *objects: pn.Card(  # noqa: E731
+            *objects, title=title, collapsed=True, sizing_mode="stretch_width", styles={"flex": "1 1 260px"}
+        )
+        trace = pn.Column(self.upload, sizing_mode="stretch_width")
+        self.trace_card = card("Your own trace", trace)
+        # A loaded file (or a message about one) opens its card: its reset button is then in view.
+        self.trace_card.collapsed = self.state.trace_name in ("", CHAPTER_NAME)
+        clock_card = card("On a clock", self.controls.on_a_clock())
+        clock_card.collapsed = self.state.clock != "ms"
+        more_card = card("More traffic", self.controls.more_traffic())
+        s = self.state  # a deep link that set one of these opens its card
+        more_card.collapsed = all(
+            getattr(s, name) == s.param[name].default for name in (*MORE_TRAFFIC, "batch_timeout", "both")
+        )
+        return pn.FlexBox(
+            self.worked,
+            self.chapter_traffic,
+            self.reset_trace,
+            more_card,
+            clock_card,
+            self.trace_card,
+            gap="8px",
+            sizing_mode="stretch_width",
+        )
+
+    def __panel__(self):
+        self.timeline.link_inspector(self.batch.div)
         text_pane = lambda text: pn.pane.HTML(text, sizing_mode="stretch_width", stylesheets=[CSS])  # noqa: E731
         simulator = pn.Column(
-            self.messages,
+            self.widget(),
+            self.settings(),
             text_pane(story.WHY),
-            self.worked_box,
-            self.timeline,
             pn.pane.Bokeh(self.timeline.loop, sizing_mode="stretch_width"),
             text_pane(chapter.restructured_loop_html()),
             self.batch,
             text_pane(chapter.build_batch_html()),
             self.head_to_head,
             text_pane(story.SPREAD),
-            pn.Row(*self.lesson_buttons, styles={"flex-wrap": "wrap"}),
+            pn.FlexBox(*self.lesson_buttons, sizing_mode="stretch_width"),
             text_pane(chapter.spread_argument_html()),
             text_pane(story.ONE_SLOT),
             self.one_slot,
@@ -280,23 +318,18 @@ class App(pn.viewable.Viewer):
             tabs.active = list(TABS).index(event.new)
 
         self.param.watch(show_tab, "tab")
-        main = pn.Column(
-            tabs,
-            css_classes=["bv-main"],
-            styles={"flex": "1 1 560px", "min-width": "300px"},
-        )
+        main = pn.Column(tabs, css_classes=["bv-main"], sizing_mode="stretch_width")
         header = pn.pane.HTML(
             "<h1>Static vs continuous batching</h1><p>Each row is a batch slot, each column one forward pass.</p>",
             sizing_mode="stretch_width",
             css_classes=["bv-header"],
             stylesheets=[CSS],
         )
-        body = pn.Row(sidebar, main, sizing_mode="stretch_width", styles={"flex-wrap": "wrap", "gap": "16px"})
         theme = THEMES[self.theme]
         # A custom property inherits into the shadow roots Bokeh renders in, so one place sets the muted text colour.
         return pn.Column(
             header,
-            body,
+            main,
             sizing_mode="stretch_width",
             stylesheets=[CSS],
             css_classes=["bv-app"],

@@ -106,7 +106,16 @@ def h2h_rows(static: Metrics, continuous: Metrics, static_loss: Losses, continuo
     ]
 
 
-def _h2h_table(rows: list[tuple]) -> str:
+# The first screen's rows and their short labels; the full table, with the long labels, is further down.
+COMPACT = {"completed": "Completed", "utilisation": "GPU utilisation", "avg_latency_all": "Avg latency, all (steps)"}
+COMPACT_TIMED = {"drain_ms": "All done at (ms)", "tokens_per_s": "Tokens/s", "e2e_mean": "Avg latency, all (ms)"}
+
+
+def _short(rows: list[tuple], labels: dict[str, str]) -> list[tuple]:
+    return [(key, labels[key], s, c) for key, _label, s, c in rows if key in labels]
+
+
+def _h2h_table(rows: list[tuple], caption: str = "Same traffic and same slots, over the window shown") -> str:
     def cell(key: str | None, policy: str, value: str) -> str:
         return f'<td data-h2h="{policy}-{key}">{value}</td>' if key else f"<td>{value}</td>"
 
@@ -115,7 +124,7 @@ def _h2h_table(rows: list[tuple]) -> str:
         for key, label, s, c in rows
     )
     return (
-        '<table class="bv-h2h"><caption>Same traffic and same slots, over the window shown</caption>'
+        f'<table class="bv-h2h"><caption>{caption}</caption>'
         f"<thead><tr><th></th><th>static</th><th>continuous</th></tr></thead><tbody>{body}</tbody></table>"
     )
 
@@ -131,54 +140,55 @@ def _slider(state: SimState, name: str, label: str, end: int) -> pn.widgets.IntS
 
 
 class Controls(pn.viewable.Viewer):
-    """The sidebar: mode, slots, seed, traffic shape and playback."""
+    """The widget's controls: mode, slots and seed on the first screen; the rest behind disclosures."""
 
     state = param.ClassSelector(class_=SimState)
 
-    def __panel__(self):
+    def __init__(self, **params):
+        super().__init__(**params)
         s = self.state
-        self.player = pn.widgets.Player.from_param(
-            s.param.step,
-            start=0,
-            end=s.window - 1,
-            interval=120,
-            loop_policy="once",
-            show_loop_controls=False,
-            width=280,
-            name="Playback",
-        )
-        s.param.watch(lambda e: setattr(self.player, "end", e.new - 1), "window")
-        generator = [
-            pn.widgets.IntSlider.from_param(s.param.seed, label="Traffic seed"),
+        self.mode = pn.widgets.RadioButtonGroup.from_param(s.param.mode, label="Batching mode")
+        self.slots = _slider(s, "slots", "Batch slots", 16)
+        self.seed = pn.widgets.IntSlider.from_param(s.param.seed, label="Traffic seed")
+        self.slots.width = self.seed.width = 240  # mode, slots and seed on one line in an 800 px column
+        self.generator = [
+            self.seed,
             _slider(s, "requests", "Requests", 64),
             pn.widgets.Select.from_param(s.param.lengths, label="Output lengths"),
             pn.widgets.IntSlider.from_param(s.param.mean_tokens, label="Mean output length (tokens)"),
             pn.widgets.IntSlider.from_param(s.param.arrival_window, label="Arrival window (steps)", end=64),
         ]
+        s.param.watch(self._show_generator, ["trace", "trace_name"])
+        self._show_generator()
 
-        def show_generator(*_events):  # a fixed trace (the worked example) has no seed, count or lengths to move
-            for widget in generator:
-                widget.visible = s.generator_applies
+    def _show_generator(self, *_events) -> None:
+        for widget in self.generator:  # a fixed trace (the worked example) has no seed, count or lengths to move
+            widget.visible = self.state.generator_applies
 
-        s.param.watch(show_generator, ["trace", "trace_name"])
-        show_generator()
+    def primary(self) -> pn.FlexBox:
+        """Return the three controls the chapter's Try-it uses: mode, slots, seed."""
+        return pn.FlexBox(self.mode, self.slots, self.seed, gap="4px 16px", sizing_mode="stretch_width")
+
+    def more_traffic(self) -> pn.Column:
+        """Return the traffic's other settings and the second timeline's switch."""
+        s = self.state
         return pn.Column(
-            pn.widgets.RadioButtonGroup.from_param(s.param.mode, label="Batching mode"),
-            _slider(s, "slots", "Batch slots", 16),
-            *generator,
+            *self.generator[1:],
             pn.widgets.IntSlider.from_param(s.param.batch_timeout, label="Static batch timeout (steps)"),
             pn.widgets.Checkbox.from_param(s.param.both, label="Show both modes on one time axis"),
-            pn.widgets.RadioButtonGroup.from_param(s.param.clock, label="Time axis"),
-            pn.widgets.Select.from_param(
-                s.param.accelerator,
-                label="On a clock: accelerator",
-                options=ACCELERATOR_OPTIONS,
-            ),
-            pn.widgets.Select.from_param(s.param.model_shape, label="On a clock: model", options=MODEL_OPTIONS),
-            self.player,
-            width=300,
-            css_classes=["bv-controls"],
         )
+
+    def on_a_clock(self) -> pn.Column:
+        """Return the time axis and its roofline presets."""
+        s = self.state
+        return pn.Column(
+            pn.widgets.RadioButtonGroup.from_param(s.param.clock, label="Time axis"),
+            pn.widgets.Select.from_param(s.param.accelerator, label="Accelerator", options=ACCELERATOR_OPTIONS),
+            pn.widgets.Select.from_param(s.param.model_shape, label="Model", options=MODEL_OPTIONS),
+        )
+
+    def __panel__(self):
+        return pn.Column(self.primary(), self.more_traffic(), self.on_a_clock())
 
 
 class TimelineView(pn.viewable.Viewer):
@@ -218,12 +228,12 @@ class TimelineView(pn.viewable.Viewer):
         """Make hovering a request in either timeline outline its tokens and blocks in `div` (the batch view)."""
         link_hover(self.plot, self.other, inspectors=(div,), outline=palette.THEMES[self.theme].text)
 
-    def link_player(self, player: pn.widgets.Player) -> None:
+    def link_player(self, playback) -> None:
         """Make the player drive the curtain, cursor and texts in the browser, with no server round trip."""
         p = self.plot
-        player.jscallback(
-            value=PLAYBACK_JS,
-            args={
+        playback.link(
+            PLAYBACK_JS,
+            {
                 "src": self.progress,
                 "curtains": [p.curtain, self.other.curtain],
                 "cursors": [p.cursor, self.other.cursor],
@@ -278,15 +288,22 @@ class TimelineView(pn.viewable.Viewer):
         self._show_step()
         self.caption.object = palette.CAPTIONS[s.mode]
 
-    def __panel__(self):
+    def status(self) -> pn.pane.Bokeh:
+        """Return the readout, live stats, waste meter and decision log at the cursor (one block, redrawn per frame)."""
+        return pn.pane.Bokeh(self.panel, styles={"flex": "1 1 380px", "min-width": "0"})
+
+    def figures(self) -> pn.Column:
+        """Return both timelines on one axis, the legend, and the mode's caption."""
         return pn.Column(
-            pn.pane.Bokeh(self.panel, sizing_mode="stretch_width"),
-            self.caption,
             pn.pane.Bokeh(self.plot.figure, sizing_mode="stretch_width", css_classes=["bv-timeline"]),
             self.other_pane,
             pn.pane.HTML(palette.legend_html(), sizing_mode="stretch_width", stylesheets=[CSS]),
+            self.caption,
             sizing_mode="stretch_width",
         )
+
+    def __panel__(self):
+        return pn.Column(self.status(), self.figures(), sizing_mode="stretch_width")
 
 
 class HeadToHeadView(pn.viewable.Viewer):
@@ -298,6 +315,8 @@ class HeadToHeadView(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
+        # The first screen's three rows (completed, utilisation, latency over every request); the full table below.
+        self.compact = pn.pane.HTML(stylesheets=[CSS], styles={"flex": "0 0 auto"}, css_classes=["bv-h2h-compact"])
         result = self.state.comparison()
         self.bar_data = ColumnDataSource(head_to_head_data(result.static, result.continuous))
         self.bars = pn.pane.Bokeh(
@@ -315,12 +334,15 @@ class HeadToHeadView(pn.viewable.Viewer):
         loss = (losses(s.static_run, s.window), losses(s.continuous_run, s.window))
         if s.clock == "ms":  # on a clock every figure is in ms: the step rows would mix units
             static, continuous = (timed_metrics(run) for run in s.timed_runs())
-            self.table.object = _h2h_table(h2h_timed_rows(static, continuous, result.static.requests))
+            rows = h2h_timed_rows(static, continuous, result.static.requests)
+            self.table.object = _h2h_table(rows)
+            self.compact.object = _h2h_table(_short(rows, COMPACT_TIMED), "Head to head, same traffic")
             self.bar_data.data = head_to_head_timed_data(static, continuous)
             set_head_to_head_groups(self.bars.object, H2H_TIMED_GROUPS)
             return
         rows = h2h_rows(result.static, result.continuous, *loss)
         self.table.object = _h2h_table(rows)
+        self.compact.object = _h2h_table(_short(rows, COMPACT), "Head to head, same traffic")
         set_head_to_head_groups(self.bars.object, H2H_GROUPS)
         self.bar_data.data = head_to_head_data(result.static, result.continuous)
 

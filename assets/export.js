@@ -83,7 +83,7 @@ function metricsAt(r, t) {
 function statsHtml(m, total) {
   const items = [["completed", "Completed", `${m.done}/${total}`], ["useful_tokens", "Useful tokens", `${m.useful}`],
                  ["utilisation", "GPU utilisation", pct(m.util)],
-                 ["avg_latency", "Avg latency of those completed (steps)", m.avg === null ? "–" : fixed(m.avg, 1)]];
+                 ["avg_latency", "Avg latency, completed only (steps)", m.avg === null ? "–" : fixed(m.avg, 1)]];
   return '<div class="bv-stats">' + items.map(([k, label, v]) =>
     `<div class="bv-stat"><div class="bv-stat-label">${label}</div>` +
     `<div class="bv-stat-value" data-stat="${k}">${v}</div></div>`).join("") + "</div>";

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import socket
@@ -97,9 +98,9 @@ def _playback(page, url: str, interval_ms: int, steps: int) -> list[float]:
     page.wait_for_function(READY_JS, polling=50, timeout=60_000)
     page.locator(".bk-Canvas").first.wait_for()  # the app arrives after the page's first render
     page.evaluate(PLAYBACK_JS, [interval_ms, steps])
-    page.locator("button.play").first.click()
+    page.get_by_role("button", name="▶ Play").first.click()
     frames = page.evaluate(PLAY_WAIT_JS, steps)
-    page.locator("button.pause").first.click()
+    page.get_by_role("button", name="❚❚ Pause").first.click()
     return frames
 
 
@@ -116,6 +117,7 @@ CASES = [
 
 def main(argv: list[str]) -> None:
     """Print load and repaint times (median and p95) for both cases, and playback's frame rate."""
+    argparse.ArgumentParser(prog="./dev bench browser", description=__doc__).parse_args(argv)
     proc, url = _serve()
     results = []
     try:

@@ -31,7 +31,7 @@ def test_both_timelines_share_the_cursor(page, page_errors, app_url):
     assert read_timeline(page, 6, 64, name="timeline-other") == [
         row[:31] + "-" * 33 for row in continuous.timeline_strings(64)
     ]
-    page.locator("button.next").first.click()
+    page.get_by_role("button", name="Step ▸").first.click()
     expect(page.locator(".bv-step").first).to_have_text("step 31")
     assert read_timeline(page, 6, 64, name="timeline-other") == [
         row[:32] + "-" * 32 for row in continuous.timeline_strings(64)

@@ -66,7 +66,7 @@ def test_the_ragged_batch_at_the_cursor_equals_the_cores(page, page_errors, app_
     open_app(page, app_url, "?preset=worked&step=4")
     _check_batch_at(page, worked, 4)
     assert _read_continuous(page)[1] == [0, 1, 6, 7, 8]  # E's 5-token prompt between three decodes
-    page.locator("button.next").first.click()
+    page.get_by_role("button", name="Step ▸").first.click()
     _check_batch_at(page, worked, 5)
     default = core_run("continuous", 4, 4)
     open_app(page, app_url, "?seed=4&slots=4&step=20")
@@ -128,7 +128,7 @@ def test_the_scheduling_loop_lights_what_the_step_did(page, page_errors, app_url
     open_app(page, app_url, "?preset=worked&step=3")
     expect(page.locator("[data-loop-step='3']")).to_have_count(1)
     assert _lit(page) == ["head", "build", "forward"]
-    page.locator("button.next").first.click()
+    page.get_by_role("button", name="Step ▸").first.click()
     expect(page.locator("[data-loop-step='4']")).to_have_count(1)
     assert _lit(page) == ["head", "retire", "admit", "build", "forward"]
     assert "B leaves" in page.locator(".bv-loop [data-line=retire]").first.inner_text()

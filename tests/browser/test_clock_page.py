@@ -104,7 +104,7 @@ def test_on_a_clock_playback_moves_a_time_cursor_and_every_figure_is_in_ms(page,
     assert "steps" not in page.locator(".bv-stats").first.inner_text()
     page.wait_for_function("Bokeh.documents[0].is_idle", polling=100)
     assert all(_white_right_of(page, "timeline", times[10], 4))  # nothing drawn past the cursor
-    page.locator("button.next").first.click()
+    page.get_by_role("button", name="Step ▸").first.click()
     expect(readout).to_have_attribute("data-ms", f"{times[11]:.3f}")
     page.wait_for_timeout(300)
     assert all(_white_right_of(page, "timeline", times[11], 4))

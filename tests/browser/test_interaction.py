@@ -36,12 +36,12 @@ def test_playback_reveals_cells_in_order(page, page_errors, app_url):
     """Next advances one step; play keeps advancing; every frame reveals exactly the cells up to the cursor's step."""
     open_app(page, app_url, PLAYBACK_AT_20)
     full = core_run("static", 4, 4).timeline_strings(64)
-    page.locator("button.next").first.click()
+    page.get_by_role("button", name="Step ▸").first.click()
     expect(page.locator(".bv-step").first).to_have_text("step 21")
     assert read_timeline(page, 4, 64) == [row[:22] + "-" * 42 for row in full]
-    page.locator("button.play").first.click()
+    page.get_by_role("button", name="▶ Play").first.click()
     expect(page.locator(".bv-step").first).not_to_have_text("step 21", timeout=5000)
-    page.locator("button.pause").first.click()
+    page.get_by_role("button", name="❚❚ Pause").first.click()
     step = int(page.locator(".bv-step").first.get_attribute("data-step"))
     assert 21 < step <= 63
     page.wait_for_timeout(300)
