@@ -52,10 +52,10 @@ def _percentile(values: list[float], q: float) -> float:
 
 PLAYBACK_JS = """async ([intervalMs, steps]) => {
   const doc = Bokeh.documents[0];
-  const player = [...doc.all_models].find(m => m.constructor.__name__ === 'Player');
+  const slider = [...doc.all_models].find(m => m.title === 'Step' && m.value !== undefined);
   const readout = doc.get_model_by_name('playback');
-  player.interval = intervalMs;
-  player.value = 0;
+  window.__bvInterval = intervalMs;  // app/playback.py's timer reads it
+  slider.value = 0;
   const frames = [];
   readout.change.connect(() => requestAnimationFrame(() => frames.push(performance.now())));
   await new Promise(r => setTimeout(r, 200));
