@@ -18,14 +18,7 @@ WINDOW = 64
 
 def _default_config() -> TrafficConfig:
     """Return the generator config a fresh page's settings give (the traffic a moved seed switches to)."""
-    state = SimState()
-    return TrafficConfig(
-        seed=state.seed,
-        requests=state.requests,
-        lengths=state.lengths,
-        arrival_window=state.arrival_window,
-        mean_tokens=state.mean_tokens,
-    )
+    return SimState().traffic_key()
 
 
 def _runs(config: TrafficConfig, slots: int = 4):
