@@ -44,7 +44,7 @@ class Playback(pn.viewable.Viewer):
             s.param.step, label="Step", start=0, end=s.window - 1, show_value=False, styles={"flex": "1 1 200px"}
         )
         s.param.watch(lambda e: setattr(self.slider, "end", e.new - 1), "window")
-        self.play = pn.widgets.Button(label="▶ Play", button_type="primary", description="Play the steps in order")
+        self.play = pn.widgets.Button(label="▶ Play", color="primary", description="Play the steps in order")
         self.play.js_on_click(args={"play": self.play, "step": self.slider, "interval": INTERVAL_MS}, code=PLAY_JS)
         self.moves = []
         for label, target in MOVES.items():

@@ -7,6 +7,8 @@ worker; static files pass; a foreign origin is refused; and with one worker kill
 from __future__ import annotations
 
 import base64
+import concurrent.futures
+import functools
 import os
 import re
 import socket
@@ -29,6 +31,18 @@ def deployment():
     d = start_class(num_workers=2, session_expiry=2)
     yield d
     d.stop()
+
+
+def _off_the_loop(test):
+    """Run a test body in its own thread: the browser tests' sync Playwright keeps an asyncio loop running in the
+    main thread for the whole session, and Bokeh's client session refuses to start its loop beside it."""
+
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(test, *args, **kwargs).result()
+
+    return run
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -89,6 +103,7 @@ def test_a_page_and_its_websocket_reach_one_worker_and_a_foreign_origin_is_refus
     assert pages and sockets and set(pages) | set(sockets) == {pages[-1]}  # ip_hash: one address, one worker
 
 
+@_off_the_loop
 def test_sessions_through_the_proxy_get_the_cores_timeline_when_their_seed_moves(deployment):
     """Three sessions open through nginx; each seed change in each equals the core's continuous timeline."""
     watchers = [Watcher(deployment.url) for _ in range(3)]
@@ -101,6 +116,7 @@ def test_sessions_through_the_proxy_get_the_cores_timeline_when_their_seed_moves
             close(watcher.session)
 
 
+@_off_the_loop
 def test_with_its_worker_killed_a_new_page_renders_on_the_other(deployment):
     """Kill the worker this address is hashed to: nginx routes the next page and websocket to the live one."""
     _get(deployment.url)
