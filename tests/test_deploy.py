@@ -34,8 +34,10 @@ def deployment():
 
 
 def _off_the_loop(test):
-    """Run a test body in its own thread: the browser tests' sync Playwright keeps an asyncio loop running in the
-    main thread for the whole session, and Bokeh's client session refuses to start its loop beside it."""
+    """Run a test body in its own thread, where Bokeh's client session may start its own event loop.
+
+    The browser tests' sync Playwright keeps an asyncio loop running in the main thread for the whole session.
+    """
 
     @functools.wraps(test)
     def run(*args, **kwargs):
