@@ -10,8 +10,8 @@ import numpy as np
 from .limits import check_cells
 from .request import Request
 
-IDLE, GENERATING, PADDING = 0, 1, 2
-STATE_CHARS = ".GP"
+IDLE, GENERATING, PADDING, RECOMPUTE, PREFILL = 0, 1, 2, 3, 4
+STATE_CHARS = ".GPRF"  # R: a preempted request's readmission pass; F: a prompt chunk that yields no token yet
 POLICIES = ("static", "continuous")
 
 
@@ -37,6 +37,10 @@ class Run:
     finish: np.ndarray  # exclusive: the request generates in steps start … finish-1
     slot: np.ndarray
     release: np.ndarray  # step its slot becomes free (= finish, or the batch end under static)
+    # Set by the memory-aware engine (`core.engine`): every drawn interval as (request, slot, from, to, state), when
+    # a request's steps are not one interval (preempted, or prefilled in chunks); its memory events; its schedule.
+    cells: np.ndarray | None = None
+    schedule: object = None
 
     @property
     def drain(self) -> int:
@@ -59,6 +63,8 @@ class Run:
         Only the cells asked for are built, so a short window of a very long run costs what the window costs.
         """
         check_cells(self.slots, width)
+        if self.cells is not None:
+            return self._grid_from_cells(width)
         # Difference arrays over the window only: +1 where an interval opens, -1 where it closes. A slot holds one
         # request at a time, so the running sums stay 0 or 1 and int8 is enough.
         edges = np.zeros((2, self.slots, width + 1), dtype=np.int8)
@@ -72,6 +78,12 @@ class Run:
         grid = np.zeros((self.slots, width), dtype=np.uint8)
         grid[open_[1]] = PADDING
         grid[open_[0]] = GENERATING
+        return grid
+
+    def _grid_from_cells(self, width: int) -> np.ndarray:
+        grid = np.zeros((self.slots, width), dtype=np.uint8)
+        for _, slot, lo, hi, state in self.cells[self.cells[:, 2] < width].tolist():
+            grid[slot, lo : min(hi, width)] = state
         return grid
 
     def timeline_strings(self, width: int | None = None) -> list[str]:

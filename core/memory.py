@@ -1,0 +1,166 @@
+"""The KV block manager the scheduler asks: a pool of fixed-size blocks, paged or contiguous; it decides nothing.
+
+Paged: a request's blocks come one at a time from anywhere in the pool. Contiguous: a request reserves one run of
+consecutive blocks at admission (first fit), and leaves a hole of that size when it retires. The scheduler
+(`core.engine`) asks `can_allocate` / `can_append` and then calls `allocate` / `append` / `free`.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from dataclasses import dataclass
+
+from .limits import check_range
+
+ALLOCATIONS = ("paged", "contiguous")
+MAX_KV_BLOCKS = 100_000_000
+MAX_BLOCK_SIZE = 65_536
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """The KV pool: `kv_blocks` blocks (None: unlimited) of `block_size` tokens, and how requests take them.
+
+    `reserve_tokens` is what a contiguous reservation (and a static batch's row) holds past the prompt; None means
+    the longest output in the traffic, the cap a server that knows its traffic would reserve.
+    """
+
+    kv_blocks: int | None = None
+    block_size: int = 16
+    allocation: str = "paged"
+    reserve_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("kv_blocks", "block_size", "reserve_tokens"):
+            value = getattr(self, name)
+            if value is not None and type(value) is not int:
+                raise ValueError(f"{name} must be an integer, got {value!r}")
+        if self.kv_blocks is not None:
+            check_range("kv_blocks", self.kv_blocks, 1, MAX_KV_BLOCKS)
+        check_range("block_size", self.block_size, 1, MAX_BLOCK_SIZE)
+        if self.allocation not in ALLOCATIONS:
+            raise ValueError(f"allocation must be one of {', '.join(ALLOCATIONS)}, got {self.allocation!r}")
+        if self.reserve_tokens is not None:
+            check_range("reserve_tokens", self.reserve_tokens, 1, 1_000_000)
+
+    @property
+    def unlimited(self) -> bool:
+        """Return whether the pool never runs out (today's schedules, bit for bit)."""
+        return self.kv_blocks is None
+
+    def blocks_for(self, tokens: int) -> int:
+        """Return how many blocks hold `tokens` tokens."""
+        return -(-tokens // self.block_size)
+
+
+UNLIMITED = MemoryConfig()
+
+
+def pool_for(memory_gb: float, weights_gb: float, kv_mb_per_token: float, block_size: int = 16) -> int:
+    """Return how many blocks of `block_size` tokens fit in what the weights leave of an accelerator's memory.
+
+    An 80 GB H100 holding Llama-2 7B (13.5 GB of weights, 0.5 MB of KV per token) leaves 66.5 GB: about 8,300
+    blocks of 16 tokens (133,000 tokens).
+    """
+    if not memory_gb > weights_gb > 0 or not kv_mb_per_token > 0:
+        raise ValueError("need memory_gb > weights_gb > 0 and kv_mb_per_token > 0")
+    tokens = (memory_gb - weights_gb) * 1024 / kv_mb_per_token
+    return int(tokens // block_size)
+
+
+class KVPool:
+    """The pool's bookkeeping: who owns which blocks. Unlimited pools only count."""
+
+    def __init__(self, config: MemoryConfig):
+        self.config = config
+        self.block_size = config.block_size
+        self.size = config.kv_blocks  # None: unlimited
+        self.contiguous = config.allocation == "contiguous"
+        self.held: dict[int, int] = {}  # request -> blocks it holds
+        self.used = 0
+        # Contiguous: where each request's run starts, and the free runs as sorted (start, length) pairs.
+        self.run_start: dict[int, int] = {}
+        self.free_runs: list[tuple[int, int]] = [(0, self.size)] if self.size is not None else []
+
+    @property
+    def free(self) -> int | None:
+        """Return how many blocks are free (None: unlimited)."""
+        return None if self.size is None else self.size - self.used
+
+    def can_allocate(self, request: int, tokens: int) -> bool:
+        """Return whether a request not holding blocks can be given the blocks for `tokens` tokens."""
+        need = self.config.blocks_for(tokens)
+        if self.size is None:
+            return True
+        if self.contiguous:
+            return any(length >= need for _, length in self.free_runs)
+        return need <= self.size - self.used
+
+    def allocate(self, request: int, tokens: int) -> None:
+        """Give a request that holds nothing the blocks for `tokens` tokens (contiguous: one run, first fit)."""
+        if request in self.held or not self.can_allocate(request, tokens):
+            raise RuntimeError(f"cannot allocate {self.config.blocks_for(tokens)} blocks for request {request}")
+        need = self.config.blocks_for(tokens)
+        if self.contiguous and self.size is not None:
+            k = next(k for k, (_, length) in enumerate(self.free_runs) if length >= need)
+            start, length = self.free_runs[k]
+            if length == need:
+                del self.free_runs[k]
+            else:
+                self.free_runs[k] = (start + need, length - need)
+            self.run_start[request] = start
+        self.held[request] = need
+        self.used += need
+
+    def can_append(self, request: int, tokens: int) -> bool:
+        """Return whether a request's blocks can grow to hold `tokens` tokens (paged only: a run cannot grow)."""
+        extra = self.config.blocks_for(tokens) - self.held[request]
+        if extra <= 0 or self.size is None:
+            return True
+        return not self.contiguous and extra <= self.size - self.used
+
+    def append(self, request: int, tokens: int) -> None:
+        """Grow a request's blocks to hold `tokens` tokens."""
+        if not self.can_append(request, tokens):
+            raise RuntimeError(f"no free block for request {request}")
+        extra = self.config.blocks_for(tokens) - self.held[request]
+        if extra > 0:
+            self.held[request] += extra
+            self.used += extra
+
+    def release(self, request: int) -> None:
+        """Return every block a request holds (contiguous: its run becomes a hole, merged with free neighbours)."""
+        blocks = self.held.pop(request)
+        self.used -= blocks
+        if self.contiguous and self.size is not None:
+            start = self.run_start.pop(request)
+            k = bisect_left(self.free_runs, (start, 0))
+            end = start + blocks
+            if k < len(self.free_runs) and self.free_runs[k][0] == end:  # merge with the run after
+                end += self.free_runs.pop(k)[1]
+            if k and sum(self.free_runs[k - 1]) == start:  # and with the run before
+                start = self.free_runs.pop(k - 1)[0]
+            insort(self.free_runs, (start, end - start))
+
+    def largest_free_run(self) -> int:
+        """Return the longest run of consecutive free blocks (paged: every free block counts)."""
+        if self.size is None:
+            return 0
+        if not self.contiguous:
+            return self.size - self.used
+        return max((length for _, length in self.free_runs), default=0)
+
+    def owners(self) -> list[int]:
+        """Return the owner of every block, -1 when free (contiguous: by position; paged: packed in admission order)."""
+        if self.size is None:
+            raise ValueError("an unlimited pool has no block map")
+        out = [-1] * self.size
+        if self.contiguous:
+            for request, start in self.run_start.items():
+                out[start : start + self.held[request]] = [request] * self.held[request]
+        else:
+            at = 0
+            for request, blocks in self.held.items():
+                out[at : at + blocks] = [request] * blocks
+                at += blocks
+        return out
