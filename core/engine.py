@@ -386,7 +386,7 @@ class _Engine:
                 heapq.heappop(fin)
             while grow and grow[0][2] != self.gen[grow[0][1]]:
                 heapq.heappop(grow)
-            L = fin[0][0] - p
+            L = 1 if preempted else fin[0][0] - p  # after a preemption, admission is tried at the next boundary
             if grow:
                 L = min(L, max(1, grow[0][0] - p))
             cut = free and not waiting and nxt < n  # an arrival would be admitted at the first pass after it
@@ -528,5 +528,29 @@ def as_run(s: Schedule):
         s.slot,
         end(s.release_pass),
         cells=None if plain else cells,
+        schedule=s,
+    )
+
+
+def as_timed(s: Schedule):
+    """Return a clocked schedule as the `TimedRun` the clock views and timed metrics read."""
+    from .timed import TimedRun
+
+    return TimedRun(
+        s.requests,
+        s.slots,
+        s.policy,
+        s.batch_timeout,
+        s.cost,
+        s.slot,
+        s.start_pass,
+        s.finish_pass,
+        s.release_pass,
+        s.pass_start,
+        s.pass_end,
+        s.pass_rows,
+        s.pass_prefill,
+        s.pass_context,
+        first_pass=s.first_pass,
         schedule=s,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -54,6 +55,14 @@ class BlockAllocator:
             self.owner[block] = -1
             self.free_blocks.append(block)
         seq.block_table = []
+
+    def reset(self, free_order: Iterable[int] | None = None) -> None:
+        """Free every block, the free list in `free_order` (default 0, 1, ...); sequences' tables are theirs to drop."""
+        order = list(range(len(self.owner)) if free_order is None else free_order)
+        if sorted(order) != list(range(len(self.owner))):
+            raise ValueError(f"free_order must hold each of the {len(self.owner)} blocks once")
+        self.free_blocks = deque(order)
+        self.owner[:] = -1
 
     def _grow(self, seq: Sequence) -> None:
         for _ in range(self.blocks_needed(seq)):

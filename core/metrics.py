@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .run import Run
+from .run import GENERATING, PADDING, PREFILL, RECOMPUTE, Run
 
 PERCENTILES = (50, 90, 99)
 
@@ -62,14 +62,24 @@ def compute_metrics(run: Run, window: int | None = None) -> Metrics:
     if window < 0:
         raise ValueError(f"window must be >= 0, got {window}")
     slot_steps = window * run.slots
-    useful = _clipped_len(run.start, run.finish, window)
-    padding = _clipped_len(run.finish, run.release, window)
+    chunk_cells = 0
+    if run.cells is None:
+        useful = _clipped_len(run.start, run.finish, window)
+        padding = _clipped_len(run.finish, run.release, window)
+    else:  # preempted or chunked: a token comes out of each generating or recomputing cell, none out of a chunk
+        cells = run.cells
+        emits = (cells[:, 4] == GENERATING) | (cells[:, 4] == RECOMPUTE)
+        useful = _clipped_len(cells[emits, 2], cells[emits, 3], window)
+        pad = cells[:, 4] == PADDING
+        padding = _clipped_len(cells[pad, 2], cells[pad, 3], window)
+        chunk = cells[:, 4] == PREFILL
+        chunk_cells = _clipped_len(cells[chunk, 2], cells[chunk, 3], window)  # prefill chunks: busy, not idle
     done = run.finish <= window
     latency_all = run.finish - run.arrival
     latency = latency_all[done]
     wait = (run.start - run.arrival)[run.start < window]
     share = (lambda cells: cells / slot_steps) if slot_steps else (lambda cells: 0.0)
-    total_tokens = int((run.finish - run.start).sum())
+    total_tokens = sum(r.output_tokens for r in run.requests)
     return Metrics(
         window=window,
         completed=int(done.sum()),
@@ -77,7 +87,7 @@ def compute_metrics(run: Run, window: int | None = None) -> Metrics:
         useful_tokens=useful,
         utilisation=share(useful),
         padding_share=share(padding),
-        idle_share=share(slot_steps - useful - padding),
+        idle_share=share(slot_steps - useful - padding - chunk_cells),
         avg_latency=_mean(latency),
         p50_latency=_percentile(latency, 50),
         p90_latency=_percentile(latency, 90),

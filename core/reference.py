@@ -138,3 +138,147 @@ def simulate_per_pass(
         as_array(ends, float),
         *map(as_array, (rows_l, prefill_l, context_l)),
     )
+
+
+def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, token_budget=None):
+    """Return (timeline strings, events, recomputed tokens, peak blocks) one step at a time: the engine's oracle.
+
+    DESIGN.md's "Memory" rules written plainly: every slot visited at every step, the pool a list of block owners
+    (contiguous runs found by scanning it), nothing jumped. Events are (step, kind, request index).
+    """
+    requests = tuple(requests)
+    n = len(requests)
+    order = sorted(range(n), key=lambda i: (requests[i].arrival, i))
+    prompt = [prompt_length(r.prompt_tokens) for r in requests]
+    out = [r.output_tokens for r in requests]
+    bs, pool = memory.block_size, memory.kv_blocks
+    blocks = lambda tokens: -(-tokens // bs)  # noqa: E731
+    reserve = memory.reserve_tokens or max(out, default=1)
+    owner = [-1] * (pool or 0)  # contiguous: who holds each block
+    held = {}  # request -> blocks
+    generated, prefilled, target = [0] * n, [0] * n, [0] * n
+    occupant: list[int | None] = [None] * slots
+    admitted: list[int] = []  # running requests, oldest admission first
+    waiting: deque[int] = deque()
+    cols, events, recomputed, peak = [], [], 0, 0
+    arrived, done, t = 0, 0, 0
+    noted = set()
+
+    def free_blocks():
+        return None if pool is None else pool - sum(held.values())
+
+    def fits(i, tokens):
+        need = blocks(tokens)
+        if pool is None:
+            return True
+        if memory.allocation == "contiguous":
+            return any(all(o == -1 for o in owner[b : b + need]) for b in range(pool - need + 1))
+        return need <= free_blocks()
+
+    def take(i, tokens):
+        need = blocks(tokens)
+        if memory.allocation == "contiguous" and pool is not None:
+            b = next(b for b in range(pool - need + 1) if all(o == -1 for o in owner[b : b + need]))
+            owner[b : b + need] = [i] * need
+        held[i] = need
+
+    def drop(i):
+        del held[i]
+        for b, o in enumerate(owner):
+            if o == i:
+                owner[b] = -1
+
+    static = policy == "static"
+    while done < n:
+        while arrived < n and requests[order[arrived]].arrival <= t:
+            waiting.append(order[arrived])
+            arrived += 1
+        batch_over = all(o is None or generated[o] == out[o] for o in occupant)
+        for s, o in enumerate(occupant):  # retire
+            if o is not None and generated[o] == out[o] and (not static or batch_over):
+                occupant[s] = None
+                admitted.remove(o)
+                drop(o)
+        preempted = False
+        if not static and pool is not None and memory.allocation == "paged":
+            for i in list(admitted):  # oldest first: a decoding request that outgrew its blocks takes one
+                if i not in admitted or prefilled[i] < target[i]:
+                    continue
+                while blocks(prompt[i] + generated[i] + 1) - held[i] > free_blocks():
+                    victim = admitted.pop()
+                    occupant[occupant.index(victim)] = None
+                    drop(victim)
+                    waiting.appendleft(victim)
+                    events.append((t, "preempt", victim))
+                    preempted = True
+                    if victim == i:
+                        break
+                if i in admitted:
+                    held[i] = blocks(prompt[i] + generated[i] + 1)
+        left = None if token_budget is None else token_budget
+        if left is not None:
+            left -= sum(1 for i in admitted if prefilled[i] == target[i])
+        chunk = {}
+        for i in admitted:
+            if prefilled[i] < target[i]:
+                chunk[i] = min(target[i] - prefilled[i], left)
+                left -= chunk[i]
+        if static:
+            if all(o is None for o in occupant) and waiting:
+                can_form = len(waiting) >= slots or t - requests[waiting[0]].arrival >= batch_timeout or arrived == n
+                size = min(slots, len(waiting)) if can_form else 0
+                while pool is not None and size > 1:
+                    width = max(prompt[waiting[j]] for j in range(size))
+                    if size * blocks(width + reserve) <= pool:
+                        break
+                    size -= 1
+                if size:
+                    width = max(prompt[waiting[j]] for j in range(size))
+                for s in range(size):
+                    i = waiting.popleft()
+                    occupant[s] = i
+                    admitted.append(i)
+                    take(i, width + reserve)
+                    target[i] = prefilled[i] = 0
+        else:
+            while not preempted and waiting and None in occupant and (left is None or left > 0):
+                i = waiting[0]
+                tokens = prompt[i] + (reserve if memory.allocation == "contiguous" else generated[i] + 1)
+                if not fits(i, tokens):
+                    if i not in noted:
+                        noted.add(i)
+                        events.append((t, "blocked", i))
+                    break
+                waiting.popleft()
+                noted.discard(i)
+                take(i, tokens)
+                occupant[occupant.index(None)] = i
+                admitted.append(i)
+                recomputed += generated[i]
+                target[i], prefilled[i] = prompt[i] + generated[i], 0
+                chunk[i] = target[i] if left is None else min(target[i], left)
+                if left is not None:
+                    left -= chunk[i]
+        peak = max(peak, sum(held.values()))
+        col = []
+        for o in occupant:  # one pass
+            if o is None:
+                col.append(".")
+            elif generated[o] == out[o]:
+                col.append("P")
+            elif o in chunk:
+                prefilled[o] += chunk[o]
+                if prefilled[o] < target[o]:
+                    col.append("F")
+                    continue
+                col.append("R" if generated[o] else "G")
+                generated[o] += 1
+                done += generated[o] == out[o]
+            else:
+                col.append("G")
+                generated[o] += 1
+                done += generated[o] == out[o]
+        cols.append(col)
+        t += 1
+    strings = ["".join(col[s] for col in cols) for s in range(slots)]
+    return strings, events, recomputed, peak

@@ -9,12 +9,30 @@ from collections.abc import Sequence
 import numpy as np
 
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, check_workload
+from .memory import UNLIMITED, MemoryConfig
+from .policies import get_policy
 from .request import Request
-from .run import POLICIES, Run
+from .run import Run
 
 
-def simulate(requests: Sequence[Request], slots: int, policy: str, batch_timeout: int = 0) -> Run:
-    """Return the schedule of `requests` on `slots` slots under `policy` ("static" or "continuous")."""
+def simulate(
+    requests: Sequence[Request],
+    slots: int,
+    policy: str,
+    batch_timeout: int = 0,
+    memory: MemoryConfig = UNLIMITED,
+    token_budget: int | None = None,
+) -> Run:
+    """Return the schedule of `requests` on `slots` slots under a registered policy and a KV pool (step clock).
+
+    Unlimited memory under static or continuous batching takes the event-driven fast path below; everything else
+    runs in `core.engine`, which gives the same schedules as this path where both apply (tested).
+    """
+    get_policy(policy)
+    if not memory.unlimited or policy == "chunked" or token_budget is not None:
+        from .engine import as_run, schedule  # the engine imports timed, which imports this module's neighbours
+
+        return as_run(schedule(requests, slots, policy, memory, None, batch_timeout, token_budget))
     _validate(slots, policy, batch_timeout)
     requests = tuple(requests)
     check_workload(len(requests), sum(r.output_tokens for r in requests))
@@ -38,8 +56,6 @@ def simulate(requests: Sequence[Request], slots: int, policy: str, batch_timeout
 
 
 def _validate(slots: int, policy: str, batch_timeout: int) -> None:
-    if policy not in POLICIES:
-        raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
     if not isinstance(slots, (int, np.integer)) or not 1 <= slots <= MAX_SLOTS:
         raise ValueError(f"slots must be an integer in 1..{MAX_SLOTS}, got {slots!r}")
     if not isinstance(batch_timeout, (int, np.integer)) or not 0 <= batch_timeout <= MAX_DRAIN_STEPS:

@@ -44,6 +44,10 @@ class TimedRun:
     pass_rows: np.ndarray  # decoding rows computed in each pass (static: every member, padding included)
     pass_prefill: np.ndarray  # prompt tokens computed in each pass (static: the padded rectangle)
     pass_context: np.ndarray  # cached tokens read in each pass
+    # Set by the memory-aware engine: the pass of each first token (later than the start under chunked prefill),
+    # and the engine's whole schedule (cells, events, blocks per pass).
+    first_pass: np.ndarray | None = None
+    schedule: object = None
 
     @property
     def passes(self) -> int:
@@ -63,7 +67,7 @@ class TimedRun:
     @property
     def first_token_ms(self) -> np.ndarray:
         """Return when each request's first token comes out (the end of its prefill pass)."""
-        return self.pass_end_ms[self.start_pass]
+        return self.pass_end_ms[self.start_pass if self.first_pass is None else self.first_pass]
 
     @property
     def finish_ms(self) -> np.ndarray:
@@ -164,9 +168,22 @@ class CostRunner:
 
 
 def simulate_timed(
-    requests: Sequence[Request], slots: int, policy: str, cost: StepCost, batch_timeout_ms: float = 0.0
+    requests: Sequence[Request],
+    slots: int,
+    policy: str,
+    cost: StepCost,
+    batch_timeout_ms: float = 0.0,
+    memory=None,
+    token_budget: int | None = None,
 ) -> TimedRun:
-    """Return the schedule of `requests` (arrivals in ms) on `slots` slots, each pass costed by `cost`."""
+    """Return the schedule of `requests` (arrivals in ms) on `slots` slots, each pass costed by `cost`.
+
+    A limited KV pool or the chunked policy runs in `core.engine` (the same schedules where both apply, tested).
+    """
+    if (memory is not None and not memory.unlimited) or policy == "chunked" or token_budget is not None:
+        from .engine import UNLIMITED, as_timed, schedule
+
+        return as_timed(schedule(requests, slots, policy, memory or UNLIMITED, cost, batch_timeout_ms, token_budget))
     return schedule_timed(requests, slots, policy, CostRunner(cost), batch_timeout_ms, cost.name)
 
 
@@ -348,11 +365,19 @@ def _summary(values: np.ndarray, weights: np.ndarray | None = None) -> dict[str,
 
 def timed_metrics(run: TimedRun) -> TimedMetrics:
     """Return drain, tokens/s, TTFT, per-token inter-token latency and end-to-end latency of a timed run."""
-    tokens = int((run.finish_pass - run.start_pass).sum())
-    # A pass's later tokens: one per request that is past its first pass and not yet finished in it.
+    tokens = sum(r.output_tokens for r in run.requests)
+    # A pass's later tokens: one per request that is past its first token and emits one in the pass.
     diff = np.zeros(run.passes + 1, dtype=np.int64)  # pass indices run 0..passes
-    np.add.at(diff, run.start_pass + 1, 1)
-    np.add.at(diff, run.finish_pass, -1)
+    if run.schedule is None:
+        np.add.at(diff, run.start_pass + 1, 1)
+        np.add.at(diff, run.finish_pass, -1)
+    else:  # preempted or chunked: count the passes that emit (generating or recomputing cells), less first tokens
+        cells = run.schedule.cells
+        emitting = cells[(cells[:, 4] == 1) | (cells[:, 4] == 3)]
+        np.add.at(diff, emitting[:, 2], 1)
+        np.add.at(diff, emitting[:, 3], -1)
+        np.add.at(diff, run.first_pass, -1)
+        np.add.at(diff, run.first_pass + 1, 1)
     later_tokens = np.cumsum(diff)[: run.passes]
     drain = run.drain_ms
     return TimedMetrics(
