@@ -20,12 +20,14 @@ from .cli_args import (
     traffic_config,
 )
 from .cli_cost import add_cost_args, cost_from_args, describe_cost, requests_in_ms, step_ms, timed_text
+from .cli_memory import add_memory_args, memory_from_args, token_budget
 from .cost import ROOFLINE_FIELDS
+from .engine import check_fits
 from .hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError, one_line, show_name
 from .losses import losses
 from .metrics import compare, compute_metrics
-from .run import POLICIES
+from .policies import REGISTRY
 from .schedule import simulate
 from .sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, SWEEP_TRAFFIC, decode_knee, knee, poisson_requests, sweep
 from .timed import simulate_timed, timed_metrics
@@ -98,9 +100,10 @@ def _add_simulate(sub) -> None:
     )
     add_traffic_args(p, TrafficConfig())
     slots_flag(p, 4)
-    p.add_argument("--policy", choices=POLICIES, default="continuous", help="batching policy (default %(default)s)")
+    p.add_argument("--policy", choices=REGISTRY, default="continuous", help="batching policy (default %(default)s)")
     timeout_flag(p)
     add_cost_args(p)
+    add_memory_args(p)
     p.add_argument(
         "--window",
         type=bounded_int(0, MAX_DRAIN_STEPS),
@@ -120,6 +123,7 @@ def _add_compare(sub) -> None:
     slots_flag(p, COMPARE_SLOTS)
     timeout_flag(p)
     add_cost_args(p)
+    add_memory_args(p)
     json_flag(p, "both policies' metrics and the ratios")
 
 
@@ -188,11 +192,14 @@ def _add_sweep(sub) -> None:
 def _simulate(args) -> str:
     if args.batch_timeout is not None and args.policy != "static":
         raise UsageError("--batch-timeout applies to --policy static only (given as any value, 0 included)")
+    memory = memory_from_args(args, (args.policy,))
+    budget = token_budget(args, args.policy, args.slots)
     cost = cost_from_args(args)
     requests = load_requests(args)
-    run = simulate(requests, args.slots, args.policy, batch_timeout(args))
+    check_fits(requests, memory, args.policy)
+    run = simulate(requests, args.slots, args.policy, batch_timeout(args), memory, budget)
     metrics = compute_metrics(run, args.window)
-    timed = _timed(args, requests, cost, args.policy) if cost else None
+    timed = _timed(args, requests, cost, args.policy, memory, budget) if cost else None
     if args.json:
         doc = report.run_json(run, metrics, args.window)
         if timed:
@@ -206,28 +213,40 @@ def _simulate(args) -> str:
     return text
 
 
-def _timed(args, requests, cost, policy: str):
+def _timed(args, requests, cost, policy: str, memory=None, budget=None):
     """Return the timed metrics of one policy on the workload, arrivals in milliseconds."""
     timeout_ms = batch_timeout(args) * step_ms(args) if policy == "static" else 0.0
-    return timed_metrics(simulate_timed(requests_in_ms(args, requests), args.slots, policy, cost, timeout_ms))
+    in_ms = requests_in_ms(args, requests)
+    return timed_metrics(simulate_timed(in_ms, args.slots, policy, cost, timeout_ms, memory, budget))
 
 
 def _compare(args) -> str:
+    memory = memory_from_args(args, ("static", "continuous"))
+    token_budget(args, "compare", args.slots)  # compare runs static and continuous: refuses --token-budget
     cost = cost_from_args(args)
     requests = load_requests(args)
+    for policy in ("static", "continuous"):
+        check_fits(requests, memory, policy)
     static, continuous = (
-        simulate(requests, args.slots, "static", batch_timeout(args)),
-        simulate(requests, args.slots, "continuous"),
+        simulate(requests, args.slots, "static", batch_timeout(args), memory),
+        simulate(requests, args.slots, "continuous", memory=memory),
     )
     result = compare(static, continuous)
-    timed = {policy: _timed(args, requests, cost, policy) for policy in ("static", "continuous")} if cost else None
+    timed = (
+        {policy: _timed(args, requests, cost, policy, memory) for policy in ("static", "continuous")} if cost else None
+    )
     if args.json:
         doc = result.as_dict()
         doc["losses"] = {"static": losses(static).as_dict(), "continuous": losses(continuous).as_dict()}
+        for policy, run in (("static", static), ("continuous", continuous)):
+            if run.schedule is not None:
+                doc[policy].update(run.schedule.memory_metrics())
         if timed:
             doc["timed"] = {"cost": describe_cost(cost), **{p: m.as_dict() for p, m in timed.items()}}
         return report.dumps(doc)
     text = report.comparison_text(result, describe_traffic(args, requests), args.slots, static, continuous)
+    if static.schedule is not None:
+        text += f"\n\nstatic     {report.memory_text(static)}\ncontinuous {report.memory_text(continuous)}"
     if timed:
         text += "\n\n" + timed_text(cost, timed["static"], timed["continuous"])
     return text

@@ -15,6 +15,7 @@ class Accelerator:
     name: str
     mem_bw_gbs: float  # HBM bandwidth, GB/s
     tflops: float  # dense bf16 tensor throughput, TFLOP/s
+    memory_gb: float = 80.0  # HBM capacity, GB
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ ACCELERATORS = {
     for a in (
         Accelerator("a100-80gb", "A100 80GB SXM", mem_bw_gbs=2_039.0, tflops=312.0),
         Accelerator("h100-sxm", "H100 SXM", mem_bw_gbs=3_350.0, tflops=989.0),
-        Accelerator("h200", "H200 SXM", mem_bw_gbs=4_800.0, tflops=989.0),
+        Accelerator("h200", "H200 SXM", mem_bw_gbs=4_800.0, tflops=989.0, memory_gb=141.0),
     )
 }
 
@@ -79,3 +80,14 @@ def cost_model(
         tflops=a.tflops,
         overhead_ms=overhead_ms,
     )
+
+
+def kv_pool_blocks(
+    accelerator: str = DEFAULT_ACCELERATOR, model: str = DEFAULT_MODEL_SHAPE, block_size: int = 16
+) -> int:
+    """Return the KV blocks a named accelerator holds once a named model's weights are loaded (nothing else kept)."""
+    from .memory import pool_for
+
+    a, m = ACCELERATORS[accelerator], MODEL_SHAPES[model]
+    weights_gb = m.params_b * m.bytes_per_param * 1e9 / 2**30
+    return pool_for(a.memory_gb, weights_gb, m.kv_bytes_per_token / 2**20, block_size)

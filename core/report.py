@@ -45,7 +45,7 @@ def run_json(run: Run, metrics: Metrics, window: int | None) -> dict:
                 "slot": int(run.slot[i]) if started else None,
             }
         )
-    return {
+    doc = {
         "policy": run.policy,
         "slots": run.slots,
         "batch_timeout": run.batch_timeout,
@@ -54,6 +54,56 @@ def run_json(run: Run, metrics: Metrics, window: int | None) -> dict:
         "metrics": metrics.as_dict(),
         "losses": losses(run, metrics.window).as_dict(),
     }
+    if run.schedule is not None:  # a limited pool or chunked prefill: what memory decided
+        s = run.schedule
+        doc["metrics"].update(s.memory_metrics())
+        doc["memory"] = {
+            "kv_blocks": s.memory.kv_blocks,
+            "block_size": s.memory.block_size,
+            "allocation": s.memory.allocation,
+            "reserve_tokens": s.memory.reserve_tokens,
+            "token_budget": s.token_budget,
+        }
+        doc["kv"] = kv_per_step(run, metrics.window)
+        doc["memory_events"] = [
+            {
+                "step": int(s.pass_start[e.step]),
+                "kind": e.kind,
+                "request": run.requests[e.request].id,
+                "slot": e.slot,
+                "tokens": e.tokens,
+                "free_blocks": e.free,
+            }
+            for e in s.events
+        ]
+    return doc
+
+
+def kv_per_step(run: Run, window: int) -> list[int]:
+    """Return the blocks in use at each step of [0, window) of a step-clock schedule (0 while nothing runs)."""
+    s = run.schedule
+    out = [0] * window
+    for start, blocks in zip(s.pass_start.astype(int).tolist(), s.pass_blocks.tolist()):
+        if start < window:
+            out[start] = blocks
+    return out
+
+
+def memory_text(run: Run) -> str:
+    """Return one line on what memory decided: preemptions, recomputed tokens, peak blocks, KV use, holes."""
+    s = run.schedule
+    m = s.memory_metrics()
+    pool = "unlimited" if s.memory.unlimited else f"{s.memory.kv_blocks:,} blocks of {s.memory.block_size} tokens"
+    line = f"memory: {pool}, {s.memory.allocation}; peak {m['peak_blocks']:,} blocks"
+    if "kv_utilisation" in m:
+        line += f", KV use {m['kv_utilisation']:.0%} of the pool"
+    if "fragmentation" in m:
+        line += f", {m['fragmentation']:.0%} of free blocks outside the largest hole"
+    line += f"; {m['preemptions']} preemptions, {m['recomputed_tokens']:,} tokens recomputed"
+    blocked = sum(1 for e in s.events if e.kind == "blocked")
+    if blocked:
+        line += f"; {blocked} admissions waited for memory"
+    return line
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -65,7 +115,8 @@ def run_text(run: Run, metrics: Metrics) -> str:
     loss = losses(run, metrics.window)
     shown = min(metrics.window, MAX_TEXT_STEPS)
     lines = [
-        f"{run.policy} batching, {run.slots} slots, window {metrics.window} steps (G generating, P padding, . idle)"
+        f"{run.policy} batching, {run.slots} slots, window {metrics.window} steps (G generating, P padding, . idle"
+        + (", R recomputing after preemption, F prompt chunk)" if run.schedule is not None else ")")
     ]
     lines += [f"slot{i:<3} {row}" for i, row in enumerate(run.timeline_strings(shown))]
     if shown < metrics.window:
@@ -84,6 +135,8 @@ def run_text(run: Run, metrics: Metrics) -> str:
         f"  (slot-steps)   waiting with a slot free or padding {loss.boundary_wait} (request-steps)",
         f"avg queue wait   {_fmt(metrics.avg_wait)} steps    drain {metrics.drain_steps} steps",
     ]
+    if run.schedule is not None:
+        lines.append(memory_text(run))
     return "\n".join(lines)
 
 

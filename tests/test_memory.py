@@ -187,3 +187,60 @@ def test_kv_use_and_fragmentation_are_measured():
     assert 0 <= m["fragmentation"] <= 1
     assert np.all(contiguous.pass_token_blocks <= contiguous.pass_blocks)
     assert np.array_equal(paged.pass_token_blocks, paged.pass_blocks)  # paged holds only blocks with tokens
+
+
+def test_a_named_accelerator_and_model_give_a_pool():
+    """H100 80 GB less Llama-2 7B's 13.48e9 bytes of bf16 weights (12.55 GiB): 138,129 tokens, 8,633 blocks."""
+    from core.hardware import kv_pool_blocks
+
+    assert kv_pool_blocks("h100-sxm", "llama2-7b") == 8633
+    assert kv_pool_blocks("h200", "llama3-8b") > kv_pool_blocks("h100-sxm", "llama3-8b") > 3 * 8633  # GQA: 1/4 the KV
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["simulate", "--block-size", "4"], "--block-size applies to a limited pool: give --kv-blocks N too"),
+        (["simulate", "--kv-blocks", "1"], "needs 2 blocks of 16 tokens for its prompt and output"),
+        (["simulate", "--policy", "chunked"], "--policy chunked needs --token-budget T"),
+        (["simulate", "--policy", "chunked", "--token-budget", "2"], "--token-budget 2 is below --slots 4"),
+        (["simulate", "--token-budget", "9"], "--token-budget applies to --policy chunked only"),
+        (["simulate", "--kv-blocks", "9", "--reserve-tokens", "5"], "--reserve-tokens applies to --allocation"),
+        (
+            ["simulate", "--kv-blocks", "99", "--allocation", "contiguous", "--reserve-tokens", "5"],
+            "reserve_tokens 5 is below the longest output in the traffic (40 tokens)",
+        ),
+        (["compare", "--token-budget", "9"], "--token-budget applies to --policy chunked only"),
+    ],
+)
+def test_memory_flags_refused_with_one_line(argv, message, capsys):
+    """Each bad memory flag: exit 2, one line naming it and what is allowed."""
+    from core.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+def test_simulate_json_reports_what_memory_decided(capsys):
+    """--json adds the memory metrics, the pool, the blocks per step and the events; the kv column fits the pool."""
+    import json
+
+    from core.cli import main
+
+    assert main(["simulate", "--kv-blocks", "40", "--block-size", "4", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    m = doc["metrics"]
+    assert m["preemptions"] == sum(1 for e in doc["memory_events"] if e["kind"] == "preempt") > 0
+    assert m["recomputed_tokens"] == sum(e["tokens"] for e in doc["memory_events"] if e["kind"] == "preempt")
+    assert max(doc["kv"]) == m["peak_blocks"] <= 40 and len(doc["kv"]) == m["window"]
+    assert doc["memory"] == {
+        "kv_blocks": 40,
+        "block_size": 4,
+        "allocation": "paged",
+        "reserve_tokens": None,
+        "token_budget": None,
+    }
+    assert "R" in "".join(doc["timeline"])
+    assert main(["simulate", "--json"]) == 0
+    assert "memory" not in json.loads(capsys.readouterr().out)  # unlimited: today's contract, unchanged

@@ -1,0 +1,68 @@
+"""The command line's memory flags: the KV pool, its allocation, the reservation, and chunked prefill's budget."""
+
+from __future__ import annotations
+
+import argparse
+
+from .cli_args import UsageError, bounded_int
+from .memory import ALLOCATIONS, MAX_BLOCK_SIZE, MAX_KV_BLOCKS, UNLIMITED, MemoryConfig
+
+MAX_TOKEN_BUDGET = 10_000_000
+
+
+def add_memory_args(parser: argparse.ArgumentParser) -> None:
+    """Add --kv-blocks, --block-size, --allocation, --reserve-tokens and --token-budget."""
+    g = parser.add_argument_group('memory (DESIGN.md, "Memory"; default: an unlimited pool, today\'s schedules)')
+    g.add_argument(
+        "--kv-blocks",
+        type=bounded_int(1, MAX_KV_BLOCKS),
+        default=None,
+        help="blocks in the KV pool (default: unlimited)",
+    )
+    g.add_argument(
+        "--block-size", type=bounded_int(1, MAX_BLOCK_SIZE), default=None, help="tokens per block (default 16)"
+    )
+    g.add_argument("--allocation", choices=ALLOCATIONS, default=None, help="how requests take blocks (default paged)")
+    g.add_argument(
+        "--reserve-tokens",
+        type=bounded_int(1, 1_000_000),
+        default=None,
+        help="what a contiguous reservation or a static row holds past the prompt (default: the longest output)",
+    )
+    g.add_argument(
+        "--token-budget",
+        type=bounded_int(1, MAX_TOKEN_BUDGET),
+        default=None,
+        help="--policy chunked: tokens one pass may process, decoding rows first (default: none; chunked needs it)",
+    )
+
+
+def memory_from_args(args: argparse.Namespace, policies: tuple[str, ...]) -> MemoryConfig:
+    """Return the pool the flags ask for; refuse flags that would change nothing, naming them."""
+    if args.kv_blocks is None:
+        for flag in ("block_size", "allocation", "reserve_tokens"):
+            if getattr(args, flag) is not None:
+                name = "--" + flag.replace("_", "-")
+                raise UsageError(f"{name} applies to a limited pool: give --kv-blocks N too")
+        return UNLIMITED
+    allocation = args.allocation or "paged"
+    reserving = allocation == "contiguous" or "static" in policies
+    if args.reserve_tokens is not None and not reserving:
+        raise UsageError("--reserve-tokens applies to --allocation contiguous or to static batches only")
+    return MemoryConfig(args.kv_blocks, args.block_size or 16, allocation, args.reserve_tokens)
+
+
+def token_budget(args: argparse.Namespace, policy: str, slots: int) -> int | None:
+    """Return the chunked policy's budget: required with it, refused without it, at least the slots."""
+    if policy != "chunked":
+        if args.token_budget is not None:
+            raise UsageError("--token-budget applies to --policy chunked only")
+        return None
+    if args.token_budget is None:
+        raise UsageError("--policy chunked needs --token-budget T (tokens one pass may process, at least the slots)")
+    if args.token_budget < slots:
+        raise UsageError(
+            f"--token-budget {args.token_budget} is below --slots {slots}: every decoding row takes one token of a "
+            "pass's budget, so it must be at least the slots"
+        )
+    return args.token_budget
