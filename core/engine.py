@@ -30,6 +30,7 @@ from .timed import _pass_ms
 # and earlier tokens recomputed, then its next token); F: a prompt chunk that yields no token yet.
 IDLE, GENERATING, PADDING, RECOMPUTE, PREFILL = 0, 1, 2, 3, 4
 STATE_CHARS = ".GPRF"
+MAX_RECORDED_BLOCKS = 1024
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class Schedule:
     pass_token_blocks: np.ndarray  # blocks that hold tokens (what a paged cache would need) during each pass
     events: tuple[Event, ...] = field(default=())
     recomputed_tokens: int = 0
+    pool_maps: tuple[tuple[int, ...], ...] | None = None  # with record_pool: each block's owner during each pass
 
     @property
     def passes(self) -> int:
@@ -165,17 +167,23 @@ def schedule(
     cost: StepCost | None = None,
     batch_timeout: float = 0.0,
     token_budget: int | None = None,
+    record_pool: bool = False,
 ) -> Schedule:
     """Return the schedule of `requests` on `slots` slots under a registered policy, a KV pool and a clock.
 
-    `cost` None (or UnitCost) is the step clock: every pass lasts 1 and arrivals are steps.
+    `cost` None (or UnitCost) is the step clock: every pass lasts 1 and arrivals are steps. `record_pool` keeps
+    every block's owner at every pass, for the views of a small pool (at most MAX_RECORDED_BLOCKS).
     """
+    if record_pool and (memory.unlimited or memory.kv_blocks > MAX_RECORDED_BLOCKS):
+        raise ValueError(f"record_pool needs a limited pool of at most {MAX_RECORDED_BLOCKS} blocks")
     pol = get_policy(policy)
     _validate(slots, pol, batch_timeout, token_budget, memory)
     requests = tuple(requests)
     check_workload(len(requests), sum(r.output_tokens for r in requests))
     check_fits(requests, memory, policy)
-    return _Engine(requests, slots, pol, memory, cost, float(batch_timeout), token_budget).run()
+    engine = _Engine(requests, slots, pol, memory, cost, float(batch_timeout), token_budget)
+    engine.record_pool = record_pool
+    return engine.run()
 
 
 class _Engine:
@@ -208,6 +216,8 @@ class _Engine:
         self.cells: list[tuple[int, int, int, int, int, int]] = []
         self.events: list[Event] = []
         self.recomputed = 0
+        self.record_pool = False
+        self.maps: list[tuple[int, ...]] = []
 
     # -- cells ---------------------------------------------------------------------------------------------------
     def _set(self, k: int, state: int, p: int, g0: int) -> None:
@@ -249,6 +259,9 @@ class _Engine:
             ends = np.cumsum(costs)
             end = float(ends[-1])
         self.st.append((p, L, rows, prefill, ctx0, dctx, clock, ends, self.pool.used, self.pool.largest_free_run()))
+        if self.record_pool:
+            owners = tuple(self.order[o] if o >= 0 else -1 for o in self.pool.owners())
+            self.maps.extend([owners] * L)
         return end, ends
 
     def _continuous(self):
@@ -397,6 +410,8 @@ class _Engine:
                 j = int(np.searchsorted(ends, A[nxt], side="left")) + 1
                 if j < L:  # cut the stretch where the arrival is first seen
                     self.st[-1] = self.st[-1][:1] + (j,) + self.st[-1][2:7] + (ends[:j],) + self.st[-1][8:]
+                    if self.record_pool:
+                        del self.maps[len(self.maps) - (L - j) :]
                     L, end = j, float(ends[j - 1])
             clock = end
             p += L
@@ -501,6 +516,7 @@ class _Engine:
             pass_token_blocks=token_blocks,
             events=tuple(self.events),
             recomputed_tokens=self.recomputed,
+            pool_maps=tuple(self.maps) if self.record_pool else None,
         )
 
 

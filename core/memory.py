@@ -7,6 +7,7 @@ consecutive blocks at admission (first fit), and leaves a hole of that size when
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_left, insort
 from dataclasses import dataclass
 
@@ -81,6 +82,9 @@ class KVPool:
         # Contiguous: where each request's run starts, and the free runs as sorted (start, length) pairs.
         self.run_start: dict[int, int] = {}
         self.free_runs: list[tuple[int, int]] = [(0, self.size)] if self.size is not None else []
+        # Paged: which blocks each request holds, taken lowest-numbered first from a heap of free block ids.
+        self.blocks: dict[int, list[int]] = {}
+        self.free_ids: list[int] = list(range(self.size)) if self.size is not None and not self.contiguous else []
 
     @property
     def free(self) -> int | None:
@@ -109,6 +113,8 @@ class KVPool:
             else:
                 self.free_runs[k] = (start + need, length - need)
             self.run_start[request] = start
+        elif self.size is not None:
+            self.blocks[request] = [heapq.heappop(self.free_ids) for _ in range(need)]
         self.held[request] = need
         self.used += need
 
@@ -127,6 +133,8 @@ class KVPool:
         if extra > 0:
             self.held[request] += extra
             self.used += extra
+            if self.size is not None:
+                self.blocks[request] += [heapq.heappop(self.free_ids) for _ in range(extra)]
 
     def release(self, request: int) -> None:
         """Return every block a request holds (contiguous: its run becomes a hole, merged with free neighbours)."""
@@ -141,6 +149,9 @@ class KVPool:
             if k and sum(self.free_runs[k - 1]) == start:  # and with the run before
                 start = self.free_runs.pop(k - 1)[0]
             insort(self.free_runs, (start, end - start))
+        elif self.size is not None:
+            for block in self.blocks.pop(request):
+                heapq.heappush(self.free_ids, block)
 
     def largest_free_run(self) -> int:
         """Return the longest run of consecutive free blocks (paged: every free block counts)."""
@@ -151,7 +162,7 @@ class KVPool:
         return max((length for _, length in self.free_runs), default=0)
 
     def owners(self) -> list[int]:
-        """Return the owner of every block, -1 when free (contiguous: by position; paged: packed in admission order)."""
+        """Return the owner of every block, -1 when free: the pool as it lies, holes and all."""
         if self.size is None:
             raise ValueError("an unlimited pool has no block map")
         out = [-1] * self.size
@@ -159,8 +170,7 @@ class KVPool:
             for request, start in self.run_start.items():
                 out[start : start + self.held[request]] = [request] * self.held[request]
         else:
-            at = 0
-            for request, blocks in self.held.items():
-                out[at : at + blocks] = [request] * blocks
-                at += blocks
+            for request, blocks in self.blocks.items():
+                for block in blocks:
+                    out[block] = request
         return out

@@ -244,3 +244,19 @@ def test_simulate_json_reports_what_memory_decided(capsys):
     assert "R" in "".join(doc["timeline"])
     assert main(["simulate", "--json"]) == 0
     assert "memory" not in json.loads(capsys.readouterr().out)  # unlimited: today's contract, unchanged
+
+
+@settings(max_examples=100, deadline=None)
+@given(memory_traffic, st.integers(1, 5), st.sampled_from(["paged", "contiguous"]), st.integers(0, 4))
+def test_no_block_is_owned_twice_and_the_map_matches_the_counts(reqs, slots, allocation, extra):
+    """At every pass the recorded pool map holds each running request's blocks once, and as many as counted."""
+    memory = _pool_for(reqs, allocation, extra, 4)
+    s = schedule(reqs, slots, "continuous", memory, record_pool=True)
+    assert len(s.pool_maps) == s.passes
+    for p, owners in enumerate(s.pool_maps):
+        assert len(owners) == memory.kv_blocks
+        assert sum(1 for o in owners if o >= 0) == s.pass_blocks[p]
+        if allocation == "contiguous":  # each owner's blocks are one run
+            for o in set(owners) - {-1}:
+                where = [b for b, x in enumerate(owners) if x == o]
+                assert where == list(range(where[0], where[-1] + 1))
