@@ -15,6 +15,7 @@ from .batch_view import BatchView
 from .exercises.knee import KneeView
 from .exercises.spread import SpreadView
 from .exercises.temperature import TemperatureView
+from .memory_view import MemoryView
 from .palette import THEMES
 from .playback import Playback
 from .quiz import Quiz
@@ -40,6 +41,7 @@ TABS = {  # ?tab= value -> tab title, in page order
     "knee": "Exercise 1: the knee",
     "spread": "Exercise 2: length spread",
     "temperature": "Exercise 3: one temperature",
+    "memory": "Memory",
     "quiz": "Check yourself",
 }
 
@@ -60,6 +62,7 @@ class App(pn.viewable.Viewer):
         self.chapter_traffic.on_click(lambda _e: self.use_chapter_traffic())
         self.state.param.watch(self._on_traffic, "trace_name")
         self.knee, self.spread, self.temperature = KneeView(), SpreadView(), TemperatureView()
+        self.memory = MemoryView()
         self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=False)
         self.reset_trace.on_click(self._clear_trace)
         if fresh and not any(key in (query or {}) for key in GENERATOR_URL_KEYS):
@@ -108,7 +111,7 @@ class App(pn.viewable.Viewer):
                 self.tab = tab
             else:
                 messages.append(f"URL: tab={tab[:40]!r} is not allowed (use {', '.join(TABS)}); showing simulator.")
-        for view in (self.knee, self.spread, self.temperature):
+        for view in (self.knee, self.spread, self.temperature, self.memory):
             messages += view.apply_query(query)
         if "preset" in query:
             preset = query_value(query["preset"]).strip()
@@ -208,6 +211,7 @@ class App(pn.viewable.Viewer):
         self.knee.param.watch(push, ["rate_per_s", "itl_target_ms"])
         self.spread.param.watch(push, "sigma")
         self.temperature.param.watch(push, "bug")
+        self.memory.param.watch(push, "blocks")
         if rewrite:
             push()
 
@@ -219,6 +223,7 @@ class App(pn.viewable.Viewer):
             ("itl", self.knee, "itl_target_ms"),
             ("sigma", self.spread, "sigma"),
             ("bug", self.temperature, "bug"),
+            ("blocks", self.memory, "blocks"),
         ):
             value = getattr(view, name)
             if value != view.param[name].default:
@@ -295,12 +300,20 @@ class App(pn.viewable.Viewer):
         )
         # The other tabs are built the first time they open: most learners stay on the simulator, and a new
         # session should not pay for figures it never shows.
-        lazy = {"knee": self.knee, "spread": self.spread, "temperature": self.temperature, "quiz": self.quiz}
+        lazy = {
+            "knee": self.knee,
+            "spread": self.spread,
+            "temperature": self.temperature,
+            "memory": self.memory,
+            "quiz": self.quiz,
+        }
         bodies = {key: pn.Column(sizing_mode="stretch_width") for key in lazy}
 
         def open_tab(key: str) -> None:
             if key in bodies and not bodies[key].objects:
-                bodies[key].objects = [lazy[key]]
+                # Each tab shows the page's messages above its view: a URL value refused for an exercise is read
+                # where the learner is, not on the simulator tab they did not open.
+                bodies[key].objects = [self.messages, lazy[key]]
 
         tabs = pn.Tabs(
             (TABS["simulator"], simulator),

@@ -6,11 +6,14 @@ from dataclasses import replace
 import pytest
 
 from app import chapter, story
+from app.memory_view import MAX_BLOCKS, MIN_BLOCKS, lesson_html
 from app.state import SimState
 from core import TrafficConfig, compute_metrics, generate, simulate
 from core.chapter_traffic import chapter_traffic
 from core.losses import losses
 from core.worked_example import BATCH_TIMEOUT, SLOTS, worked_example, worked_figures
+
+from .test_memory_view import check_memory_claims
 
 SEEDS = range(100)
 WINDOW = 64
@@ -97,6 +100,12 @@ def check_worked_figures():
     assert list(figures.values()) == [30, 12, 11, 22, 16, 11, 10, 14]
 
 
+def check_memory_all_pools():
+    """The memory view's sentences, at every pool size its slider offers (tests/test_memory_view.py)."""
+    for blocks in range(MIN_BLOCKS, MAX_BLOCKS + 1):
+        check_memory_claims(blocks)
+
+
 CHECKS = {
     "fixed-queued-identical": check_fixed_queued_identical,
     "heavy-queued-gap": check_heavy_queued_gap,
@@ -105,6 +114,7 @@ CHECKS = {
     "latency-lower": check_latency_lower,
     "gain-2-4x": check_gain_2_4x,
     "worked-figures": check_worked_figures,
+    **{f"memory-{key}": check_memory_all_pools for key in ("paged", "contiguous", "static", "gap")},
 }
 
 
@@ -116,6 +126,7 @@ def _page_texts() -> str:
     texts = [story.WHY, story.SPREAD, story.ONE_SLOT, story.NOT_FIXED, worked]
     texts += [chapter.restructured_loop_html(), chapter.build_batch_html(), chapter.affordable_html()]
     texts += [chapter.spread_argument_html(), chapter.run_locally_html(), chapter.PRODUCTION, chapter.WHATS_NEXT]
+    texts += [lesson_html(blocks) for blocks in range(MIN_BLOCKS, MAX_BLOCKS + 1)]
     return "".join(texts)
 
 

@@ -1,0 +1,377 @@
+"""The memory view: one traffic and one KV pool, paged against contiguous against static; the pool at the cursor.
+
+The chapter says continuous batching is pure scheduling, no extra memory, given a paged KV cache, and that with
+contiguous caches a retired request leaves a hole. Here the core's block manager decides who runs: the learner
+shrinks or grows the pool and steps through the passes, and every figure in the text is read from the runs shown.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from functools import lru_cache
+
+import panel as pn
+import param
+
+from core.engine import PADDING, PREFILL, RECOMPUTE, Schedule, as_run, schedule
+from core.memory import MemoryConfig
+from core.memory_example import BLOCK_SIZE, BLOCKS, MIN_BLOCKS, MODES, SLOTS, memory_requests
+from core.run import GENERATING, IDLE, Run
+
+from . import palette
+from .exercises.common import LazyViewer, query_number, text_pane
+from .words import plural
+
+MAX_BLOCKS = 24
+RECOMPUTE_COLOR = "#CC79A7"  # Okabe-Ito reddish purple: recomputing after a preemption
+TITLES = {
+    "paged": "Continuous batching, paged KV cache",
+    "contiguous": "Continuous batching, contiguous KV cache",
+    "static": "Static batching",
+}
+CELL = {  # state -> (css class, words)
+    IDLE: ("idle", "idle"),
+    GENERATING: ("gen", "generating"),
+    PADDING: ("pad", "padding"),
+    RECOMPUTE: ("rec", "recomputing its KV after a preemption, then its next token"),
+    PREFILL: ("pre", "a prompt chunk"),
+}
+MEMORY_CSS = f"""
+.bv-mem-frame {{ overflow-x: auto; max-width: 100%; }}
+.bv-mem-grid {{ border-collapse: separate; border-spacing: 1px; font: 12px/1 system-ui, sans-serif; }}
+.bv-mem-grid th {{ font-weight: normal; padding: 0 6px 0 0; text-align: right; white-space: nowrap; }}
+.bv-mem-grid td {{ width: 16px; min-width: 16px; height: 18px; text-align: center; padding: 0; }}
+.bv-mem-grid td.gen {{ background: {palette.GENERATING_COLOR}; color: #FFFFFF; }}
+.bv-mem-grid td.pad {{ background: {palette.PADDING_COLOR}; color: #000000;
+  background-image: repeating-linear-gradient(45deg, {palette.PADDING_HATCH} 0 1px, transparent 1px 6px); }}
+.bv-mem-grid td.rec {{ background: {RECOMPUTE_COLOR}; color: #000000; font-weight: bold; }}
+.bv-mem-grid td.pre {{ background: #56B4E9; color: #000000; }}
+.bv-mem-grid td.idle {{ background: {palette.IDLE_COLOR}; color: #000000; }}
+.bv-mem-grid td.blocked {{ outline: 2px dashed #000000; outline-offset: -2px; }}
+.bv-mem-grid td.cursor {{ box-shadow: inset 0 -3px 0 #000000; }}
+.bv-mem-grid td.future {{ background: #FFFFFF; background-image: none; color: transparent; outline: none;
+  box-shadow: inset 0 0 0 1px #D9D9D9; }}
+.bv-mem-grid td.kv {{ vertical-align: bottom; background: transparent; height: 28px; }}
+.bv-mem-grid td.kv span {{ display: block; background: #555555; }}
+.bv-pool {{ display: flex; flex-wrap: wrap; gap: 2px; margin: 4px 0; }}
+.bv-pool span {{ width: 22px; height: 22px; line-height: 22px; text-align: center; font: 12px system-ui; }}
+.bv-pool .held {{ background: {palette.GENERATING_COLOR}; color: #FFFFFF; }}
+.bv-pool .free {{ background: #FFFFFF; color: #000000; border: 1px dashed #555555; box-sizing: border-box; }}
+.bv-mem-mode {{ margin: 10px 0 16px; }}
+.bv-mem-mode h3 {{ margin: 0 0 4px; font-size: 1rem; }}
+"""
+
+
+@lru_cache(maxsize=2 * (MAX_BLOCKS - MIN_BLOCKS + 1))
+def runs_for(blocks: int) -> dict[str, Schedule]:
+    """Return the three schedules of the example on a pool of `blocks` blocks, with their pool maps (shared)."""
+    reqs = memory_requests()
+    return {
+        mode: schedule(
+            reqs,
+            SLOTS,
+            policy,
+            MemoryConfig(kv_blocks=blocks, block_size=BLOCK_SIZE, allocation=alloc),
+            record_pool=True,
+        )
+        for mode, (policy, alloc) in MODES.items()
+    }
+
+
+@dataclass(frozen=True)
+class ModeFigures:
+    """What one mode did on the pool: rows running in the first decode pass, the drain, memory's decisions."""
+
+    running: int
+    drain: int
+    peak_blocks: int
+    preemptions: int
+    waits: int  # admissions that waited for memory with a slot free
+    holes: tuple[tuple[int, str, int, int], ...]  # (step, request, blocks needed, free): enough free, not one run
+
+
+def figures(blocks: int) -> dict[str, ModeFigures]:
+    """Return each mode's figures on a pool of `blocks` blocks, from the core's runs."""
+    out = {}
+    for mode, s in runs_for(blocks).items():
+        run = as_run(s)
+        out[mode] = ModeFigures(
+            running=max(int(((run.grid(run.drain) != IDLE).sum(axis=0)).max()), 0),
+            drain=run.drain,
+            peak_blocks=int(s.pass_blocks.max()),
+            preemptions=s.preemptions,
+            waits=sum(1 for e in s.events if e.kind == "blocked"),
+            holes=tuple(
+                (int(s.pass_start[e.step]), s.requests[e.request].id, e.tokens, e.free)
+                for e in s.events
+                if e.kind == "blocked" and e.free >= e.tokens
+            ),
+        )
+    return out
+
+
+def _claim(key: str, text: str) -> str:
+    return f'<span data-claim="{key}">{text}</span>'
+
+
+def lesson_html(blocks: int) -> str:
+    """Return the lesson under the pool slider: each sentence a claim on the figures of the runs shown."""
+    f = figures(blocks)
+    p, c, s = f["paged"], f["contiguous"], f["static"]
+    reqs = memory_requests()
+    reserve = max(r.output_tokens for r in reqs)
+    prompts = sorted({r.prompt_tokens for r in reqs})
+    unlimited = as_run(schedule(reqs, SLOTS, "continuous")).drain
+    paged_words = f"runs up to {plural(p.running, 'request')} at once and is done at step {p.drain}" + (
+        ", as with unlimited memory" if p.drain == unlimited else f" (unlimited memory: step {unlimited})"
+    )
+    if p.preemptions:
+        paged_words += f"; it preempts {plural(p.preemptions, 'time')} when a growing request finds no free block"
+    if p.waits:
+        paged_words += f", and {plural(p.waits, 'admission')} waited for memory"
+    waited = (
+        f"{plural(c.waits, 'admission')} waited for memory with a slot free (the dashed cells)"
+        if c.waits
+        else "no admission waited for memory"
+    )
+    if c.holes:
+        step, who, needed, free = c.holes[0]
+        waited += (
+            f". At step {step}, {who} needs {plural(needed, 'block')} and {free} are free, but not "
+            "one run: holes that retired requests left, which nobody of that size can use"
+        )
+    parts = [
+        f"<p>Eight requests (A to H) arrive together, with prompts of {prompts[0]} to {prompts[-1]} tokens; the "
+        f"longest answer is {reserve} tokens. The pool holds {plural(blocks, 'block')} of {BLOCK_SIZE} tokens "
+        f"({blocks * BLOCK_SIZE} tokens of KV), and there are {SLOTS} slots.</p><ul>",
+        "<li>"
+        + _claim(
+            "memory-paged",
+            f"<b>Paged:</b> a request takes one block at a time as it grows, so the batch {paged_words}.",
+        )
+        + "</li>",
+        "<li>"
+        + _claim(
+            "memory-contiguous",
+            f"<b>Contiguous:</b> each request reserves one run of blocks for its prompt and the longest answer, so "
+            f"it runs up to {plural(c.running, 'request')} at once and is done at step {c.drain}; {waited}.",
+        )
+        + "</li>",
+        "<li>"
+        + _claim(
+            "memory-static",
+            "<b>Static:</b> every row of a batch reserves the widest prompt plus the longest answer, so batches of "
+            f"up to {plural(s.running, 'request')} run, each until its longest member finishes: done at step "
+            f"{s.drain}.",
+        )
+        + "</li></ul>",
+    ]
+    if p.drain < c.drain:
+        parts.append(
+            "<p>"
+            + _claim(
+                "memory-gap",
+                f"Same traffic, same memory: paged finishes {c.drain - p.drain} steps before "
+                f"contiguous and {s.drain - p.drain} before static.",
+            )
+            + " That is the chapter's claim: "
+            "continuous batching is scheduling alone, no extra memory, <i>given a paged KV cache</i>.</p>"
+        )
+    else:
+        parts.append(
+            "<p>"
+            + _claim(
+                "memory-gap",
+                f"With {blocks} blocks contiguous is done at step {c.drain} too, as paged is; static still "
+                f"waits for each batch's longest member (step {s.drain}).",
+            )
+            + " Shrink the pool to see memory decide who runs.</p>"
+        )
+    return "".join(parts)
+
+
+def _label(run: Run, i: int) -> str:
+    return html.escape(run.requests[i].id)
+
+
+def _cells_by_step(run: Run, width: int) -> list[list[tuple[int, int]]]:
+    """Return, per slot and step, (state, request or -1)."""
+    grid = [[(IDLE, -1)] * width for _ in range(run.slots)]
+    if run.cells is not None:
+        spans = run.cells.tolist()
+    else:
+        spans = [
+            (i, int(run.slot[i]), int(run.start[i]), int(run.finish[i]), GENERATING) for i in range(len(run.requests))
+        ]
+        spans += [
+            (i, int(run.slot[i]), int(run.finish[i]), int(run.release[i]), PADDING)
+            for i in range(len(run.requests))
+            if run.release[i] > run.finish[i]
+        ]
+    for i, slot, lo, hi, state in spans:
+        for t in range(lo, min(hi, width)):
+            grid[slot][t] = (state, i)
+    return grid
+
+
+def timeline_html(mode: str, s: Schedule, step: int, width: int, blocks: int) -> str:
+    """Return one mode's timeline as a table: a letter per cell, blocked admissions dashed, KV use underneath."""
+    run = as_run(s)
+    grid = _cells_by_step(run, width)
+    blocked = {}
+    for e in s.events:
+        if e.kind == "blocked":
+            blocked[(e.slot, int(s.pass_start[e.step]))] = e
+    rows = []
+    for slot in range(run.slots):
+        tds = []
+        for t in range(width):
+            state, i = grid[slot][t]
+            css, words = CELL[state]
+            classes = [css] + (["cursor"] if t == step else []) + (["future"] if t > step else [])
+            title = f"slot {slot}, step {t}: " + (f"{run.requests[i].id} {words}" if i >= 0 else words)
+            if t > step:  # the playback curtain, as on the simulator's timelines: the future is not shown yet
+                title = f"slot {slot}, step {t}: not yet played"
+            text = _label(run, i) if i >= 0 else ""
+            if (slot, t) in blocked and t <= step:
+                e = blocked[(slot, t)]
+                classes.append("blocked")
+                title += f"; {run.requests[e.request].id} waits: needs {plural(e.tokens, 'block')}, {e.free} free"
+                text = "⊘"
+            tds.append(f'<td class="{" ".join(classes)}" title="{html.escape(title)}">{text}</td>')
+        rows.append(f'<tr><th scope="row">slot {slot}</th>{"".join(tds)}</tr>')
+    used = {int(start): int(b) for start, b in zip(s.pass_start.tolist(), s.pass_blocks.tolist())}
+    bars = "".join(
+        f'<td class="kv" title="step {t}: {used.get(t, 0)} of {blocks} blocks"><span style="height:'
+        f'{round(26 * used.get(t, 0) / blocks) if t <= step else 0}px"></span></td>'
+        for t in range(width)
+    )
+    rows.append(f'<tr><th scope="row">KV blocks</th>{bars}</tr>')
+    return (
+        f'<div class="bv-mem-frame"><table class="bv-mem-grid" data-mode="{mode}" '
+        f'aria-label="{html.escape(TITLES[mode])}: slots by step">{"".join(rows)}</table></div>'
+    )
+
+
+def pool_html(mode: str, s: Schedule, step: int) -> str:
+    """Return the pool during the pass at `step`: one box per block, its owner's letter, free blocks dashed."""
+    run = as_run(s)
+    passes = [p for p, start in enumerate(s.pass_start.tolist()) if int(start) == step]
+    owners = s.pool_maps[passes[0]] if passes else (-1,) * s.memory.kv_blocks
+    boxes = "".join(
+        f'<span class="held" title="block {b}: {run.requests[o].id}">{_label(run, o)}</span>'
+        if o >= 0
+        else f'<span class="free" title="block {b}: free"></span>'
+        for b, o in enumerate(owners)
+    )
+    free = sum(1 for o in owners if o < 0)
+    best = here = 0
+    for o in owners:  # the longest run of free blocks: what a contiguous reservation can use
+        here = here + 1 if o < 0 else 0
+        best = max(best, here)
+    words = f"step {step}: {len(owners) - free} of {len(owners)} blocks held, {free} free"
+    if mode == "contiguous" and free:
+        words += f", the longest free run {best}"
+    return (
+        f'<div class="bv-pool" data-pool="{mode}" role="img" aria-label="{html.escape(words)}">{boxes}</div>'
+        f'<p class="bv-muted" data-pool-words="{mode}">{html.escape(words)}</p>'
+    )
+
+
+def events_text(s: Schedule, step: int) -> list[str]:
+    """Return memory's decisions before the pass at `step`, in words."""
+    names = [r.id for r in s.requests]
+    out = []
+    for e in s.events:
+        if int(s.pass_start[e.step]) != step:
+            continue
+        if e.kind == "preempt":
+            who = names[e.needed_by]
+            out.append(
+                f"step {step}: no free block for {who}; {names[e.request]} preempted, "
+                f"{plural(e.tokens, 'token')} to recompute"
+            )
+        else:
+            out.append(
+                f"step {step}: {names[e.request]} waits for memory: needs {plural(e.tokens, 'block')}, {e.free} free"
+            )
+    return out
+
+
+def mode_html(mode: str, s: Schedule, step: int, width: int, blocks: int) -> str:
+    """Return one mode's block: title with figures, its timeline, the pool at the cursor, memory's decisions."""
+    log = events_text(s, step)
+    log_html = "".join(f"<li>{html.escape(line)}</li>" for line in log) or "<li>no memory decision at this step</li>"
+    return (
+        f'<section class="bv-mem-mode" data-mem-mode="{mode}"><h3>{TITLES[mode]}</h3>'
+        f"{timeline_html(mode, s, step, width, blocks)}{pool_html(mode, s, step)}"
+        f'<ul class="bv-mem-log" data-mem-log="{mode}">{log_html}</ul></section>'
+    )
+
+
+class MemoryView(LazyViewer):
+    """The pool slider, a step cursor, and the three modes' timelines and pools on the same traffic."""
+
+    blocks = param.Integer(default=BLOCKS, bounds=(MIN_BLOCKS, MAX_BLOCKS), doc="Blocks in the KV pool (?blocks=)")
+    step = param.Integer(default=0, bounds=(0, None), doc="The pass at the cursor")
+
+    def width(self) -> int:
+        """Return the steps shown: the slowest of the three modes' drains on this pool."""
+        return max(f.drain for f in figures(self.blocks).values())
+
+    def _build(self) -> None:
+        self.pool_slider = pn.widgets.IntSlider(
+            name="KV pool (blocks of 4 tokens)", start=MIN_BLOCKS, end=MAX_BLOCKS, value=self.blocks, width=320
+        )
+        self.pool_slider.param.watch(lambda e: setattr(self, "blocks", e.new), "value_throttled")
+        self.param.watch(lambda e: setattr(self.pool_slider, "value", e.new), "blocks")
+        self.step_slider = pn.widgets.IntSlider(name="Step", start=0, end=self.width() - 1, value=self.step, width=320)
+        self.step_slider.param.watch(lambda e: setattr(self, "step", e.new), "value")
+        self.back = pn.widgets.Button(label="◂ Back", description="The previous pass")
+        self.forward = pn.widgets.Button(label="Step ▸", description="The next pass")
+        self.back.on_click(lambda _e: setattr(self, "step", max(0, self.step - 1)))
+        self.forward.on_click(lambda _e: setattr(self, "step", min(self.width() - 1, self.step + 1)))
+        self.lesson = text_pane("")
+        self.modes = pn.pane.HTML("", sizing_mode="stretch_width", stylesheets=[MEMORY_CSS])
+        self.param.watch(self._redraw, ["blocks", "step"])
+        self._redraw()
+
+    def _redraw(self, *_events) -> None:
+        width = self.width()
+        if self.step > width - 1:
+            self.step = width - 1  # watchers redraw again
+            return
+        self.step_slider.param.update(end=width - 1, value=self.step)
+        self.lesson.object = lesson_html(self.blocks)
+        runs = runs_for(self.blocks)
+        self.modes.object = "".join(mode_html(m, runs[m], self.step, width, self.blocks) for m in MODES)
+
+    def _compose(self) -> pn.viewable.Viewable:
+        intro = text_pane(
+            "<h2>Memory decides who runs</h2><p>A real engine admits a request only if its KV cache fits. "
+            "With a <b>paged</b> cache a request holds blocks for the tokens it has, taken one at a time from "
+            "anywhere in the pool. With a <b>contiguous</b> cache it must reserve one unbroken run for the longest "
+            "answer it might give, and a retired request leaves a hole of that size. Move the pool and the "
+            "step; each row is a slot, each column a pass, the grey bars under each timeline the blocks in use.</p>"
+        )
+        legend = text_pane(
+            "<p class='bv-muted'>Letters are requests. Blue: generating; orange, hatched: padding; purple, bold: "
+            "recomputing after a preemption; pale blue: a prompt chunk; grey: idle; ⊘ dashed: the head of the "
+            "queue could not start here, for lack of memory.</p>"
+        )
+        return pn.Column(
+            intro,
+            pn.FlexBox(self.pool_slider, self.step_slider, self.back, self.forward, sizing_mode="stretch_width"),
+            self.lesson,
+            legend,
+            self.modes,
+            sizing_mode="stretch_width",
+        )
+
+    def apply_query(self, query: dict) -> list[str]:
+        """Take ?blocks= from a deep link; return the messages for values refused."""
+        value, message = query_number(query, "blocks", MIN_BLOCKS, MAX_BLOCKS, self.blocks)
+        if value is not None:
+            self.blocks = int(round(value))
+        return [message] if message else []

@@ -1,0 +1,125 @@
+"""The memory view says what its runs show: every claim and every cell checked against the core at each pool size."""
+
+import re
+
+import pytest
+
+from app.memory_view import MAX_BLOCKS, MIN_BLOCKS, MemoryView, events_text, lesson_html, mode_html, runs_for
+from core.engine import as_run, schedule
+from core.memory import MemoryConfig
+from core.memory_example import BLOCK_SIZE, SLOTS, memory_requests
+
+
+def _core(blocks: int) -> dict:
+    """The three runs, computed here from the core alone (not through the view's cache)."""
+    reqs = memory_requests()
+    pool = dict(kv_blocks=blocks, block_size=BLOCK_SIZE)
+    return {
+        "paged": schedule(reqs, SLOTS, "continuous", MemoryConfig(**pool)),
+        "contiguous": schedule(reqs, SLOTS, "continuous", MemoryConfig(**pool, allocation="contiguous")),
+        "static": schedule(reqs, SLOTS, "static", MemoryConfig(**pool)),
+    }
+
+
+def _claims(text: str) -> dict[str, str]:
+    return {k: re.sub("<[^>]+>", "", v) for k, v in re.findall(r'data-claim="([\w-]+)">(.*?)</span>', text)}
+
+
+def _most_running(s) -> int:
+    grid = as_run(s).timeline_strings()
+    return max(sum(row[t] != "." for row in grid) for t in range(len(grid[0])))
+
+
+def check_memory_claims(blocks: int) -> None:
+    """Each mode's sentence states its own drain and most requests running; the gap sentence their differences."""
+    core = _core(blocks)
+    drains = {m: as_run(s).drain for m, s in core.items()}
+    claims = _claims(lesson_html(blocks))
+    for mode, s in core.items():
+        assert f"done at step {drains[mode]}" in claims[f"memory-{mode}"]
+        n = _most_running(s)
+        assert f"up to {n} request{'s' if n != 1 else ''}" in claims[f"memory-{mode}"]
+    paged = claims["memory-paged"]
+    unlimited = as_run(schedule(memory_requests(), SLOTS, "continuous")).drain
+    assert ("as with unlimited memory" in paged) == (drains["paged"] == unlimited)
+    preempts = core["paged"].preemptions
+    assert (f"preempts {preempts} time" in paged) == (preempts > 0)
+    waits = sum(1 for e in core["paged"].events if e.kind == "blocked")
+    assert (f"{waits} admission" in paged) == (waits > 0)
+    if drains["paged"] < drains["contiguous"]:
+        gap = claims["memory-gap"]
+        assert f"{drains['contiguous'] - drains['paged']} steps before contiguous" in gap
+        assert f"{drains['static'] - drains['paged']} before static" in gap
+    else:
+        assert drains["paged"] == drains["contiguous"]
+        assert f"done at step {drains['contiguous']} too, as paged is" in claims["memory-gap"]
+    assert drains["paged"] <= drains["contiguous"] and drains["paged"] <= drains["static"]
+
+
+@pytest.mark.parametrize("blocks", range(MIN_BLOCKS, MAX_BLOCKS + 1))
+def test_every_claim_holds_on_the_runs_shown(blocks):
+    """The lesson's sentences are true on the runs of that pool size."""
+    check_memory_claims(blocks)
+
+
+def test_the_hole_sentence_names_a_real_hole():
+    """At 12 blocks: the request named waits at that step with as many free blocks as it needs, none in one run."""
+    text = _claims(lesson_html(12))["memory-contiguous"]
+    step, who, needed, free = re.search(r"At step (\d+), (\w) needs (\d+) blocks and (\d+) are free", text).groups()
+    s = _core(12)["contiguous"]
+    names = [r.id for r in s.requests]
+    (event,) = [e for e in s.events if e.kind == "blocked" and names[e.request] == who]
+    assert int(s.pass_start[event.step]) == int(step) and event.tokens == int(needed) <= event.free == int(free)
+    maps = schedule(memory_requests(), SLOTS, "continuous", s.memory, record_pool=True).pool_maps[event.step]
+    longest = max(len(run) for run in "".join("." if o < 0 else "x" for o in maps).split("x"))
+    assert longest < int(needed)
+
+
+@pytest.mark.parametrize("blocks", [MIN_BLOCKS, 8, 12])
+def test_each_cell_and_pool_box_is_the_cores(blocks):
+    """The table's letters are the core's timeline; the pool boxes held are the blocks the core counts at the step."""
+    core = _core(blocks)
+    width = max(as_run(s).drain for s in core.values())
+    for mode, s in core.items():
+        run = as_run(s)
+        grid = run.timeline_strings(width)
+        for step in (0, 3, width - 1):
+            out = mode_html(mode, runs_for(blocks)[mode], step, width, blocks)
+            rows = re.findall(r'<tr><th scope="row">slot (\d+)</th>(.*?)</tr>', out)
+            assert len(rows) == SLOTS
+            for slot, cells in rows:
+                states = re.findall(r'<td class="(\w+)', cells)
+                chars = "".join({"gen": "G", "pad": "P", "idle": ".", "rec": "R", "pre": "F"}[c] for c in states)
+                assert chars == grid[int(slot)]
+            held = len(re.findall(r'<span class="held"', out))
+            at = [p for p, start in enumerate(s.pass_start.tolist()) if int(start) == step]
+            assert held == (int(s.pass_blocks[at[0]]) if at else 0)
+            assert len(re.findall(r'class="(?:held|free)"', out)) == blocks
+        played = mode_html(mode, runs_for(blocks)[mode], width - 1, width, blocks)  # every step played
+        assert len(re.findall(r'class="[^"]*blocked', played)) == sum(1 for e in s.events if e.kind == "blocked")
+        future = mode_html(mode, runs_for(blocks)[mode], 0, width, blocks)  # at step 0: the rest behind the curtain
+        assert len(re.findall(r'class="[^"]*future', future)) == SLOTS * (width - 1)
+
+
+def test_the_log_says_who_was_preempted_and_why():
+    """On the first pool where paged preempts, the log names the request that needed a block and the one thrown out."""
+    blocks = next(b for b in range(MIN_BLOCKS, MAX_BLOCKS + 1) if runs_for(b)["paged"].preemptions)
+    s = runs_for(blocks)["paged"]
+    event = next(e for e in s.events if e.kind == "preempt")
+    step = int(s.pass_start[event.step])
+    names = [r.id for r in s.requests]
+    assert events_text(s, step)[0] == (
+        f"step {step}: no free block for {names[event.needed_by]}; {names[event.request]} preempted, "
+        f"{event.tokens} token{'s' if event.tokens != 1 else ''} to recompute"
+    )
+    assert "R" in "".join(as_run(s).timeline_strings())
+
+
+def test_a_deep_link_sets_the_pool_and_a_bad_one_is_named():
+    """?blocks=8 opens on 8 blocks; ?blocks=0 is clamped with a message naming the range."""
+    view = MemoryView()
+    assert view.apply_query({"blocks": "8"}) == [] and view.blocks == 8
+    (message,) = view.apply_query({"blocks": "0"})
+    assert f"{MIN_BLOCKS}..{MAX_BLOCKS}" in message and view.blocks == MIN_BLOCKS
+    (message,) = MemoryView().apply_query({"blocks": "nan"})
+    assert "not a number" in message
