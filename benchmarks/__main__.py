@@ -12,6 +12,7 @@ BENCHMARKS = {
     "default": "default_traffic",
     "peer": "peer",
     "online": "online",
+    "memory": "memory_speed",
 }
 USAGE = f"usage: python -m benchmarks [{'|'.join(BENCHMARKS)}] [flags]  (--help after a name: its flags)"
 

@@ -43,6 +43,7 @@ class Event:
     slot: int  # the slot it left (preempt) or the lowest free slot it could not take (blocked)
     tokens: int  # preempt: generated tokens to recompute; blocked: blocks it needed
     free: int  # free blocks at the decision
+    needed_by: int = -1  # preempt: the request whose next block could not be found
 
 
 @dataclass(frozen=True, eq=False)
@@ -207,6 +208,7 @@ class _Engine:
         self.g = [0] * n  # tokens emitted (decoding: recomputed from base at each event)
         self.base = [0] * n  # decoding: tokens emitted before pass q are q + base
         self.gen = [0] * n  # invalidates a request's heap entries when it is preempted
+        self.adm = [0] * n  # when each running request was (last) admitted
         self.slot = [0] * n
         self.start = [-1] * n
         self.first = [-1] * n
@@ -278,6 +280,7 @@ class _Engine:
         ctx_base = 0  # sum over decoding of (P + base): their context at pass q is ctx_base + count * q
         nxt, p, clock = 0, 0, 0.0
         noted: set[int] = set()
+        admissions = 0  # admission order, readmissions included: growth is served oldest first
 
         def start_decoding(k: int, q: int) -> None:
             nonlocal count, ctx_base
@@ -319,7 +322,8 @@ class _Engine:
                     _, k, gn = heapq.heappop(grow)
                     if gn == self.gen[k] and k in running:
                         due.append(k)
-                due.sort(key=list(running).index if len(due) > 1 else None)  # oldest admitted first
+                if len(due) > 1:
+                    due.sort(key=self.adm.__getitem__)  # oldest admitted first
                 for k in due:
                     if k not in running:
                         continue
@@ -330,7 +334,7 @@ class _Engine:
                         leave(victim, p)
                         waiting.appendleft(victim)
                         self.events.append(
-                            Event(p, "preempt", self.order[victim], slot_left, self.g[victim], pool.free)
+                            Event(p, "preempt", self.order[victim], slot_left, self.g[victim], pool.free, self.order[k])
                         )
                         preempted = True
                         if victim == k:
@@ -360,6 +364,8 @@ class _Engine:
                 pool.allocate(k, tokens)
                 self.slot[k] = heapq.heappop(free)
                 running[k] = None
+                self.adm[k] = admissions
+                admissions += 1
                 if self.start[k] < 0:
                     self.start[k] = p
                 self.recomputed += self.g[k]

@@ -120,7 +120,7 @@ class KVPool:
 
     def can_append(self, request: int, tokens: int) -> bool:
         """Return whether a request's blocks can grow to hold `tokens` tokens (paged only: a run cannot grow)."""
-        extra = self.config.blocks_for(tokens) - self.held[request]
+        extra = -(-tokens // self.block_size) - self.held[request]  # blocks_for, inlined: it runs once per block
         if extra <= 0 or self.size is None:
             return True
         return not self.contiguous and extra <= self.size - self.used
@@ -129,7 +129,7 @@ class KVPool:
         """Grow a request's blocks to hold `tokens` tokens."""
         if not self.can_append(request, tokens):
             raise RuntimeError(f"no free block for request {request}")
-        extra = self.config.blocks_for(tokens) - self.held[request]
+        extra = -(-tokens // self.block_size) - self.held[request]
         if extra > 0:
             self.held[request] += extra
             self.used += extra
