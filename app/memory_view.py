@@ -14,6 +14,7 @@ from functools import lru_cache
 import panel as pn
 import param
 
+from core.chunked_example import ARRIVES_MS, DECODERS, HUGE_PROMPT, huge_prompt_runs, stall_figures
 from core.engine import PADDING, PREFILL, RECOMPUTE, Schedule, as_run, schedule
 from core.memory import MemoryConfig
 from core.memory_example import BLOCK_SIZE, BLOCKS, MIN_BLOCKS, MODES, SLOTS, memory_requests
@@ -21,6 +22,7 @@ from core.run import GENERATING, IDLE, Run
 
 from . import palette
 from .exercises.common import LazyViewer, query_number, text_pane
+from .url import query_value
 from .words import plural
 
 MAX_BLOCKS = 24
@@ -59,6 +61,12 @@ MEMORY_CSS = f"""
 .bv-pool .held {{ background: {palette.GENERATING_COLOR}; color: #FFFFFF; }}
 .bv-pool .free {{ background: #FFFFFF; color: #000000; border: 1px dashed #555555; box-sizing: border-box; }}
 .bv-mem-mode {{ margin: 10px 0 16px; }}
+.bv-strip {{ position: relative; height: 26px; background: #F2F2F2; margin: 4px 0 12px; }}
+.bv-strip span {{ position: absolute; top: 2px; bottom: 2px; box-shadow: inset -1px 0 0 #FFFFFF; }}
+.bv-strip .gen {{ background: {palette.GENERATING_COLOR}; }}
+.bv-strip .pre {{ background: #56B4E9; }}
+.bv-strip-axis {{ position: relative; height: 16px; margin: -10px 0 12px; font: 12px system-ui, sans-serif; }}
+.bv-strip-axis span {{ position: absolute; white-space: nowrap; }}
 .bv-mem-mode h3 {{ margin: 0 0 4px; font-size: 1rem; }}
 """
 
@@ -310,11 +318,88 @@ def mode_html(mode: str, s: Schedule, step: int, width: int, blocks: int) -> str
     )
 
 
+BUDGETS = (256, 512, 1024, 2048)
+STRIP_MS = (60.0, 320.0)  # the stretch of the clock the pass strips show, around the huge prompt's arrival
+
+
+@lru_cache(maxsize=len(BUDGETS))
+def chunked_runs(budget: int) -> dict[str, Schedule]:
+    """Return the huge-prompt traffic without and with a token budget (shared by every session)."""
+    return huge_prompt_runs(budget)
+
+
+def pass_strip_html(name: str, s: Schedule) -> str:
+    """Return the passes between STRIP_MS on a time line: each as wide as it lasts, prefill work marked."""
+    lo, hi = STRIP_MS
+    scale = 100 / (hi - lo)  # percent of the strip per ms
+    huge = len(s.requests) - 1
+    first, last = int(s.start_pass[huge]), int(s.first_pass[huge])
+    items = []
+    for p, (a, b) in enumerate(zip(s.pass_start.tolist(), s.pass_end.tolist())):
+        if b <= lo or a >= hi:
+            continue
+        a, b = max(a, lo), min(b, hi)
+        kind = "pre" if first <= p <= last else "gen"
+        title = f"pass {p}: {s.pass_end[p] - s.pass_start[p]:.1f} ms" + (
+            f", {s.pass_prefill[p]:,} prompt tokens" if kind == "pre" else ", decoding"
+        )
+        items.append(
+            f'<span class="{kind}" style="left:{(a - lo) * scale:.3f}%;width:{(b - a) * scale:.3f}%" '
+            f'title="{html.escape(title)}"></span>'
+        )
+    arrival = (ARRIVES_MS - lo) * scale
+    return (
+        f'<div class="bv-strip" data-strip="{name}" role="img" aria-label="passes from {lo:.0f} to {hi:.0f} ms">'
+        f"{''.join(items)}</div>"
+        f'<div class="bv-strip-axis"><span style="left:0">{lo:.0f} ms</span>'
+        f'<span style="left:{arrival:.3f}%">▲ {ARRIVES_MS:.0f} ms: the prompt arrives</span>'
+        f'<span style="right:0">{hi:.0f} ms</span></div>'
+    )
+
+
+CHUNKED_INTRO = (
+    f"<h3>A huge prompt arrives</h3><p>{DECODERS} requests are decoding on a Llama-2 7B on an H100 (the roofline "
+    f"clock) when a {HUGE_PROMPT:,}-token prompt arrives at {ARRIVES_MS:.0f} ms. Chunked prefill gives each pass a "
+    "token budget: the decoding rows first, then as much of the prompt as fits.</p>"
+)
+
+
+def chunked_html(budget: int) -> str:
+    """Return the huge-prompt lesson at one budget: both pass strips and the claims on their figures."""
+    runs = chunked_runs(budget)
+    c, k = stall_figures(runs["continuous"]), stall_figures(runs["chunked"])
+    late = c.longest_decode_pass_ms / c.typical_pass_ms
+    return (
+        "<p>"
+        + _claim(
+            "chunk-stall",
+            f"Without a budget, continuous batching prefills it in one pass of {c.longest_decode_pass_ms:.1f} ms; "
+            f"the decoders beside it wait that pass out for their next token, {late:.0f}x their usual "
+            f"{c.typical_pass_ms:.1f} ms.",
+        )
+        + f"</p><p class='bv-muted'>Continuous batching, {STRIP_MS[0]:.0f} to {STRIP_MS[1]:.0f} ms: each box a "
+        "pass, as wide as it lasts; pale blue passes carry the big prompt.</p>"
+        + pass_strip_html("continuous", runs["continuous"])
+        + "<p>"
+        + _claim(
+            "chunk-budget",
+            f"Chunked prefill with a budget of {budget:,} tokens per pass splits the prompt over "
+            f"{k.chunk_passes} passes; the longest pass a decoder sits through is {k.longest_decode_pass_ms:.1f} ms, "
+            f"and the big request's first token comes {k.huge_ttft_ms:.1f} ms after it arrives instead of "
+            f"{c.huge_ttft_ms:.1f} ms.",
+        )
+        + "</p>"
+        + f"<p class='bv-muted'>Chunked prefill, budget {budget:,}, the same stretch of the clock.</p>"
+        + pass_strip_html("chunked", runs["chunked"])
+    )
+
+
 class MemoryView(LazyViewer):
     """The pool slider, a step cursor, and the three modes' timelines and pools on the same traffic."""
 
     blocks = param.Integer(default=BLOCKS, bounds=(MIN_BLOCKS, MAX_BLOCKS), doc="Blocks in the KV pool (?blocks=)")
     step = param.Integer(default=0, bounds=(0, None), doc="The pass at the cursor")
+    budget = param.Selector(default=512, objects=list(BUDGETS), doc="Chunked prefill's tokens per pass (?budget=)")
 
     def width(self) -> int:
         """Return the steps shown: the slowest of the three modes' drains on this pool."""
@@ -336,6 +421,13 @@ class MemoryView(LazyViewer):
         self.modes = pn.pane.HTML("", sizing_mode="stretch_width", stylesheets=[MEMORY_CSS])
         self.param.watch(self._redraw, ["blocks", "step"])
         self._redraw()
+        self.budget_choice = pn.widgets.RadioButtonGroup(
+            name="Token budget per pass", options={f"{b:,} tokens": b for b in BUDGETS}, value=self.budget
+        )
+        self.budget_choice.param.watch(lambda e: setattr(self, "budget", e.new), "value")
+        self.param.watch(lambda e: setattr(self.budget_choice, "value", e.new), "budget")
+        self.chunked = pn.pane.HTML(chunked_html(self.budget), sizing_mode="stretch_width", stylesheets=[MEMORY_CSS])
+        self.param.watch(lambda e: setattr(self.chunked, "object", chunked_html(e.new)), "budget")
 
     def _redraw(self, *_events) -> None:
         width = self.width()
@@ -366,6 +458,9 @@ class MemoryView(LazyViewer):
             self.lesson,
             legend,
             self.modes,
+            text_pane(CHUNKED_INTRO),
+            pn.FlexBox(text_pane("<p>Token budget per pass:</p>"), self.budget_choice, sizing_mode="stretch_width"),
+            self.chunked,
             sizing_mode="stretch_width",
         )
 
@@ -374,4 +469,12 @@ class MemoryView(LazyViewer):
         value, message = query_number(query, "blocks", MIN_BLOCKS, MAX_BLOCKS, self.blocks)
         if value is not None:
             self.blocks = int(round(value))
-        return [message] if message else []
+        messages = [message] if message else []
+        if "budget" in query:
+            text = query_value(query["budget"]).strip()
+            if text in {str(b) for b in BUDGETS}:
+                self.budget = int(text)
+            else:
+                allowed = ", ".join(str(b) for b in BUDGETS)
+                messages.append(f"URL: budget={text[:40]!r} is not allowed (use {allowed}); kept {self.budget}.")
+        return messages

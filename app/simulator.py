@@ -211,7 +211,7 @@ class App(pn.viewable.Viewer):
         self.knee.param.watch(push, ["rate_per_s", "itl_target_ms"])
         self.spread.param.watch(push, "sigma")
         self.temperature.param.watch(push, "bug")
-        self.memory.param.watch(push, "blocks")
+        self.memory.param.watch(push, ["blocks", "budget"])
         if rewrite:
             push()
 
@@ -224,6 +224,7 @@ class App(pn.viewable.Viewer):
             ("sigma", self.spread, "sigma"),
             ("bug", self.temperature, "bug"),
             ("blocks", self.memory, "blocks"),
+            ("budget", self.memory, "budget"),
         ):
             value = getattr(view, name)
             if value != view.param[name].default:

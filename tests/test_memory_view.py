@@ -5,7 +5,7 @@ import re
 import pytest
 
 from app.memory_view import MAX_BLOCKS, MIN_BLOCKS, MemoryView, events_text, lesson_html, mode_html, runs_for
-from core.engine import as_run, schedule
+from core.engine import PREFILL, as_run, schedule
 from core.memory import MemoryConfig
 from core.memory_example import BLOCK_SIZE, SLOTS, memory_requests
 
@@ -123,3 +123,47 @@ def test_a_deep_link_sets_the_pool_and_a_bad_one_is_named():
     assert f"{MIN_BLOCKS}..{MAX_BLOCKS}" in message and view.blocks == MIN_BLOCKS
     (message,) = MemoryView().apply_query({"blocks": "nan"})
     assert "not a number" in message
+
+
+def check_chunk_claims(budget: int) -> None:
+    """The huge-prompt sentences state the core's passes: the one long pass, and the chunks that replace it."""
+    from app.memory_view import chunked_html
+    from core.chunked_example import SLOTS as CHUNK_SLOTS
+    from core.chunked_example import huge_prompt_requests
+    from core.hardware import cost_model
+
+    reqs, cost = huge_prompt_requests(), cost_model()
+    plain = schedule(reqs, CHUNK_SLOTS, "continuous", cost=cost)
+    chunked = schedule(reqs, CHUNK_SLOTS, "chunked", cost=cost, token_budget=budget)
+    claims = _claims(chunked_html(budget))
+
+    def longest(s):
+        return max(e - a for a, e, rows in zip(s.pass_start, s.pass_end, s.pass_rows) if rows > 0)
+
+    big = len(reqs) - 1
+    assert f"one pass of {longest(plain):.1f} ms" in claims["chunk-stall"]
+    assert plain.pass_prefill.max() >= reqs[big].prompt_tokens  # the whole prompt in one pass
+    # The big request's chunk cells (F), then the pass of its first token, which carries the last chunk.
+    f_cells = sum(hi - lo for i, _, lo, hi, state in chunked.cells.tolist() if i == big and state == PREFILL)
+    chunks = f_cells + 1
+    assert f"over {chunks} passes" in claims["chunk-budget"]
+    assert chunks >= -(-reqs[big].prompt_tokens // budget)  # at most `budget` of its tokens per pass
+    assert f"sits through is {longest(chunked):.1f} ms" in claims["chunk-budget"]
+    assert longest(chunked) < longest(plain)
+    ttft = lambda s: s.pass_end[s.first_pass[big]] - reqs[big].arrival  # noqa: E731
+    assert f"comes {ttft(chunked):.1f} ms after it arrives instead of {ttft(plain):.1f} ms" in claims["chunk-budget"]
+    assert ttft(chunked) > ttft(plain)  # the price: the big request waits a little longer
+
+
+@pytest.mark.parametrize("budget", [256, 512, 1024, 2048])
+def test_the_huge_prompt_claims_hold(budget):
+    """At each budget the page offers, the stall and the chunks are what the core's timed runs show."""
+    check_chunk_claims(budget)
+
+
+def test_a_bad_budget_in_the_url_is_named():
+    """?budget=7 is refused naming the budgets allowed; the default stays."""
+    view = MemoryView()
+    (message,) = view.apply_query({"budget": "7"})
+    assert "256, 512, 1024, 2048" in message and view.budget == 512
+    assert MemoryView().apply_query({"budget": "1024"}) == []

@@ -6,14 +6,14 @@ from dataclasses import replace
 import pytest
 
 from app import chapter, story
-from app.memory_view import MAX_BLOCKS, MIN_BLOCKS, lesson_html
+from app.memory_view import BUDGETS, MAX_BLOCKS, MIN_BLOCKS, chunked_html, lesson_html
 from app.state import SimState
 from core import TrafficConfig, compute_metrics, generate, simulate
 from core.chapter_traffic import chapter_traffic
 from core.losses import losses
 from core.worked_example import BATCH_TIMEOUT, SLOTS, worked_example, worked_figures
 
-from .test_memory_view import check_memory_claims
+from .test_memory_view import check_chunk_claims, check_memory_claims
 
 SEEDS = range(100)
 WINDOW = 64
@@ -106,6 +106,12 @@ def check_memory_all_pools():
         check_memory_claims(blocks)
 
 
+def check_chunk_all_budgets():
+    """The huge-prompt sentences at every budget the page offers (tests/test_memory_view.py)."""
+    for budget in BUDGETS:
+        check_chunk_claims(budget)
+
+
 CHECKS = {
     "fixed-queued-identical": check_fixed_queued_identical,
     "heavy-queued-gap": check_heavy_queued_gap,
@@ -115,6 +121,8 @@ CHECKS = {
     "gain-2-4x": check_gain_2_4x,
     "worked-figures": check_worked_figures,
     **{f"memory-{key}": check_memory_all_pools for key in ("paged", "contiguous", "static", "gap")},
+    "chunk-stall": check_chunk_all_budgets,
+    "chunk-budget": check_chunk_all_budgets,
 }
 
 
@@ -127,6 +135,7 @@ def _page_texts() -> str:
     texts += [chapter.restructured_loop_html(), chapter.build_batch_html(), chapter.affordable_html()]
     texts += [chapter.spread_argument_html(), chapter.run_locally_html(), chapter.PRODUCTION, chapter.WHATS_NEXT]
     texts += [lesson_html(blocks) for blocks in range(MIN_BLOCKS, MAX_BLOCKS + 1)]
+    texts += [chunked_html(budget) for budget in BUDGETS]
     return "".join(texts)
 
 

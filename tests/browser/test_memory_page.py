@@ -106,3 +106,24 @@ def test_a_deep_link_opens_a_tight_pool_where_paged_preempts(page, page_errors, 
     )
     expect(page.locator("[data-claim=memory-paged]").first).to_contain_text("preempts 1 time")
     assert "blocks=9" in page.url
+
+
+def test_the_budget_choice_redraws_the_huge_prompt_lesson(page, page_errors, app_url):
+    """Choosing 1,024 tokens: the claim states that budget's chunk count, the strip has that many prompt passes."""
+    from app.memory_view import STRIP_MS
+    from core.chunked_example import huge_prompt_runs
+
+    open_app(page, app_url, "?tab=memory", canvas=False)
+    page.get_by_role("button", name="1,024 tokens").click()
+    s = huge_prompt_runs(1024)["chunked"]
+    big = len(s.requests) - 1
+    chunks = int(s.first_pass[big] - s.start_pass[big]) + 1
+    expect(page.locator("[data-claim=chunk-budget]").first).to_contain_text(f"over {chunks} passes", timeout=15_000)
+    inside = [
+        p
+        for p in range(int(s.start_pass[big]), int(s.first_pass[big]) + 1)
+        if s.pass_end[p] > STRIP_MS[0] and s.pass_start[p] < STRIP_MS[1]
+    ]
+    strip = page.locator("[data-strip=chunked] span.pre")
+    expect(strip).to_have_count(len(inside))
+    assert "budget=1024" in page.url
