@@ -5,14 +5,24 @@ from __future__ import annotations
 import argparse
 
 from .cli_args import UsageError, bounded_int
+from .hardware import ACCELERATORS, MODEL_SHAPES, kv_pool_blocks
 from .memory import ALLOCATIONS, MAX_BLOCK_SIZE, MAX_KV_BLOCKS, UNLIMITED, MemoryConfig
 
 MAX_TOKEN_BUDGET = 10_000_000
 
 
 def add_memory_args(parser: argparse.ArgumentParser) -> None:
-    """Add --kv-blocks, --block-size, --allocation, --reserve-tokens and --token-budget."""
+    """Add --kv-preset, --kv-blocks, --block-size, --allocation, --reserve-tokens and --token-budget."""
     g = parser.add_argument_group('memory (DESIGN.md, "Memory"; default: an unlimited pool, today\'s schedules)')
+    presets = [f"{a}:{m}" for a in ACCELERATORS for m in MODEL_SHAPES]
+    g.add_argument(
+        "--kv-preset",
+        choices=presets,
+        default=None,
+        metavar="ACCELERATOR:MODEL",
+        help=f"size the pool from an accelerator's memory less a model's weights ({', '.join(presets[:2])}, ...; "
+        "default: none)",
+    )
     g.add_argument(
         "--kv-blocks",
         type=bounded_int(1, MAX_KV_BLOCKS),
@@ -39,6 +49,11 @@ def add_memory_args(parser: argparse.ArgumentParser) -> None:
 
 def memory_from_args(args: argparse.Namespace, policies: tuple[str, ...]) -> MemoryConfig:
     """Return the pool the flags ask for; refuse flags that would change nothing, naming them."""
+    if args.kv_preset is not None:
+        if args.kv_blocks is not None:
+            raise UsageError("give --kv-blocks or --kv-preset, not both")
+        accelerator, model = args.kv_preset.split(":")
+        args.kv_blocks = kv_pool_blocks(accelerator, model, args.block_size or 16)
     if args.kv_blocks is None:
         for flag in ("block_size", "allocation", "reserve_tokens"):
             if getattr(args, flag) is not None:

@@ -213,6 +213,7 @@ def test_a_named_accelerator_and_model_give_a_pool():
             "reserve_tokens 5 is below the longest output in the traffic (40 tokens)",
         ),
         (["compare", "--token-budget", "9"], "--token-budget applies to --policy chunked only"),
+        (["simulate", "--kv-preset", "h100-sxm:llama2-7b", "--kv-blocks", "3"], "give --kv-blocks or --kv-preset"),
     ],
 )
 def test_memory_flags_refused_with_one_line(argv, message, capsys):
@@ -262,3 +263,13 @@ def test_no_block_is_owned_twice_and_the_map_matches_the_counts(reqs, slots, all
             for o in set(owners) - {-1}:
                 where = [b for b, x in enumerate(owners) if x == o]
                 assert where == list(range(where[0], where[-1] + 1))
+
+
+def test_a_preset_sizes_the_pool_from_the_accelerator_and_model(capsys):
+    """--kv-preset h100-sxm:llama2-7b: the JSON's pool is kv_pool_blocks's 8,633 blocks of 16."""
+    import json
+
+    from core.cli import main
+
+    assert main(["simulate", "--kv-preset", "h100-sxm:llama2-7b", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["memory"]["kv_blocks"] == 8633
