@@ -15,7 +15,7 @@ import panel as pn
 import param
 
 from core.chunked_example import ARRIVES_MS, DECODERS, HUGE_PROMPT, huge_prompt_runs, stall_figures
-from core.engine import PADDING, PREFILL, RECOMPUTE, Schedule, as_run, schedule
+from core.engine import PADDING, PREFILL, RECOMPUTE, Schedule, Wait, as_run, memory_waits, schedule
 from core.memory import MemoryConfig
 from core.memory_example import BLOCK_SIZE, BLOCKS, MIN_BLOCKS, MODES, SLOTS, memory_requests
 from core.run import GENERATING, IDLE, Run
@@ -27,6 +27,7 @@ from .words import plural
 
 MAX_BLOCKS = 24
 RECOMPUTE_COLOR = "#CC79A7"  # Okabe-Ito reddish purple: recomputing after a preemption
+MEMORY_COLOR = "#4D4D4D"  # dark grey: blocks held, in the pool and in the KV bars (never a slot state)
 TITLES = {
     "paged": "Continuous batching, paged KV cache",
     "contiguous": "Continuous batching, contiguous KV cache",
@@ -55,11 +56,13 @@ MEMORY_CSS = f"""
 .bv-mem-grid td.future {{ background: #FFFFFF; background-image: none; color: transparent; outline: none;
   box-shadow: inset 0 0 0 1px #D9D9D9; }}
 .bv-mem-grid td.kv {{ vertical-align: bottom; background: transparent; height: 28px; }}
-.bv-mem-grid td.kv span {{ display: block; background: #555555; }}
+.bv-mem-grid td.kv span {{ display: block; background: {MEMORY_COLOR}; }}
 .bv-pool {{ display: flex; flex-wrap: wrap; gap: 2px; margin: 4px 0; }}
 .bv-pool span {{ width: 22px; height: 22px; line-height: 22px; text-align: center; font: 12px system-ui; }}
-.bv-pool .held {{ background: {palette.GENERATING_COLOR}; color: #FFFFFF; }}
-.bv-pool .free {{ background: #FFFFFF; color: #000000; border: 1px dashed #555555; box-sizing: border-box; }}
+.bv-pool .held {{ background: {MEMORY_COLOR}; color: #FFFFFF; }}
+.bv-pool .free {{ background: #FFFFFF; color: #000000; border: 1px solid #767676; box-sizing: border-box; }}
+.bv-scroll-hint {{ display: none; }}
+@media (max-width: 640px) {{ .bv-scroll-hint {{ display: block; }} }}
 .bv-mem-mode {{ margin: 10px 0 16px; }}
 .bv-strip {{ position: relative; height: 26px; background: #F2F2F2; margin: 4px 0 12px; }}
 .bv-strip span {{ position: absolute; top: 2px; bottom: 2px; box-shadow: inset -1px 0 0 #FFFFFF; }}
@@ -95,8 +98,7 @@ class ModeFigures:
     drain: int
     peak_blocks: int
     preemptions: int
-    waits: int  # admissions that waited for memory with a slot free
-    holes: tuple[tuple[int, str, int, int], ...]  # (step, request, blocks needed, free): enough free, not one run
+    waits: tuple[Wait, ...]  # each step (static: slot-step) a request waited for memory with a slot empty
 
 
 def figures(blocks: int) -> dict[str, ModeFigures]:
@@ -109,12 +111,7 @@ def figures(blocks: int) -> dict[str, ModeFigures]:
             drain=run.drain,
             peak_blocks=int(s.pass_blocks.max()),
             preemptions=s.preemptions,
-            waits=sum(1 for e in s.events if e.kind == "blocked"),
-            holes=tuple(
-                (int(s.pass_start[e.step]), s.requests[e.request].id, e.tokens, e.free)
-                for e in s.events
-                if e.kind == "blocked" and e.free >= e.tokens
-            ),
+            waits=tuple(memory_waits(s)),
         )
     return out
 
@@ -137,18 +134,25 @@ def lesson_html(blocks: int) -> str:
     if p.preemptions:
         paged_words += f"; it preempts {plural(p.preemptions, 'time')} when a growing request finds no free block"
     if p.waits:
-        paged_words += f", and {plural(p.waits, 'admission')} waited for memory"
-    waited = (
-        f"{plural(c.waits, 'admission')} waited for memory with a slot free (the dashed cells)"
-        if c.waits
-        else "no admission waited for memory"
-    )
-    if c.holes:
-        step, who, needed, free = c.holes[0]
-        waited += (
-            f". At step {step}, {who} needs {plural(needed, 'block')} and {free} are free, but not "
-            "one run: holes that retired requests left, which nobody of that size can use"
+        paged_words += f"; its queue waits for memory at {plural(len(p.waits), 'step')} with a slot empty (⊘)"
+    holes = [w for w in c.waits if w.hole]
+    if c.waits:
+        waited = (
+            f"its queue waits for memory at {plural(len(c.waits), 'step')} with a slot empty (⊘): "
+            f"{len(c.waits) - len(holes)} for want of free blocks, since every reservation is made before a token "
+            f"is generated, and {len(holes)} with enough blocks free but not in one run"
         )
+    else:
+        waited = "its queue never waits for memory"
+    if holes:
+        w = holes[0]
+        waited += (
+            f". At step {w.step}, {reqs[w.request].id} needs {plural(w.needed, 'block')}, {w.free} are free, but "
+            f"the longest run is {w.longest_run}: holes that retired requests left"
+        )
+    static_words = f"done at step {s.drain}"
+    if s.waits:
+        static_words += f"; a slot stands empty for memory for {plural(len(s.waits), 'slot-step')} (⊘)"
     parts = [
         f"<p>Eight requests (A to H) arrive together, with prompts of {prompts[0]} to {prompts[-1]} tokens; the "
         f"longest answer is {reserve} tokens. The pool holds {plural(blocks, 'block')} of {BLOCK_SIZE} tokens "
@@ -170,8 +174,7 @@ def lesson_html(blocks: int) -> str:
         + _claim(
             "memory-static",
             "<b>Static:</b> every row of a batch reserves the widest prompt plus the longest answer, so batches of "
-            f"up to {plural(s.running, 'request')} run, each until its longest member finishes: done at step "
-            f"{s.drain}.",
+            f"up to {plural(s.running, 'request')} run, each until its longest member finishes: {static_words}.",
         )
         + "</li></ul>",
     ]
@@ -191,8 +194,9 @@ def lesson_html(blocks: int) -> str:
             "<p>"
             + _claim(
                 "memory-gap",
-                f"With {blocks} blocks contiguous is done at step {c.drain} too, as paged is; static still "
-                f"waits for each batch's longest member (step {s.drain}).",
+                f"With {blocks} blocks contiguous is done at step {c.drain} too, as paged is: the pool holds its "
+                f"reservations, but at its peak contiguous holds {c.peak_blocks} blocks where paged holds "
+                f"{p.peak_blocks}; static still waits for each batch's longest member (step {s.drain}).",
             )
             + " Shrink the pool to see memory decide who runs.</p>"
         )
@@ -227,10 +231,7 @@ def timeline_html(mode: str, s: Schedule, step: int, width: int, blocks: int) ->
     """Return one mode's timeline as a table: a letter per cell, blocked admissions dashed, KV use underneath."""
     run = as_run(s)
     grid = _cells_by_step(run, width)
-    blocked = {}
-    for e in s.events:
-        if e.kind == "blocked":
-            blocked[(e.slot, int(s.pass_start[e.step]))] = e
+    waits = {(w.slot, w.step): w for w in memory_waits(s)}
     rows = []
     for slot in range(run.slots):
         tds = []
@@ -242,10 +243,11 @@ def timeline_html(mode: str, s: Schedule, step: int, width: int, blocks: int) ->
             if t > step:  # the playback curtain, as on the simulator's timelines: the future is not shown yet
                 title = f"slot {slot}, step {t}: not yet played"
             text = _label(run, i) if i >= 0 else ""
-            if (slot, t) in blocked and t <= step:
-                e = blocked[(slot, t)]
+            if (slot, t) in waits and t <= step:
+                w = waits[(slot, t)]
                 classes.append("blocked")
-                title += f"; {run.requests[e.request].id} waits: needs {plural(e.tokens, 'block')}, {e.free} free"
+                why = f"{w.free} free but the longest run is {w.longest_run}" if w.hole else f"{w.free} free"
+                title += f"; {run.requests[w.request].id} waits for memory: needs {plural(w.needed, 'block')}, {why}"
                 text = "⊘"
             tds.append(f'<td class="{" ".join(classes)}" title="{html.escape(title)}">{text}</td>')
         rows.append(f'<tr><th scope="row">slot {slot}</th>{"".join(tds)}</tr>')
@@ -287,18 +289,26 @@ def pool_html(mode: str, s: Schedule, step: int) -> str:
     )
 
 
+def _held_before(s: Schedule, p: int, request: int) -> int:
+    """Return the blocks `request` held in the pass before pass `p` (0 at the first pass)."""
+    return sum(1 for o in s.pool_maps[p - 1] if o == request) if p else 0
+
+
 def events_text(s: Schedule, step: int) -> list[str]:
-    """Return memory's decisions before the pass at `step`, in words."""
+    """Return memory's decisions before the pass at `step`, in words: who needed what, who left, what is recomputed."""
     names = [r.id for r in s.requests]
     out = []
     for e in s.events:
         if int(s.pass_start[e.step]) != step:
             continue
         if e.kind == "preempt":
-            who = names[e.needed_by]
+            victim, prompt = names[e.request], max(1, s.requests[e.request].prompt_tokens)
+            freed = _held_before(s, e.step, e.request)
             out.append(
-                f"step {step}: no free block for {who}; {names[e.request]} preempted, "
-                f"{plural(e.tokens, 'token')} to recompute"
+                f"step {step}: {names[e.needed_by]} needs a new block and none is free; {victim}, admitted last, is "
+                f"preempted: its {plural(freed, 'block')} freed, it goes back to the front of the queue, and when it "
+                f"returns it recomputes the KV of its prompt ({plural(prompt, 'token')}) and of the "
+                f"{plural(e.tokens, 'token')} it had generated"
             )
         else:
             out.append(
@@ -307,13 +317,22 @@ def events_text(s: Schedule, step: int) -> list[str]:
     return out
 
 
+def _before_html(mode: str, s: Schedule, step: int, log: list[str]) -> str:
+    """Return the pool in the pass before `step`, when memory decided something at `step`: before beside after."""
+    if not log or step == 0:
+        return ""
+    return "<p class='bv-muted'>Before this step's decisions:</p>" + pool_html(mode, s, step - 1).replace(
+        'data-pool="', 'data-pool-before="'
+    ).replace('data-pool-words="', 'data-pool-before-words="')
+
+
 def mode_html(mode: str, s: Schedule, step: int, width: int, blocks: int) -> str:
     """Return one mode's block: title with figures, its timeline, the pool at the cursor, memory's decisions."""
     log = events_text(s, step)
     log_html = "".join(f"<li>{html.escape(line)}</li>" for line in log) or "<li>no memory decision at this step</li>"
     return (
         f'<section class="bv-mem-mode" data-mem-mode="{mode}"><h3>{TITLES[mode]}</h3>'
-        f"{timeline_html(mode, s, step, width, blocks)}{pool_html(mode, s, step)}"
+        f"{timeline_html(mode, s, step, width, blocks)}{pool_html(mode, s, step)}{_before_html(mode, s, step, log)}"
         f'<ul class="bv-mem-log" data-mem-log="{mode}">{log_html}</ul></section>'
     )
 
@@ -357,6 +376,19 @@ def pass_strip_html(name: str, s: Schedule) -> str:
     )
 
 
+def decode_pass_medians(s: Schedule) -> tuple[float, float]:
+    """Return the median decode-only pass before the big prompt arrives, and while it decodes beside the others."""
+    import numpy as np
+
+    huge = len(s.requests) - 1
+    ms = s.pass_end - s.pass_start
+    decode = s.pass_prefill == 0
+    early = decode & (s.pass_end <= s.requests[huge].arrival)
+    passes = np.arange(s.passes)
+    late = decode & (passes > s.first_pass[huge]) & (passes < s.finish_pass[huge])
+    return float(np.median(ms[early])), float(np.median(ms[late]))
+
+
 CHUNKED_INTRO = (
     f"<h3>A huge prompt arrives</h3><p>{DECODERS} requests are decoding on a Llama-2 7B on an H100 (the roofline "
     f"clock) when a {HUGE_PROMPT:,}-token prompt arrives at {ARRIVES_MS:.0f} ms. Chunked prefill gives each pass a "
@@ -369,6 +401,7 @@ def chunked_html(budget: int) -> str:
     runs = chunked_runs(budget)
     c, k = stall_figures(runs["continuous"]), stall_figures(runs["chunked"])
     late = c.longest_decode_pass_ms / c.typical_pass_ms
+    before, after = decode_pass_medians(runs["continuous"])
     return (
         "<p>"
         + _claim(
@@ -376,6 +409,13 @@ def chunked_html(budget: int) -> str:
             f"Without a budget, continuous batching prefills it in one pass of {c.longest_decode_pass_ms:.1f} ms; "
             f"the decoders beside it wait that pass out for their next token, {late:.0f}x their usual "
             f"{c.typical_pass_ms:.1f} ms.",
+        )
+        + " "
+        + _claim(
+            "chunk-context",
+            f"Decode passes lengthen with the context they read: the median is {before:.1f} ms before the prompt "
+            f"arrives and {after:.1f} ms while the big request decodes beside the others (its {HUGE_PROMPT:,} "
+            "tokens of KV are read every pass).",
         )
         + f"</p><p class='bv-muted'>Continuous batching, {STRIP_MS[0]:.0f} to {STRIP_MS[1]:.0f} ms: each box a "
         "pass, as wide as it lasts; pale blue passes carry the big prompt.</p>"
@@ -402,8 +442,8 @@ class MemoryView(LazyViewer):
     budget = param.Selector(default=512, objects=list(BUDGETS), doc="Chunked prefill's tokens per pass (?budget=)")
 
     def width(self) -> int:
-        """Return the steps shown: the slowest of the three modes' drains on this pool."""
-        return max(f.drain for f in figures(self.blocks).values())
+        """Return the steps shown: up to the slowest mode's drain, where every request is done and the pool empty."""
+        return max(f.drain for f in figures(self.blocks).values()) + 1
 
     def _build(self) -> None:
         self.pool_slider = pn.widgets.IntSlider(
@@ -422,7 +462,11 @@ class MemoryView(LazyViewer):
         self.param.watch(self._redraw, ["blocks", "step"])
         self._redraw()
         self.budget_choice = pn.widgets.RadioButtonGroup(
-            name="Token budget per pass", options={f"{b:,} tokens": b for b in BUDGETS}, value=self.budget
+            name="Token budget per pass",
+            options={f"{b:,} tokens": b for b in BUDGETS},
+            value=self.budget,
+            sizing_mode="stretch_width",
+            max_width=480,
         )
         self.budget_choice.param.watch(lambda e: setattr(self, "budget", e.new), "value")
         self.param.watch(lambda e: setattr(self.budget_choice, "value", e.new), "budget")
@@ -445,12 +489,18 @@ class MemoryView(LazyViewer):
             "With a <b>paged</b> cache a request holds blocks for the tokens it has, taken one at a time from "
             "anywhere in the pool. With a <b>contiguous</b> cache it must reserve one unbroken run for the longest "
             "answer it might give, and a retired request leaves a hole of that size. Move the pool and the "
-            "step; each row is a slot, each column a pass, the grey bars under each timeline the blocks in use.</p>"
+            "step; each row is a slot, each column a pass. The chapter leaves these decisions (what happens when "
+            "memory runs out mid-generation, or when a huge prompt arrives) to the next chapter, S10, which builds "
+            "the scheduler: this tab previews them.</p>"
         )
         legend = text_pane(
             "<p class='bv-muted'>Letters are requests. Blue: generating; orange, hatched: padding; purple, bold: "
-            "recomputing after a preemption; pale blue: a prompt chunk; grey: idle; ⊘ dashed: the head of the "
-            "queue could not start here, for lack of memory.</p>"
+            "recomputing after a preemption; pale blue: a prompt chunk; light grey: idle; ⊘ in a dashed cell: a "
+            "request waited for memory while this slot stood empty. A black bar under a column marks the step at "
+            "the cursor; white cells with a grey edge are steps not yet played. Under each timeline the dark grey "
+            "bars are the KV blocks in use (full height: the whole pool); the row of boxes below is the pool "
+            "at the cursor, one box per block, dark grey with its owner's letter when held, white when free.</p>"
+            "<p class='bv-muted bv-scroll-hint'>The timelines scroll sideways inside their frames.</p>"
         )
         return pn.Column(
             intro,

@@ -576,3 +576,74 @@ def as_timed(s: Schedule):
         first_pass=s.first_pass,
         schedule=s,
     )
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A step at which a request waited for memory while a slot stood empty, and what the pool had."""
+
+    step: int  # on the step clock
+    slot: int  # the lowest empty slot
+    request: int  # the request waiting (the queue's head under continuous batching)
+    needed: int  # blocks it needed (continuous) or one more row of the rectangle (static)
+    free: int  # free blocks
+    longest_run: int  # the longest run of consecutive free blocks
+
+    @property
+    def hole(self) -> bool:
+        """Return whether enough blocks were free, only not in one run (contiguous's holes)."""
+        return self.free >= self.needed > self.longest_run
+
+
+def memory_waits(s: Schedule) -> list[Wait]:
+    """Return every step a request waited for memory with a slot empty (needs `record_pool`; step clock).
+
+    Continuous: from a head's first blocked boundary until it starts, each step with an empty slot. Static: each step
+    of a batch cut short by its rectangle (fewer rows than slots while others waited), per empty slot.
+    """
+    if s.pool_maps is None or s.cost != "unit":
+        raise ValueError("memory_waits needs a step-clock schedule with record_pool=True")
+    run = as_run(s)
+    grid = run.grid(run.drain)
+    at = {int(start): p for p, start in enumerate(s.pass_start.tolist())}
+    out = []
+
+    def pool_at(t: int) -> tuple[int, int]:
+        owners = s.pool_maps[at[t]]
+        best = here = 0
+        for o in owners:
+            here = here + 1 if o < 0 else 0
+            best = max(best, here)
+        return sum(1 for o in owners if o < 0), best
+
+    if s.policy == "static":
+        starts = sorted(set(int(x) for x in run.start.tolist()))
+        for t0 in starts:
+            members = [i for i in range(len(s.requests)) if run.start[i] == t0]
+            end = max(int(run.release[i]) for i in members)
+            waiting = [i for i in range(len(s.requests)) if run.arrival[i] <= t0 < run.start[i]]
+            if len(members) == s.slots or not waiting:
+                continue
+            row = s.memory.blocks_for(
+                max(max(1, s.requests[i].prompt_tokens) for i in members + waiting[:1])
+                + (s.memory.reserve_tokens or max(r.output_tokens for r in s.requests))
+            )
+            for t in range(t0, end):
+                free, longest = pool_at(t)
+                for slot in range(len(members), s.slots):
+                    out.append(Wait(t, slot, waiting[0], row, free, longest))
+        return out
+    blocked = sorted((int(s.pass_start[e.step]), e.request, e.tokens) for e in s.events if e.kind == "blocked")
+    for t0, request, needed in blocked:
+        begun = [lo for i, _, lo, _, _ in (run.cells.tolist() if run.cells is not None else []) if i == request]
+        t1 = min((lo for lo in begun if lo >= t0), default=run.drain)
+        for t in range(t0, t1):
+            idle = [slot for slot in range(s.slots) if grid[slot, t] == 0]
+            if idle and t in at:
+                free, longest = pool_at(t)
+                out.append(Wait(t, idle[0], request, needed, free, longest))
+    # One request per step: a later head (after a preemption put another in front) replaces an earlier one.
+    latest: dict[int, Wait] = {}
+    for w in out:
+        latest[w.step] = w
+    return [latest[t] for t in sorted(latest)]

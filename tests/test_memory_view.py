@@ -5,7 +5,7 @@ import re
 import pytest
 
 from app.memory_view import MAX_BLOCKS, MIN_BLOCKS, MemoryView, events_text, lesson_html, mode_html, runs_for
-from core.engine import PREFILL, as_run, schedule
+from core.engine import PREFILL, as_run, memory_waits, schedule
 from core.memory import MemoryConfig
 from core.memory_example import BLOCK_SIZE, SLOTS, memory_requests
 
@@ -44,8 +44,14 @@ def check_memory_claims(blocks: int) -> None:
     assert ("as with unlimited memory" in paged) == (drains["paged"] == unlimited)
     preempts = core["paged"].preemptions
     assert (f"preempts {preempts} time" in paged) == (preempts > 0)
-    waits = sum(1 for e in core["paged"].events if e.kind == "blocked")
-    assert (f"{waits} admission" in paged) == (waits > 0)
+    for mode, words in (("paged", "waits for memory at {} step"), ("contiguous", "waits for memory at {} step")):
+        rec = schedule(memory_requests(), SLOTS, "continuous", core[mode].memory, record_pool=True)
+        n = len(memory_waits(rec))
+        assert (words.format(n) in claims[f"memory-{mode}"]) == (n > 0)
+        if mode == "contiguous" and n:
+            holes = sum(w.hole for w in memory_waits(rec))
+            assert f"{n - holes} for want of free blocks" in claims["memory-contiguous"]
+            assert f"and {holes} with enough blocks free but not in one run" in claims["memory-contiguous"]
     if drains["paged"] < drains["contiguous"]:
         gap = claims["memory-gap"]
         assert f"{drains['contiguous'] - drains['paged']} steps before contiguous" in gap
@@ -53,6 +59,11 @@ def check_memory_claims(blocks: int) -> None:
     else:
         assert drains["paged"] == drains["contiguous"]
         assert f"done at step {drains['contiguous']} too, as paged is" in claims["memory-gap"]
+        peaks = {m: int(core[m].pass_blocks.max()) for m in ("paged", "contiguous")}
+        assert (
+            f"contiguous holds {peaks['contiguous']} blocks where paged holds {peaks['paged']}" in claims["memory-gap"]
+        )
+        assert peaks["contiguous"] >= peaks["paged"]
     assert drains["paged"] <= drains["contiguous"] and drains["paged"] <= drains["static"]
 
 
@@ -63,16 +74,16 @@ def test_every_claim_holds_on_the_runs_shown(blocks):
 
 
 def test_the_hole_sentence_names_a_real_hole():
-    """At 12 blocks: the request named waits at that step with as many free blocks as it needs, none in one run."""
+    """At 12 blocks: the request named waits at that step needing blocks that are free, but in no one run."""
     text = _claims(lesson_html(12))["memory-contiguous"]
-    step, who, needed, free = re.search(r"At step (\d+), (\w) needs (\d+) blocks and (\d+) are free", text).groups()
-    s = _core(12)["contiguous"]
-    names = [r.id for r in s.requests]
-    (event,) = [e for e in s.events if e.kind == "blocked" and names[e.request] == who]
-    assert int(s.pass_start[event.step]) == int(step) and event.tokens == int(needed) <= event.free == int(free)
-    maps = schedule(memory_requests(), SLOTS, "continuous", s.memory, record_pool=True).pool_maps[event.step]
-    longest = max(len(run) for run in "".join("." if o < 0 else "x" for o in maps).split("x"))
-    assert longest < int(needed)
+    found = re.search(r"At step (\d+), (\w) needs (\d+) blocks, (\d+) are free, but the longest run is (\d+)", text)
+    step, who, needed, free, longest = found.groups()
+    s = schedule(memory_requests(), SLOTS, "continuous", _core(12)["contiguous"].memory, record_pool=True)
+    p = [p for p, start in enumerate(s.pass_start.tolist()) if int(start) == int(step)][0]
+    owners = s.pool_maps[p]
+    runs = "".join("." if o < 0 else "x" for o in owners).split("x")
+    assert sum(o < 0 for o in owners) == int(free) >= int(needed) > max(len(r) for r in runs) == int(longest)
+    assert who in {r.id for r in s.requests} and who not in {s.requests[o].id for o in owners if o >= 0}
 
 
 @pytest.mark.parametrize("blocks", [MIN_BLOCKS, 8, 12])
@@ -91,12 +102,14 @@ def test_each_cell_and_pool_box_is_the_cores(blocks):
                 states = re.findall(r'<td class="(\w+)', cells)
                 chars = "".join({"gen": "G", "pad": "P", "idle": ".", "rec": "R", "pre": "F"}[c] for c in states)
                 assert chars == grid[int(slot)]
-            held = len(re.findall(r'<span class="held"', out))
+            pool = re.search(rf'data-pool="{mode}"[^>]*>(.*?)</div>', out).group(1)  # not the "before" pool
+            held = len(re.findall(r'<span class="held"', pool))
             at = [p for p, start in enumerate(s.pass_start.tolist()) if int(start) == step]
             assert held == (int(s.pass_blocks[at[0]]) if at else 0)
-            assert len(re.findall(r'class="(?:held|free)"', out)) == blocks
+            assert len(re.findall(r'class="(?:held|free)"', pool)) == blocks
         played = mode_html(mode, runs_for(blocks)[mode], width - 1, width, blocks)  # every step played
-        assert len(re.findall(r'class="[^"]*blocked', played)) == sum(1 for e in s.events if e.kind == "blocked")
+        waits = memory_waits(runs_for(blocks)[mode])
+        assert len(re.findall(r'class="[^"]*blocked', played)) == len(waits)  # one ⊘ per wait, at its slot
         future = mode_html(mode, runs_for(blocks)[mode], 0, width, blocks)  # at step 0: the rest behind the curtain
         assert len(re.findall(r'class="[^"]*future', future)) == SLOTS * (width - 1)
 
@@ -108,10 +121,13 @@ def test_the_log_says_who_was_preempted_and_why():
     event = next(e for e in s.events if e.kind == "preempt")
     step = int(s.pass_start[event.step])
     names = [r.id for r in s.requests]
-    assert events_text(s, step)[0] == (
-        f"step {step}: no free block for {names[event.needed_by]}; {names[event.request]} preempted, "
-        f"{event.tokens} token{'s' if event.tokens != 1 else ''} to recompute"
-    )
+    freed = sum(1 for o in s.pool_maps[event.step - 1] if o == event.request)  # what it held the pass before
+    assert freed > 0
+    prompt = s.requests[event.request].prompt_tokens
+    line = events_text(s, step)[0]
+    assert line.startswith(f"step {step}: {names[event.needed_by]} needs a new block and none is free; ")
+    assert f"{names[event.request]}, admitted last, is preempted: its {freed} blocks freed" in line
+    assert f"its prompt ({prompt} tokens) and of the {event.tokens} token" in line
     assert "R" in "".join(as_run(s).timeline_strings())
 
 
@@ -153,6 +169,20 @@ def check_chunk_claims(budget: int) -> None:
     ttft = lambda s: s.pass_end[s.first_pass[big]] - reqs[big].arrival  # noqa: E731
     assert f"comes {ttft(chunked):.1f} ms after it arrives instead of {ttft(plain):.1f} ms" in claims["chunk-budget"]
     assert ttft(chunked) > ttft(plain)  # the price: the big request waits a little longer
+    ms = plain.pass_end - plain.pass_start
+    early = [
+        m for m, a, e, pre in zip(ms, plain.pass_start, plain.pass_end, plain.pass_prefill) if pre == 0 and e <= 100
+    ]
+    late = [
+        m
+        for p, (m, pre) in enumerate(zip(ms, plain.pass_prefill))
+        if pre == 0 and plain.first_pass[big] < p < plain.finish_pass[big]
+    ]
+    import statistics
+
+    b, a = statistics.median(early), statistics.median(late)
+    assert f"the median is {b:.1f} ms before the prompt arrives and {a:.1f} ms while" in claims["chunk-context"]
+    assert a > b  # more context to read: longer passes
 
 
 @pytest.mark.parametrize("budget", [256, 512, 1024, 2048])
@@ -167,3 +197,31 @@ def test_a_bad_budget_in_the_url_is_named():
     (message,) = view.apply_query({"budget": "7"})
     assert "256, 512, 1024, 2048" in message and view.budget == 512
     assert MemoryView().apply_query({"budget": "1024"}) == []
+
+
+@pytest.mark.parametrize("blocks", range(MIN_BLOCKS, MAX_BLOCKS + 1))
+def test_every_wait_for_memory_is_marked_and_real(blocks):
+    """Continuous: each listed step has an empty slot and its request waiting.
+
+    Every such step is listed, except a boundary that preempted (no admission is tried there).
+    """
+    for mode, s in runs_for(blocks).items():
+        if mode == "static":
+            continue
+        run = as_run(s)
+        grid = run.timeline_strings(run.drain)
+        if run.cells is not None:
+            spans = [(i, lo, hi) for i, _, lo, hi, state in run.cells.tolist() if state != 2]
+        else:  # one interval per request
+            spans = [(i, int(run.start[i]), int(run.finish[i])) for i in range(len(s.requests))]
+        running = {t: {i for i, lo, hi in spans if lo <= t < hi} for t in range(run.drain)}
+        listed = {w.step: w for w in memory_waits(s)}
+        preempted = {int(s.pass_start[e.step]) for e in s.events if e.kind == "preempt"}
+        done = {i: int(run.finish[i]) for i in range(len(s.requests))}
+        for t in range(run.drain):
+            empty = any(row[t] == "." for row in grid)
+            waiting = [i for i in range(len(s.requests)) if run.arrival[i] <= t < done[i] and i not in running[t]]
+            if t in listed:
+                assert empty and listed[t].request in waiting
+            elif empty and waiting:
+                assert t in preempted, (mode, t)

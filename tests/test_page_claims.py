@@ -123,6 +123,7 @@ CHECKS = {
     **{f"memory-{key}": check_memory_all_pools for key in ("paged", "contiguous", "static", "gap")},
     "chunk-stall": check_chunk_all_budgets,
     "chunk-budget": check_chunk_all_budgets,
+    "chunk-context": check_chunk_all_budgets,
 }
 
 
