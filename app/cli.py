@@ -42,7 +42,11 @@ def _add_serve(sub) -> None:
         "--num-procs",
         type=bounded_int(1, 64),
         default=1,
-        help="worker processes, 1..64, each with its own sessions (default 1; a proxy in front needs sticky sessions)",
+        help=(
+            "worker processes on this one port, 1..64, each with its own sessions (default 1); not behind a proxy: "
+            "a page's websocket may reach another worker. For a class, run one serve per port behind "
+            "deploy/nginx/batchviz.conf, whose ip_hash sends each learner's address to one of them"
+        ),
     )
     p.add_argument(
         "--session-expiry",

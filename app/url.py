@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import panel as pn
 import param
+from panel.io.location import Location
 
 from core.limits import plain_int
 
@@ -87,16 +88,30 @@ def safe_location():
     """Return (the session's Location or None, whether its address must be rewritten because Panel could not read it).
 
     Panel converts every all-digit query value with int(), which refuses numbers past 4,300 digits and would fail the
-    page. `parse_query` refuses such a value with a message; here the session starts from a blank Location instead,
-    and the app's first URL update writes a clean address.
+    page. `parse_query` refuses such a value with a message; here the session starts from a Location that reads such
+    an address as having no query, and the app's first URL update writes a clean address.
     """
     try:
         return pn.state.location, False
     except ValueError:
-        from panel.io.location import Location
-
-        pn.state._locations[pn.state.curdoc] = Location()
+        pn.state._locations[pn.state.curdoc] = SafeLocation()
         return pn.state.location, True
+
+
+class SafeLocation(Location):
+    """A Location whose query Panel cannot read (a number past Python's 4,300-digit int limit) reads as empty.
+
+    The browser sends its address when the page connects; Panel's Location parses it on every change, and the
+    plain one would log a traceback for that number each time.
+    """
+
+    @property
+    def query_params(self) -> dict:
+        """Return the address's arguments as Panel parses them, or none where Panel cannot parse them."""
+        try:
+            return super().query_params
+        except ValueError:
+            return {}
 
 
 THEMES = ("light", "dark")

@@ -13,12 +13,14 @@ import torch
 
 from core import Request, Run, simulate
 from core.kv_blocks import BlockAllocator
-from core.limits import LimitError, check_steps
+from core.limits import check_steps
 from core.ragged import build_batch
 from core.sampling import SamplingParams
 from core.sequence import Sequence as Seq
 
+from . import synthetic
 from .attention import DenseKVCache, DensePaddedAttention, PagedKVCache, ragged_attention
+from .memory import check_cache, check_context, kv_bytes_per_token, pool_blocks
 from .model import PRESETS, Transformer
 from .sampling import make_generator, sample_rows
 
@@ -37,11 +39,6 @@ def resolve_device(name: str | None) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise ValueError("device cuda: no CUDA device is available here (use --device cpu or auto)")
     return torch.device(name)
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)  # the clock must not run ahead of the GPU's queued work
 
 
 @dataclass
@@ -106,28 +103,15 @@ class Engine:
             torch.set_num_threads(threads)  # more threads on a small shared CPU made steps slower and erratic
         self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
         self.model_name, self.seed = model, seed
+        self.block_size = BLOCK_SIZE
         self.model = Transformer(PRESETS[model], seed=seed, device=self.device, dtype=self.dtype).eval()
 
     def check_fits(self, requests: Sequence[Request], slots: int) -> None:
         """Raise LimitError, before anything is allocated, if a request or the KV caches exceed what this can hold."""
-        context = self.model.config.max_positions
-        for r in requests:
-            if max(1, r.prompt_tokens) + r.output_tokens > context:
-                raise LimitError(
-                    f"request {r.id}: prompt {r.prompt_tokens:,} + output {r.output_tokens:,} tokens is over the "
-                    f"model's context of {context:,} positions"
-                )
-        need = max((-(-(max(1, r.prompt_tokens) + r.output_tokens) // BLOCK_SIZE) for r in requests), default=1)
         cfg = self.model.config
-        per_token = 2 * cfg.n_layers * cfg.d_model * torch.finfo(self.dtype).bits // 8  # K and V, every layer
-        cache_bytes = min(slots, max(len(requests), 1)) * need * BLOCK_SIZE * per_token
-        budget = self._cache_budget()
-        if cache_bytes > budget:
-            raise LimitError(
-                f"the KV cache for {slots} slots of up to {need * BLOCK_SIZE:,} tokens would take "
-                f"{cache_bytes / 2**20:,.0f} MiB, over the {budget / 2**20:,.0f} MiB this replay may use on "
-                f"{self.device}; use fewer slots or shorter requests"
-            )
+        check_context(requests, cfg.max_positions)
+        per_token = kv_bytes_per_token(cfg.n_layers, cfg.d_model, torch.finfo(self.dtype).bits)
+        check_cache(requests, slots, BLOCK_SIZE, per_token, self._cache_budget(), str(self.device))
 
     def _cache_budget(self) -> int:
         if self.device.type == "cuda":
@@ -190,32 +174,26 @@ class Engine:
 
     def paged_cache(self, seqs: list[Seq], slots: int) -> tuple[BlockAllocator, PagedKVCache]:
         """Return a block allocator and a paged cache big enough for `slots` of the longest of these sequences."""
-        need = max(-(-(s.num_prompt_tokens + s.max_new_tokens) // BLOCK_SIZE) for s in seqs) if seqs else 1
-        blocks = min(slots, max(len(seqs), 1)) * need  # what check_fits measured: never more rows than requests
+        blocks = pool_blocks([s.num_prompt_tokens + s.max_new_tokens for s in seqs], slots, BLOCK_SIZE)  # as checked
         return BlockAllocator(blocks, BLOCK_SIZE), PagedKVCache(
             self.model.config, blocks, BLOCK_SIZE, self.device, self.dtype
         )
 
     def warm_up(self, policy: str, slots: int) -> None:
         """Run a few untimed passes of the policy's path (a fresh engine's first passes run cold, and slow)."""
-        from .calibrate import time_dense_pass, time_pass  # calibrate builds on the engine
+        synthetic.warm_up(self, policy, slots)
 
-        rows = min(slots, 8)
-        if policy == "continuous":
-            time_pass(self, rows, 64, rows * 128, repeats=2)
-        else:
-            time_dense_pass(self, 0, rows * 64, 0, rows, repeats=2)
-            time_dense_pass(self, rows, 0, rows * 128, rows, repeats=2)
-
-    def _clock(self) -> float:
-        _sync(self.device)  # the clock must not run ahead of the device's queued work
+    def clock(self) -> float:
+        """Return the wall clock in seconds, read once the device has finished its queued work."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)  # the clock must not run ahead of the GPU's queued work
         return time.perf_counter()
 
     def _forward(self, tokens, positions, attention, last) -> tuple[torch.Tensor, float]:
         """Run the model and its output head; return logits (n, V) and the milliseconds they took."""
-        t0 = self._clock()
+        t0 = self.clock()
         logits = self.model.logits(self.model(tokens, positions, attention)[last])  # (n, V)
-        return logits, (self._clock() - t0) * 1e3
+        return logits, (self.clock() - t0) * 1e3
 
     def _continuous_steps(self, run: Run, seqs: list[Seq], generators, result: ReplayResult):
         """Yield after each step: admit and retire between passes; one ragged, paged, unpadded batch per pass."""
@@ -223,7 +201,7 @@ class Engine:
         starting = _by_step(run.start)
         active: list[int] = []
         for t in range(run.drain):
-            t0 = self._clock()
+            t0 = self.clock()
             for i in starting.get(t, []):
                 allocator.allocate(seqs[i])
                 active.append(i)
@@ -239,7 +217,7 @@ class Engine:
                     raise RuntimeError(f"replay diverged from the schedule: {seqs[i].seq_id} at step {t}")
                 allocator.free(seqs[i])  # its blocks are free for the next admission, nobody moves
                 active.remove(i)
-            result.step_ms[t] = (self._clock() - t0) * 1e3
+            result.step_ms[t] = (self.clock() - t0) * 1e3
             yield t
 
     def ragged_pass(self, cache: PagedKVCache, allocator: BlockAllocator, running: list[Seq], generators) -> float:
@@ -263,7 +241,7 @@ class Engine:
         batches = _by_step(run.start)
         batch: StaticBatch | None = None
         for t in range(run.drain):
-            t0 = self._clock()
+            t0 = self.clock()
             if t in batches:
                 members = sorted(batches[t], key=lambda i: run.slot[i])
                 batch = self.new_batch([seqs[i] for i in members], int(run.release[members[0]]) - t)
@@ -274,7 +252,7 @@ class Engine:
                 result.tokens_per_step[t] = sum(live)
                 if t + 1 == run.release[batch.rows[0].seq_index]:
                     batch = None
-                result.step_ms[t] = (self._clock() - t0) * 1e3
+                result.step_ms[t] = (self.clock() - t0) * 1e3
             yield t
 
     def new_batch(self, rows: list[Seq], steps: int) -> StaticBatch:

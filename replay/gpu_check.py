@@ -86,6 +86,19 @@ def batch_invariance(engine: Engine, requests, slots: int) -> dict:
     return {"same": same, "of": len(requests), "earliest_divergence": min(diverged) if diverged else None}
 
 
+def invariance_line(inv: dict, dtype) -> str:
+    """Return the batch-invariance line: how many requests matched, and where the first divergence was, if any."""
+    where = (
+        "none diverged"
+        if inv["earliest_divergence"] is None
+        else f"the earliest divergence is at token {inv['earliest_divergence']}"
+    )
+    return (
+        f"greedy batch invariance ({dtype}): {inv['same']} of {inv['of']} requests' tokens identical under "
+        f"continuous batching and alone; {where}"
+    )
+
+
 def _trace(limit: int, time_scale: float, context: int) -> list | None:
     for name in TRACE_NAMES:
         path = Path(name)
@@ -136,10 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     engine = Engine(args.model, args.device)
     small = generate(replace(COMPARE_TRAFFIC, requests=8 if args.quick else 24, max_tokens=64))
     inv = batch_invariance(engine, small, 8)
-    lines.append(
-        f"greedy batch invariance ({engine.dtype}): {inv['same']} of {inv['of']} requests' tokens identical under "
-        f"continuous batching and alone; earliest divergence at token {inv['earliest_divergence']}"
-    )
+    lines.append(invariance_line(inv, engine.dtype))
     print(lines[-1], flush=True)
 
     t0 = time.perf_counter()

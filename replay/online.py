@@ -59,11 +59,11 @@ class OnlineRunner:
         self.model_ms: list[float] = []
         self.tokens, self.total_tokens = 0, sum(r.output_tokens for r in requests)
         self.on_pass, self.cancel = on_pass, cancel
-        self.t0 = engine._clock()
+        self.t0 = engine.clock()
 
     def now(self) -> float:
         """Return milliseconds since the replay began, once the device has finished its queued work."""
-        return (self.engine._clock() - self.t0) * 1e3
+        return (self.engine.clock() - self.t0) * 1e3
 
     def wait(self, until_ms: float) -> float:
         """Sleep (then spin) until the wall clock reaches `until_ms`; return the clock."""
@@ -186,7 +186,7 @@ def online_summary(results: dict[str, OnlineResult], costs: StepCost | dict[str,
         model=first.model,
         slots=first.run.slots,
         requests=len(first.run.requests),
-        cost=", ".join(sorted({c.name for c in (costs.values() if isinstance(costs, dict) else [costs])})),
+        cost=_cost_words(costs),
     )
     if {"static", "continuous"} <= set(results):
         tps = {p: doc["policies"][p]["figures"]["tokens/s"] for p in ("static", "continuous")}
@@ -195,12 +195,25 @@ def online_summary(results: dict[str, OnlineResult], costs: StepCost | dict[str,
     return doc
 
 
+PROFILE_WORDS = {"fitted": "its ragged passes timed", "fitted (static)": "its padded rectangles timed"}
+
+
+def _cost_words(costs: StepCost | dict[str, StepCost]) -> str:
+    """Return what predicted the policies, for the table's heading: one cost for all, or each policy's own profile."""
+    if not isinstance(costs, dict):
+        return f"the {costs.name} cost"
+    if len({c.name for c in costs.values()}) == 1:
+        return f"the {next(iter(costs.values())).name} cost"
+    each = ", ".join(f"{p}: {PROFILE_WORDS.get(c.name, c.name)}" for p, c in costs.items())
+    return f"each policy's own profile ({each})"
+
+
 def online_text(doc: dict, workload: str) -> str:
     """Return the predicted-vs-measured table of an online summary (see `online_summary`)."""
     policies = list(doc["policies"])
     lines = [
         f"online replay on {doc['device']}, model {doc['model']}, {doc['slots']} slots; workload: {workload}",
-        f"predicted by the simulator with the {doc['cost']} cost (a profile of this model on this device)",
+        f"predicted by the simulator with {doc['cost']}, measured on this model and device",
         "",
         f"{'':24}" + "".join(f"{p + ' pred':>17}{'measured':>11}{'error':>8}" for p in policies),
     ]

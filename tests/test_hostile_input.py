@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import os
 import re
@@ -447,3 +448,110 @@ def test_core_imports_nothing_above_it():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_a_location_reads_a_5000_digit_address_as_no_query():
+    """Panel's int() refuses 5,000 digits; the session's Location reads that address as empty, so nothing is logged."""
+    from app.url import SafeLocation
+
+    location = SafeLocation()
+    location.search = "?slots=" + "9" * 5000
+    assert location.query_params == {}
+    location.search = "?slots=6"
+    assert location.query_params == {"slots": 6}
+
+
+def _tabs(app):
+    import panel as pn
+
+    return app.__panel__().select(pn.Tabs)[0]
+
+
+# (?query as a dict, the tab's index, a message its tab shows above the exercise) (issue 22, 9)
+EXERCISE_URLS = [
+    ({"tab": "knee", "rate": "-1", "itl": "nan"}, 1, "URL: rate=-1 is out of range 1..1000; using 1."),
+    ({"tab": "knee", "rate": "-1", "itl": "nan"}, 1, "URL: itl='nan' is not a number (allowed 1..500); kept 50."),
+    ({"tab": "spread", "sigma": "1e309"}, 2, "URL: sigma='1e309' is not a number"),
+    ({"tab": "temperature", "bug": "2"}, 3, "URL: bug='2' is not allowed (use 1 or 0); kept 0."),
+]
+
+
+@pytest.mark.parametrize("query,index,message", EXERCISE_URLS, ids=["knee rate", "knee itl", "sigma", "bug"])
+def test_an_exercise_link_shows_its_message_on_its_tab(query, index, message):
+    """The message is the first thing in the exercise's tab, the one the link opens."""
+    from app.simulator import App
+
+    tabs = _tabs(App(query=query))
+    assert tabs.active == index
+    box = tabs.objects[index].objects[0]
+    assert box.visible and message in html.unescape(box.object)
+
+
+# (the input's field, the value typed, the message) (issue 22, 11)
+KNEE_INPUTS = [
+    ("mem_bw_gbs", 0, "Memory bandwidth, GB/s: 0 is not allowed (use 1 to 100,000); kept 3,350."),
+    ("params_b", -5, "Weights, billions of parameters: -5 is not allowed (use 0.01 to 2,000); kept 6.74."),
+    ("tflops", 1e308, "Peak dense compute, TFLOP/s: 1e+308 is not allowed (use 0.01 to 100,000); kept 989."),
+    ("overhead_ms", 99999999999, "Per-step overhead, ms: 1e+11 is not allowed (use 0 to 100); kept 1."),
+    ("overhead_ms", None, "Per-step overhead, ms: an empty box is not allowed (use 0 to 100); kept 1."),
+]
+
+
+@pytest.mark.parametrize("name,typed,message", KNEE_INPUTS, ids=[f"{c[0]}={c[1]}" for c in KNEE_INPUTS])
+def test_a_knee_input_it_does_not_use_is_refused_and_restored(name, typed, message):
+    """The cost model keeps its value, the box shows it again, and the message names the range."""
+    from app.exercises.knee import KneeView
+
+    view = KneeView()
+    view.__panel__()
+    model = view.model
+    view.inputs[name].value = typed
+    assert view.model == model and view.inputs[name].value == getattr(model, name)
+    assert view.input_message.text == message
+    view.inputs[name].value = 2.0  # a value in range is taken and clears the message
+    assert getattr(view.model, name) == 2.0 and view.input_message.text == ""
+
+
+def _first_bytes(port: int, query: str) -> bytes:
+    """Return the start of the server's answer to GET /main?QUERY (b"" where it closed without one)."""
+    request = f"GET /main?{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:
+        conn.sendall(request.encode())
+        try:
+            return conn.recv(64)
+        except ConnectionResetError:
+            return b""
+
+
+def test_an_address_past_tornados_header_limit_is_the_documented_limit():
+    """Up to 64 KiB of request head the page is served; past it Tornado closes the connection, as docs/limits.md says."""
+    from pathlib import Path
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "batchviz", "serve", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # panel serve's own children go with it at the end
+    )
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not _connects(port):
+            time.sleep(0.2)
+        assert _first_bytes(port, "slots=4&x=" + "a" * 60_000).startswith(b"HTTP/1.1 200")
+        assert _first_bytes(port, "slots=4&x=" + "a" * 70_000) == b""
+    finally:
+        os.killpg(server.pid, 15)
+        server.wait(timeout=30)
+    limits = (Path(__file__).resolve().parents[1] / "docs" / "limits.md").read_text()
+    assert "65,536 bytes" in limits and "414" in limits
+
+
+def _connects(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False

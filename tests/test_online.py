@@ -89,7 +89,7 @@ class _FakeEngine:
     def new_batch(self, rows, steps):
         return StaticBatch(rows, None, None, max(s.num_prompt_tokens for s in rows))
 
-    def _clock(self):
+    def clock(self):
         return self.clock_s
 
     def ragged_pass(self, cache, allocator, running, generators):

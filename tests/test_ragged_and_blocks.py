@@ -105,3 +105,59 @@ def test_allocator_refuses_when_full():
     with pytest.raises(RuntimeError):
         alloc.allocate(_make_seq(0, 9))
     assert alloc.num_free_blocks == 2 and np.all(alloc.owner == -1)
+
+
+def test_allocator_reset_frees_every_block_in_the_order_given():
+    """After reset every block is free and unowned, and the next allocation takes blocks in the order given."""
+    alloc = BlockAllocator(4, 4)
+    alloc.allocate(_make_seq(0, 9))  # 3 blocks
+    alloc.reset([3, 1, 0, 2])
+    assert alloc.num_free_blocks == 4 and (alloc.owner == -1).all()
+    seq = _make_seq(1, 5)  # 2 blocks
+    alloc.allocate(seq)
+    assert seq.block_table == [3, 1] and alloc.owner.tolist() == [-1, 1, -1, 1]
+    alloc.reset()
+    assert list(alloc.free_blocks) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="each of the 4 blocks once"):
+        alloc.reset([0, 0, 1, 2])
+
+
+def test_allocator_sizes_are_refused_below_one_and_one_block_works():
+    """One block of one token is a pool; zero blocks or a zero block size is refused, naming both values."""
+    alloc = BlockAllocator(1, 1)
+    assert alloc.num_free_blocks == 1 and alloc.owner.tolist() == [-1]
+    for blocks, size in ((0, 4), (4, 0)):
+        with pytest.raises(ValueError, match=rf"^num_blocks and block_size must be >= 1, got {blocks} and {size}$"):
+            BlockAllocator(blocks, size)
+
+
+def test_a_sequence_that_exactly_fills_the_free_blocks_fits():
+    """9 tokens in blocks of 4 need 3 blocks: 3 free blocks are enough, to admit and to grow; the 13th token is not."""
+    alloc = BlockAllocator(3, 4)
+    seq = _make_seq(0, 9)
+    assert alloc.can_allocate(seq)
+    alloc.allocate(seq)
+    assert alloc.num_free_blocks == 0 and seq.block_table == [0, 1, 2]
+    other = BlockAllocator(3, 4)
+    grown = _make_seq(0, 8)
+    other.allocate(grown)  # 2 blocks
+    grown.token_ids.append(1)  # the 9th token needs the third, last free block
+    assert other.can_append(grown)
+    other.append(grown)
+    grown.token_ids += [1] * 4  # 13 tokens: a fourth block, and none is free
+    assert not other.can_append(grown)
+    with pytest.raises(RuntimeError, match=r"^no free block for "):
+        other.append(grown)
+    with pytest.raises(RuntimeError, match=r"^cannot allocate 3 blocks for "):
+        BlockAllocator(2, 4).allocate(_make_seq(1, 9))
+
+
+def test_freed_blocks_leave_the_sequence_with_an_empty_table_it_can_be_readmitted_with():
+    """After free the table is an empty list and the blocks are free again: the same sequence allocates anew."""
+    alloc = BlockAllocator(2, 4)
+    seq = _make_seq(0, 5)
+    alloc.allocate(seq)
+    alloc.free(seq)
+    assert seq.block_table == [] and alloc.num_free_blocks == 2
+    alloc.allocate(seq)
+    assert len(seq.block_table) == 2

@@ -317,3 +317,42 @@ def test_groups_bound_rows_and_pairs(monkeypatch):
     new, context = np.array([1, 1, 1, 1, 20, 1, 1]), np.array([10, 10, 10, 10, 30, 10, 10])
     groups = [g.tolist() for g in attention._groups(new, context)]
     assert groups == [[0, 1, 2], [3], [4], [5, 6]]
+
+
+def test_the_engine_does_not_import_calibrate():
+    """The synthetic passes live in their own module: engine -> synthetic, calibrate -> synthetic, no circle back."""
+    import subprocess
+    import sys
+
+    code = "import sys, replay.engine; print('replay.calibrate' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_the_synthetic_pass_times_on_the_engines_public_clock(engine, monkeypatch):
+    """time_pass reads Engine.clock() around each timed pass; the median of the repeats comes back in ms."""
+    from replay import synthetic
+
+    ticks = iter([0.0, 10.0, 10.003, 20.0, 20.002, 30.0, 30.009])  # the untimed warm-up, then 3, 2 and 9 ms
+    monkeypatch.setattr(engine, "clock", lambda: next(ticks))
+    monkeypatch.setattr(engine, "ragged_pass", lambda *args: 0.0)  # the pass itself reads no clock here
+    assert synthetic.time_pass(engine, 2, 16, 32, repeats=3) == pytest.approx(3.0)
+
+
+def test_gpu_check_and_the_online_table_say_what_happened():
+    """No divergence reads "none diverged", not "token None"; two profiles are named per policy, not "the a, b cost"."""
+    from core.cost import Fitted
+    from replay.gpu_check import invariance_line
+    from replay.online import _cost_words
+
+    same = invariance_line({"same": 8, "of": 8, "earliest_divergence": None}, torch.bfloat16)
+    assert same.endswith("identical under continuous batching and alone; none diverged") and "None" not in same
+    assert invariance_line({"same": 7, "of": 8, "earliest_divergence": 12}, "bf16").endswith("at token 12")
+    axes = ((0, 1), (0, 1), (0, 1))
+    grid = (((1.0, 1.0), (1.0, 1.0)), ((1.0, 1.0), (1.0, 1.0)))
+    ragged, dense = Fitted(*axes, grid), Fitted(*axes, grid, name="fitted (static)")
+    both = _cost_words({"static": dense, "continuous": ragged})
+    assert both == (
+        "each policy's own profile (static: its padded rectangles timed, continuous: its ragged passes timed)"
+    )
+    assert _cost_words(ragged) == "the fitted cost" == _cost_words({"static": ragged, "continuous": ragged})

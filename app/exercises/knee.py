@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import replace
 from functools import lru_cache
 
@@ -23,6 +24,7 @@ from core.hardware import (
 from core.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, CostModel, SweepPoint, decode_knee, knee, retarget, sweep
 
 from ..loop import on_document
+from ..views import Messages
 from .common import LazyViewer, query_number, text_pane
 from .knee_plots import KneePlots, knee_plots, points_data, show_knee
 
@@ -201,20 +203,31 @@ class KneeView(LazyViewer):
         self.guesses.value = self.guess  # after construction: the widget would otherwise pick the first size
         self.guesses.param.watch(lambda e: setattr(self, "guess", e.new), "value")
         self.param.watch(lambda e: setattr(self.guesses, "value", e.new), "guess")
+        self.input_message = Messages()  # beside the boxes: a refused value is read where it was typed
         self.inputs = {}
         for f in ROOFLINE_FIELDS:
-            label, low, high = FIELDS[f.name]
-            widget = pn.widgets.FloatInput(
-                label=label, value=getattr(self.model, f.name), start=low, end=high, width=200
-            )
+            label = FIELDS[f.name][0]
+            # No start/end on the box: Bokeh's input would keep showing a value past them while sending none, and
+            # the server could not say what it refused. `_edit` checks the range and answers.
+            widget = pn.widgets.FloatInput(label=label, value=getattr(self.model, f.name), width=200)
             widget.param.watch(lambda e, name=f.name: self._edit(name, e.new), "value")
             self.inputs[f.name] = widget
 
     def _edit(self, name: str, value) -> None:
-        if value is None or getattr(self.model, name) == value:
+        """Take a typed value inside its range; refuse any other, naming the range, and restore the last good one."""
+        current = getattr(self.model, name)
+        if value == current:
             return
-        low, high = FIELDS[name][1:]
-        self.model = replace(self.model, **{name: min(max(float(value), low), high)})
+        label, low, high = FIELDS[name]
+        number = math.nan if value is None else float(value)
+        if not (math.isfinite(number) and low <= number <= high):
+            shown = "an empty box" if value is None else f"{number:,g}"
+            self.input_message.text = f"{label}: {shown} is not allowed (use {low:,g} to {high:,g}); kept {current:,g}."
+            # On the next tick: inside its own change from the browser, the box would not be sent the old value.
+            pn.state.execute(lambda: setattr(self.inputs[name], "value", current), schedule=True)
+            return
+        self.input_message.text = ""
+        self.model = replace(self.model, **{name: number})
 
     def _refresh(self, *_events) -> None:
         points = self.points()
@@ -257,6 +270,7 @@ class KneeView(LazyViewer):
             pn.Row(self.rate, self.target),
             presets,
             pn.FlexBox(*self.inputs.values()),
+            self.input_message,
             self.verdict,
             self.guesses,
             pn.pane.Bokeh(self.plots.itl, sizing_mode="stretch_width"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -13,6 +14,36 @@ from core.traces import parse_trace
 
 from .helpers import core_run, open_app, wait_for_timeline
 from .pixels import read_timeline
+
+# The server runs in this process (see conftest.app_url): its log records reach these loggers.
+SERVER_LOGGERS = ("", "panel", "bokeh", "tornado")
+
+
+class _Errors(logging.Handler):
+    """Keep every error record, once (a record can reach two of the loggers on its way up)."""
+
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.records: dict[int, logging.LogRecord] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records[id(record)] = record
+
+
+@pytest.fixture
+def server_log(page):
+    """Fail the test when the server logged an error or a traceback while it ran: no input may put one there."""
+    handler = _Errors()
+    loggers = [logging.getLogger(name) for name in SERVER_LOGGERS]
+    for logger in loggers:
+        logger.addHandler(handler)
+    yield handler
+    page.wait_for_function("Bokeh.documents[0].is_idle", polling=100)  # what the page sent last is handled
+    for logger in loggers:
+        logger.removeHandler(handler)
+    logged = [f"{r.name}: {r.getMessage()[:300]}" for r in handler.records.values()]
+    assert logged == [], f"the server logged: {logged}"
+
 
 GOOD = "id,arrival,output_tokens\nx,0,5\ny,0,2\nz,1,9\nw,4,3\n"
 PLAIN = "arrival,output_tokens\n"
@@ -37,7 +68,9 @@ def _upload(page, name: str, data: bytes) -> None:
 
 
 @pytest.mark.parametrize("name,data,message", BAD_UPLOADS, ids=[c[0] for c in BAD_UPLOADS])
-def test_a_bad_upload_keeps_the_trace_the_view_and_the_session(page, page_errors, app_url, name, data, message):
+def test_a_bad_upload_keeps_the_trace_the_view_and_the_session(
+    page, page_errors, server_log, app_url, name, data, message
+):
     """After a good trace, a bad file shows its message; the trace, its picture, the reset button and the URL stay live."""
     open_app(page, app_url, "?mode=static&slots=3&seed=4")
     _upload(page, "good.csv", GOOD.encode())
@@ -62,7 +95,7 @@ def test_a_bad_upload_keeps_the_trace_the_view_and_the_session(page, page_errors
     ],
     ids=["underscore", "arabic-indic digit", "5000 digits", "junk"],
 )
-def test_any_query_string_renders_with_a_message(page, page_errors, app_url, query, message):
+def test_any_query_string_renders_with_a_message(page, page_errors, server_log, app_url, query, message):
     """Odd digits, a 5,000-digit number or junk: the page renders the default picture and says what it refused."""
     open_app(page, app_url, query + "&mode=continuous" if "mode=" not in query else query)
     expect(page.locator(".bv-message").first).to_contain_text(message, timeout=15_000)
@@ -71,3 +104,44 @@ def test_any_query_string_renders_with_a_message(page, page_errors, app_url, que
     assert read_timeline(page, 4, 64) == expected.timeline_strings(64)
     if "9" * 5000 in query:  # a number Panel itself cannot read: the page rewrites the address without it
         expect(page).to_have_url(re.compile(r"\?mode=continuous&slots=4$"), timeout=15_000)
+
+
+# (?query, the message shown on the tab the link opens)
+EXERCISE_QUERIES = [
+    ("?tab=knee&rate=-1&itl=nan", "URL: rate=-1 is out of range 1..1000; using 1."),
+    ("?tab=knee&rate=-1&itl=nan", "URL: itl='nan' is not a number (allowed 1..500); kept 50."),
+    ("?tab=spread&sigma=1e309", "URL: sigma='1e309' is not a number"),
+    ("?tab=temperature&bug=2", "URL: bug='2' is not allowed (use 1 or 0); kept 0."),
+]
+
+
+@pytest.mark.parametrize("query,message", EXERCISE_QUERIES, ids=["knee rate", "knee itl", "spread sigma", "bug"])
+def test_a_refused_exercise_value_shows_on_its_tab(page, page_errors, server_log, app_url, query, message):
+    """A link into an exercise with a bad value: the message is on the exercise's tab, where the learner is."""
+    open_app(page, app_url, query, canvas=False)
+    expect(page.locator(".bk-tab.bk-active").first).to_have_text(re.compile(r"Exercise"), timeout=15_000)
+    expect(page.locator(".bv-message:visible", has_text=message)).to_have_count(1, timeout=15_000)
+
+
+# (input's label, what is typed, the message, the value the box shows again)
+KNEE_INPUTS = [
+    ("Memory bandwidth, GB/s", "0", "Memory bandwidth, GB/s: 0 is not allowed (use 1 to 100,000); kept 3,350.", "3350"),
+    ("Weights, billions of parameters", "-5", "Weights, billions of parameters: -5 is not allowed (use 0.01 to 2,000); kept 6.74.", "6.74"),
+    ("Peak dense compute, TFLOP/s", "1e308", "Peak dense compute, TFLOP/s: 1e+308 is not allowed (use 0.01 to 100,000); kept 989.", "989"),
+    ("Per-step overhead, ms", "99999999999", "Per-step overhead, ms: 1e+11 is not allowed (use 0 to 100); kept 1.", "1"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("label,typed,message,kept", KNEE_INPUTS, ids=[c[0] for c in KNEE_INPUTS])
+def test_a_knee_input_out_of_range_is_refused_and_restored(page, page_errors, server_log, app_url, label, typed,
+                                                          message, kept):  # fmt: skip
+    """A cost-model value the view does not use: a message naming the range, and the box shows the value in use."""
+    open_app(page, app_url, "?tab=knee")
+    box = page.get_by_label(label, exact=True)
+    expect(box).to_be_visible(timeout=15_000)
+    before = box.input_value()
+    box.fill(typed)
+    box.press("Enter")
+    expect(page.locator(".bv-message:visible", has_text=message)).to_have_count(1, timeout=15_000)
+    expect(box).to_have_value(before, timeout=15_000)
+    assert float(before.replace(",", "")) == float(kept)

@@ -1,0 +1,112 @@
+"""Synthetic passes of a chosen shape (rows, prefill, context): calibrate times them, the engine's warm-up runs them."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from core.kv_blocks import BlockAllocator
+from core.sequence import Sequence
+
+from .attention import PagedKVCache
+
+if TYPE_CHECKING:  # the engine imports this module; this one only calls the engine it is handed
+    from .engine import Engine
+
+REPEATS = 3  # the median of three timed passes, after one warm-up
+
+
+def shape_sequences(rows: int, prefill: int, context: int, vocab: int) -> list[Sequence]:
+    """Return `rows` decoding sequences sharing `context` cached tokens, plus one prefilling `prefill` tokens."""
+    rng = np.random.default_rng(0)
+    seqs = []
+    per_row = [context // rows + (1 if i < context % rows else 0) for i in range(rows)]
+    for i, cached in enumerate(per_row):
+        tokens = rng.integers(0, vocab, size=cached + 1).tolist()
+        seqs.append(
+            Sequence(f"d{i}", i, tokens, num_prompt_tokens=cached + 1, max_new_tokens=1, num_computed_tokens=cached)
+        )
+    if prefill:
+        tokens = rng.integers(0, vocab, size=prefill).tolist()
+        seqs.append(Sequence("p", rows, tokens, num_prompt_tokens=prefill, max_new_tokens=1))
+    return seqs
+
+
+def time_pass(engine: Engine, rows: int, prefill: int, context: int, repeats: int = REPEATS) -> float:
+    """Return the median ms of one whole engine pass of that shape (build, forward, sample): an online pass."""
+    config, block_size = engine.model.config, engine.block_size
+    # One cache for every repeat, as a replay's cache lives across its passes: a freshly allocated one is slower
+    # on first touch (measured: 5.6 against 3.7 ms for a dense decode pass of 8 rows on `small`).
+    # And blocks laid out as a replay leaves them: its decoding sequences append a block each every 16 tokens, in
+    # turn, so one sequence's blocks lie about a batch apart, not side by side (measured: side by side, the profile
+    # ran 9-12% under the replay's passes on `tiny`; shuffled over a replay-sized pool, 14-35% over on `small`).
+    shape = shape_sequences(rows, prefill, context, config.vocab_size)  # a pass mutates its sequences: new ones
+    n, per_seq = len(shape), max(-(-(s.num_tokens + 1) // block_size) for s in shape)
+    interleaved = [j + i * n for j in range(n) for i in range(per_seq)]  # sequence j's i-th block: n apart
+    allocator = BlockAllocator(per_seq * n, block_size)
+    cache = PagedKVCache(config, per_seq * n, block_size, engine.device, engine.dtype)
+
+    def one_pass():
+        allocator.reset(interleaved)  # every repeat starts from the same layout
+        seqs = shape_sequences(rows, prefill, context, config.vocab_size)
+        for s in seqs:
+            allocator.allocate(s)  # the cache's values do not matter: a pass's time does not depend on them
+        return lambda: engine.ragged_pass(cache, allocator, seqs, [None] * len(seqs))  # greedy rows never draw
+
+    return median_ms(engine, one_pass, repeats)
+
+
+def time_dense_pass(engine: Engine, rows: int, prefill: int, context: int, slots: int, repeats: int = REPEATS) -> float:
+    """Return the median ms of one static pass as the simulator describes it.
+
+    A prefill of `prefill` tokens spread over min(slots, prefill) rows, its cache made in the pass as online; or a
+    decode column of `rows` rows over `context` cached tokens in all.
+    """
+    vocab = engine.model.config.vocab_size
+    rng = np.random.default_rng(0)
+
+    def one_pass():
+        if prefill:
+            b = max(1, min(slots, prefill))
+            width = prefill // b
+            fresh = [Sequence(str(i), i, rng.integers(0, vocab, width).tolist(), width, 2) for i in range(b)]
+            # The batch's cache is made in its first pass; sized here for a typical batch's 64 passes.
+            return lambda: engine.dense_pass(engine.new_batch(fresh, 64), [True] * b, [None] * b)
+        for s in seqs:
+            del s.token_ids[per_row - 1 :]
+        batch.column = per_row - 1  # as if the prompt had been computed (zeros in the cache time the same)
+        return lambda: engine.dense_pass(batch, [True] * rows, [None] * rows)
+
+    if not prefill:  # one batch for every repeat: a static batch's cache lives across its passes
+        per_row = max(2, context // rows)  # the column attends over per_row keys: the prompt and the tokens so far
+        seqs = [Sequence(str(i), i, [1] * (per_row - 1), per_row - 1, 2) for i in range(rows)]
+        batch = engine.new_batch(seqs, 2)
+
+    return median_ms(engine, one_pass, repeats)
+
+
+def median_ms(engine: Engine, prepare: Callable[[], Callable[[], object]], repeats: int) -> float:
+    """Return the median ms of `repeats` runs of what `prepare` returns, after one untimed run that warms up."""
+    times = []
+    with torch.inference_mode():
+        for k in range(repeats + 1):
+            run = prepare()
+            t0 = engine.clock()
+            run()
+            if k:  # the first pass warms caches and kernels
+                times.append((engine.clock() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def warm_up(engine: Engine, policy: str, slots: int) -> None:
+    """Run a few untimed passes of the policy's path (a fresh engine's first passes run cold, and slow)."""
+    rows = min(slots, 8)
+    if policy == "continuous":
+        time_pass(engine, rows, 64, rows * 128, repeats=2)
+    else:
+        time_dense_pass(engine, 0, rows * 64, 0, rows, repeats=2)
+        time_dense_pass(engine, rows, 0, rows * 128, rows, repeats=2)
