@@ -12,9 +12,12 @@ import numpy as np
 import torch
 
 from core import Request, Run, simulate
+from core.engine import as_run, schedule
 from core.kv_blocks import BlockAllocator
 from core.limits import check_steps
+from core.memory import MemoryConfig
 from core.ragged import build_batch
+from core.run import GENERATING, RECOMPUTE
 from core.sampling import SamplingParams
 from core.sequence import Sequence as Seq
 
@@ -54,6 +57,8 @@ class ReplayResult:
     tokens_per_step: np.ndarray  # useful tokens generated per step
     outputs: list[list[int]]  # generated token ids per request
     cancelled: bool = False
+    preemptions: int = 0  # under a limited pool: requests thrown out and later recomputed
+    recomputed_tokens: int = 0  # generated tokens whose KV a readmission recomputed
 
     @property
     def step_start_ms(self) -> np.ndarray:
@@ -128,13 +133,32 @@ class Engine:
         sampling: Callable[[int, Request], SamplingParams] | None = None,
         on_step: Callable[[int, int], None] | None = None,
         cancel: threading.Event | None = None,
+        memory: MemoryConfig | None = None,
     ) -> ReplayResult:
-        """Schedule with the core, then run every scheduled forward pass; `on_step(t, drain)` after each step."""
+        """Schedule with the core, then run every scheduled forward pass; `on_step(t, drain)` after each step.
+
+        With a limited paged `memory` (continuous only), the core's engine decides who runs on that pool, and the
+        replay follows it on a paged cache of exactly that many blocks: admitting, preempting (freeing the victim's
+        blocks and its KV) and readmitting with a prefill over its prompt and the tokens it had generated.
+        """
         self.check_fits(requests, slots)
-        run = simulate(list(requests), slots, policy, batch_timeout)
+        limited = memory is not None and not memory.unlimited
+        if limited:
+            if policy != "continuous" or memory.allocation != "paged" or memory.block_size != BLOCK_SIZE:
+                raise ValueError(
+                    "the replay follows a limited pool under continuous batching on a paged cache of "
+                    f"{BLOCK_SIZE}-token blocks; got {policy}, {memory.allocation}, {memory.block_size}-token blocks"
+                )
+            plan = schedule(list(requests), slots, "continuous", memory)
+            run = as_run(plan)
+        else:
+            run = simulate(list(requests), slots, policy, batch_timeout)
         check_steps(run.drain, "the replay")
         seqs, generators = self.sequences(run.requests, sampling)
-        step = self._continuous_steps if policy == "continuous" else self._static_steps
+        if limited:
+            step = lambda run, seqs, generators, result: self._memory_steps(plan, run, seqs, generators, result)  # noqa: E731
+        else:
+            step = self._continuous_steps if policy == "continuous" else self._static_steps
         drain = run.drain
         result = ReplayResult(
             run=run,
@@ -217,6 +241,51 @@ class Engine:
                     raise RuntimeError(f"replay diverged from the schedule: {seqs[i].seq_id} at step {t}")
                 allocator.free(seqs[i])  # its blocks are free for the next admission, nobody moves
                 active.remove(i)
+            result.step_ms[t] = (self.clock() - t0) * 1e3
+            yield t
+
+    def _memory_steps(self, plan, run: Run, seqs: list[Seq], generators, result: ReplayResult):
+        """Yield after each step of a schedule the core made on a limited pool: its admissions, preemptions, passes.
+
+        The cache has exactly the pool's blocks. A preempted request's blocks are freed and its KV forgotten
+        (num_computed_tokens = 0), so its readmission pass prefills its prompt and every token it had generated.
+        """
+        allocator = BlockAllocator(plan.memory.kv_blocks, BLOCK_SIZE)
+        cache = PagedKVCache(self.model.config, plan.memory.kv_blocks, BLOCK_SIZE, self.device, self.dtype)
+        emitting = [
+            (i, slot, lo, hi) for i, slot, lo, hi, state in run.cells.tolist() if state in (GENERATING, RECOMPUTE)
+        ]
+        begins = _by_step(np.array([lo for _, _, lo, _ in emitting], dtype=np.int64))
+        preempted: dict[int, list[int]] = {}
+        for e in plan.events:
+            if e.kind == "preempt":
+                preempted.setdefault(int(plan.pass_start[e.step]), []).append(e.request)
+        slot_of: dict[int, int] = {}
+        for t in range(run.drain):
+            t0 = self.clock()
+            for i in preempted.get(t, []):
+                allocator.free(seqs[i])
+                seqs[i].num_computed_tokens = 0  # its KV is gone: recomputed when it returns
+                del slot_of[i]
+                result.preemptions += 1
+            for k in begins.get(t, []):
+                i, slot = emitting[k][0], emitting[k][1]
+                if i in slot_of:  # the G cell that follows a readmission's R cell: already running
+                    continue
+                result.recomputed_tokens += seqs[i].num_generated
+                allocator.allocate(seqs[i])  # raises if the core admitted what this pool cannot hold
+                slot_of[i] = slot
+            if not slot_of:
+                yield t
+                continue
+            running = [seqs[i] for i in sorted(slot_of, key=slot_of.get)]
+            result.model_ms[t] = self.ragged_pass(cache, allocator, running, generators)
+            result.rows_per_step[t] = result.tokens_per_step[t] = len(running)
+            for i in [i for i in slot_of if seqs[i].is_finished]:
+                if run.finish[i] != t + 1:
+                    raise RuntimeError(f"replay diverged from the schedule: {seqs[i].seq_id} at step {t}")
+                allocator.free(seqs[i])
+                del slot_of[i]
             result.step_ms[t] = (self.clock() - t0) * 1e3
             yield t
 
