@@ -167,6 +167,8 @@ def affordable_html() -> str:
         "(the batch view's block pool shows them). With one contiguous cache per request, a request retired "
         "mid-batch would leave a hole of its size that a newcomer of another size could not use.</p>"
         f'<div class="bv-cards">{body}</div>'
+        '<p>The <a href="?tab=memory">Memory tab</a> runs the same requests on one small pool, paged against '
+        "contiguous against static, and shows the block manager deciding who runs.</p>"
     )
 
 
