@@ -3,6 +3,7 @@
 import panel as pn
 
 from app.builder import build_later
+from app.embed import is_embedded, serve_resources_locally
 from app.simulator import App
 from app.style import CSS
 from app.url import parse_theme, safe_location
@@ -11,9 +12,14 @@ pn.extension(notifications=False)
 
 
 def build_app(query: dict, rewrite_url: bool = False) -> App:
-    """Return a session's app for the URL's arguments, with the URL kept in step with its state."""
+    """Return a session's app for the URL's arguments, with the URL kept in step with its state.
+
+    Embedded in another page (server_document), the app keeps its state to itself: the address bar is the host
+    page's, and rewriting it would change the course page's URL.
+    """
     app = App(query=query)
-    app.sync_url(rewrite_url)
+    if not is_embedded(query):
+        app.sync_url(rewrite_url)
     return app
 
 
@@ -26,6 +32,8 @@ def create_app() -> pn.viewable.Viewable:
     doc = pn.state.curdoc
     served = bool(doc and doc.session_context)
     query = dict(pn.state.session_args) if served else {}
+    if served:
+        serve_resources_locally(doc, query)  # before any model: their stylesheet URLs are fixed when made
     if parse_theme(query)[0] == "dark":
         pn.config.theme = "dark"  # before the app builds its widgets, so they take the dark design
     if not served:

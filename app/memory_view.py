@@ -26,7 +26,7 @@ from .url import query_value
 from .words import plural
 
 MAX_BLOCKS = 24
-RECOMPUTE_COLOR = "#CC79A7"  # Okabe-Ito reddish purple: recomputing after a preemption
+RECOMPUTE_COLOR = "#F0E442"  # Okabe-Ito yellow: recomputing after a preemption (purple is static's mode colour)
 MEMORY_COLOR = "#4D4D4D"  # dark grey: blocks held, in the pool and in the KV bars (never a slot state)
 TITLES = {
     "paged": "Continuous batching, paged KV cache",
@@ -463,10 +463,9 @@ class MemoryView(LazyViewer):
         self._redraw()
         self.budget_choice = pn.widgets.RadioButtonGroup(
             name="Token budget per pass",
-            options={f"{b:,} tokens": b for b in BUDGETS},
+            options={f"{b:,}": b for b in BUDGETS},  # short labels: the four fit a phone's width
             value=self.budget,
-            sizing_mode="stretch_width",
-            max_width=480,
+            width=300,
         )
         self.budget_choice.param.watch(lambda e: setattr(self, "budget", e.new), "value")
         self.param.watch(lambda e: setattr(self.budget_choice, "value", e.new), "budget")
@@ -494,7 +493,7 @@ class MemoryView(LazyViewer):
             "the scheduler: this tab previews them.</p>"
         )
         legend = text_pane(
-            "<p class='bv-muted'>Letters are requests. Blue: generating; orange, hatched: padding; purple, bold: "
+            "<p class='bv-muted'>Letters are requests. Blue: generating; orange, hatched: padding; yellow, bold: "
             "recomputing after a preemption; pale blue: a prompt chunk; light grey: idle; ⊘ in a dashed cell: a "
             "request waited for memory while this slot stood empty. A black bar under a column marks the step at "
             "the cursor; white cells with a grey edge are steps not yet played. Under each timeline the dark grey "
@@ -509,7 +508,8 @@ class MemoryView(LazyViewer):
             legend,
             self.modes,
             text_pane(CHUNKED_INTRO),
-            pn.FlexBox(text_pane("<p>Token budget per pass:</p>"), self.budget_choice, sizing_mode="stretch_width"),
+            text_pane("<p>Token budget per pass, in tokens:</p>"),
+            self.budget_choice,
             self.chunked,
             sizing_mode="stretch_width",
         )

@@ -25,14 +25,33 @@ class Theme:
     background: str  # figure background, and the playback curtain over steps not yet played
     text: str
     muted: str
+    # Each at least 4.5:1 on the page (white, or Panel's dark #121212); the focus ring at least 3:1.
+    link: str = "#0072B2"
+    focus: str = "#0072B2"
+    right: str = "#007A5A"  # the quiz's "Right." and a passing assertion
+    wrong: str = "#B84A00"  # "Not quite." and a failing one
 
 
 THEMES = {
     "light": Theme("light", FUTURE_COLOR, "#222222", "#555555"),
-    "dark": Theme("dark", "#1E1E1E", "#E6E6E6", "#B4B4B4"),
+    "dark": Theme("dark", "#1E1E1E", "#E6E6E6", "#B4B4B4", "#7CC4F0", "#7CC4F0", "#3DC49B", "#FF8C4D"),
 }
 
-STATIC_COLOR = "#D55E00"  # vermillion, for static in the head-to-head bars
+
+def css_variables(theme: Theme) -> dict[str, str]:
+    """Return the theme's page colours as CSS custom properties: they inherit into every shadow root."""
+    return {
+        "--bv-muted": theme.muted,
+        "--bv-link": theme.link,
+        "--bv-focus": theme.focus,
+        "--bv-right": theme.right,
+        "--bv-wrong": theme.wrong,
+    }
+
+
+# The two modes' colours are no state colour (blue generating, orange padding, grey idle): one colour, one meaning.
+# Their bars also carry the mode's name, so colour is never the only cue.
+STATIC_COLOR = "#CC79A7"  # reddish purple
 CONTINUOUS_COLOR = "#009E73"  # bluish green
 
 CAPTIONS = {

@@ -10,10 +10,18 @@ from .state import SimState
 INTERVAL_MS = 120
 # One timer per page: Play starts it, a second click (now "Pause") stops it; at the end it stops by itself.
 PLAY_JS = """
-const stop = () => { clearInterval(window.__bvTimer); window.__bvTimer = null; play.label = "▶ Play"; };
+// A new label re-renders the button, which drops the keyboard focus: give it back, so Enter pauses what it played.
+const view = () => Bokeh.index.query_one((v) => v.model === play);
+const relabel = (text) => {
+  const v = view();
+  const focused = v != null && v.shadow_el != null && v.shadow_el.activeElement != null;
+  play.label = text;
+  if (focused) setTimeout(() => { const w = view(); if (w && w.button_el) w.button_el.focus(); }, 0);
+};
+const stop = () => { clearInterval(window.__bvTimer); window.__bvTimer = null; relabel("▶ Play"); };
 if (window.__bvTimer) { stop(); return; }
 if (step.value >= step.end) step.value = step.start;
-play.label = "❚❚ Pause";
+relabel("❚❚ Pause");
 const every = window.__bvInterval ?? interval;  // a benchmark may ask for another frame interval
 window.__bvTimer = setInterval(() => { if (step.value >= step.end) stop(); else step.value += 1; }, every);
 """

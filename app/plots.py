@@ -172,6 +172,15 @@ def _style_axes(fig, slots: int, window: int) -> None:
     if axis.major_label_overrides != overrides:
         axis.major_label_overrides = overrides
     fig.frame_height = max(ROW_PX * slots, 60) if slots <= 8 else 22 * slots
+    size = label_size(slots)
+    for renderer in fig.renderers:
+        if isinstance(renderer.glyph, Text) and renderer.glyph.text_font_size != size:
+            renderer.glyph.text_font_size = size
+
+
+def label_size(slots: int) -> str:
+    """Return the request labels' font size: as large as keeps them above the row's centre, where cells are read."""
+    return "12px" if slots <= 8 else "9px"  # rows are 30 px up to 8 slots, then 22 px (10 px reached the centre)
 
 
 def _apply_theme(fig, theme: palette.Theme) -> None:
@@ -214,7 +223,7 @@ def timeline_figure(
         x="label_x",
         y="label_y",
         text="label",
-        text_font_size="9px",
+        text_font_size=label_size(run.slots),
         text_baseline="top",
         text_color=palette.LABEL_COLOR,
     )

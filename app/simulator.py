@@ -16,7 +16,8 @@ from .exercises.knee import KneeView
 from .exercises.spread import SpreadView
 from .exercises.temperature import TemperatureView
 from .memory_view import MemoryView
-from .palette import THEMES
+from .page_agent import PageAgent
+from .palette import THEMES, css_variables
 from .playback import Playback
 from .quiz import Quiz
 from .replay_view import ReplayView
@@ -33,7 +34,7 @@ GENERATOR_URL_KEYS = tuple(key for key, name in URL_KEYS.items() if name in GENE
 TAB_CSS = (
     ".bk-tab.bk-active { background-color: transparent; color: inherit; font-weight: 600; }"
     # On a phone the tab titles wrap onto a second line rather than running off the screen.
-    " .bk-header { flex-wrap: wrap; } .bk-tab { white-space: normal; }"
+    " .bk-header { flex-wrap: wrap; } .bk-headers-wrapper { flex-wrap: wrap; } .bk-tab { white-space: normal; }"
 )
 WORKED_NAME = "the chapter's worked example"
 TABS = {  # ?tab= value -> tab title, in page order
@@ -82,6 +83,8 @@ class App(pn.viewable.Viewer):
         self.batch = BatchView(state=self.state)
         self.quiz = Quiz()
         self.quiz.param.watch(self._follow, "goto")
+        self.agent = PageAgent()  # in-app links open in place; names and focus rings for every control
+        self.agent.param.watch(lambda _e: self.open_link(self.agent.link), "clicks")
         self.lesson_buttons = [self._button(label, **values) for label, values in story.LESSONS.values()]
         self.worked_box = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS], visible=False)
         self.state.param.watch(self._show_worked, ["static_run", "continuous_run"])
@@ -128,11 +131,18 @@ class App(pn.viewable.Viewer):
         self.messages.text = " ".join(messages)
 
     def _follow(self, event) -> None:
-        """Open a quiz link in place, from the default settings as a fresh page would; the quiz keeps its answers."""
+        """Open the quiz's view link (its `goto`) in place."""
+        self.open_link(event.new)
+
+    def open_link(self, link: str) -> None:
+        """Open an in-app link (`?tab=knee`) in place, from the default settings as a fresh page would.
+
+        The quiz's view links and the page's own `<a href="?...">` links come here; the quiz keeps its answers.
+        """
         self.state.window = self.state.param.window.default  # first: it bounds the step
         self._clear_trace()
         self.state.param.update(**{name: self.state.param[name].default for name in URL_KEYS.values()})
-        query = parse_qs(event.new.lstrip("?"))
+        query = parse_qs(link.lstrip("?"))
         if not any(key in query for key in GENERATOR_URL_KEYS):
             self.use_chapter_traffic()
         self._apply_query({"tab": "simulator", **query})
@@ -340,12 +350,13 @@ class App(pn.viewable.Viewer):
             stylesheets=[CSS],
         )
         theme = THEMES[self.theme]
-        # A custom property inherits into the shadow roots Bokeh renders in, so one place sets the muted text colour.
+        # Custom properties inherit into the shadow roots Bokeh renders in: one place sets the theme's text colours.
         return pn.Column(
             header,
             main,
+            self.agent,
             sizing_mode="stretch_width",
             stylesheets=[CSS],
             css_classes=["bv-app"],
-            styles={"--bv-muted": theme.muted},
+            styles=css_variables(theme),
         )

@@ -16,12 +16,14 @@ CHOICE_CSS = """
 """
 QUIZ_CSS = """
 .bv-quiz-progress { color: var(--bv-muted, #555); margin: 0.4rem 0 0 0; }
-.bv-verdict[data-verdict="right"] b { color: #009E73; }
-.bv-verdict[data-verdict="wrong"] b { color: #D55E00; }
-.bv-assert-table td[data-pass="1"] { color: #009E73; font-weight: 600; }
-.bv-assert-table td[data-pass="0"] { color: #D55E00; font-weight: 600; }
+.bv-verdict[data-verdict="right"] b { color: var(--bv-right, #007A5A); }
+.bv-verdict[data-verdict="wrong"] b { color: var(--bv-wrong, #B84A00); }
+.bv-assert-table td[data-pass="1"] { color: var(--bv-right, #007A5A); font-weight: 600; }
+.bv-assert-table td[data-pass="0"] { color: var(--bv-wrong, #B84A00); font-weight: 600; }
 .bv-assert-table code { white-space: pre-wrap; }
 """
 CSS += QUIZ_CSS
 # The quiz's view link is a button (it opens the view in place) that reads as a link.
-LINK_BUTTON_CSS = ".bk-btn { color: #0072B2; text-decoration: underline; background: transparent; padding-left: 0; }"
+LINK_BUTTON_CSS = (
+    ".bk-btn { color: var(--bv-link, #0072B2); text-decoration: underline; background: transparent; padding-left: 0; }"
+)

@@ -125,7 +125,8 @@ def _h2h_table(rows: list[tuple], caption: str = "Same traffic and same slots, o
     )
     return (
         f'<table class="bv-h2h"><caption>{caption}</caption>'
-        f"<thead><tr><th></th><th>static</th><th>continuous</th></tr></thead><tbody>{body}</tbody></table>"
+        '<thead><tr><td></td><th scope="col">static</th><th scope="col">continuous</th></tr></thead>'
+        f"<tbody>{body}</tbody></table>"
     )
 
 

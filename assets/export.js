@@ -147,6 +147,10 @@ if (window.__bvKey !== key) {
   yaxis.ticker.ticks = Array.from({length: slots}, (_, i) => i + 0.5);
   yaxis.major_label_overrides = new Map(Array.from({length: slots}, (_, i) => [i + 0.5, `slot${i}`]));
   fig.frame_height = slots <= 8 ? Math.max(D.row_px * slots, 60) : 22 * slots;
+  // The request labels' size, as app/plots.py label_size: above the row's centre, where the cells are read.
+  for (const r of fig.renderers)
+    if (r.glyph != null && r.glyph.properties.text_font_size !== undefined)
+      r.glyph.text_font_size = slots <= 8 ? "12px" : "9px";
   caption.text = D.captions[mode];
   fig.title.text = `${mode} batching`;
   h2h(slots, seed);

@@ -28,6 +28,7 @@ from bokeh.document.events import MessageSentEvent
 from bokeh.events import DocumentReady
 from bokeh.models import Slider
 
+from app.page_agent import PageAgent  # noqa: F401 - registers its data model too: every page holds one
 from app.plots import timeline_data
 from app.upload import TraceUpload  # noqa: F401 - registers its data model, which the client must decode
 from core import TrafficConfig, generate, simulate

@@ -199,6 +199,9 @@ class KneeView(LazyViewer):
             color="primary",
             variant="outline",
             css_classes=["bv-knee-guess"],
+            # The sizes wrap onto a second line on a phone instead of widening the page.
+            stylesheets=[".bk-btn-group { flex-wrap: wrap; row-gap: 4px; }"],
+            sizing_mode="stretch_width",
         )
         self.guesses.value = self.guess  # after construction: the widget would otherwise pick the first size
         self.guesses.param.watch(lambda e: setattr(self, "guess", e.new), "value")
@@ -261,13 +264,15 @@ class KneeView(LazyViewer):
         )
 
     def _compose(self):
-        presets = pn.Row(
+        # FlexBoxes, not Rows: at 390 px (a phone) the controls wrap instead of widening the page.
+        presets = pn.FlexBox(
             pn.widgets.Select.from_param(self.param.accelerator, label="Accelerator", options=ACCELERATOR_OPTIONS),
             pn.widgets.Select.from_param(self.param.model_shape, label="Model", options=MODEL_OPTIONS),
+            sizing_mode="stretch_width",
         )
         return pn.Column(
             text_pane(INTRO),
-            pn.Row(self.rate, self.target),
+            pn.FlexBox(self.rate, self.target, sizing_mode="stretch_width"),
             presets,
             pn.FlexBox(*self.inputs.values()),
             self.input_message,

@@ -62,14 +62,14 @@ def _itl_figure(source: ColumnDataSource, measured: ColumnDataSource | None):
     clock = itl.line("batch", "itl_p99_ms", source=source, color=palette.CONTINUOUS_COLOR, line_width=3)
     dots = itl.scatter("batch", "itl_p99_ms", source=source, color=palette.CONTINUOUS_COLOR, size=7)
     items = {
-        "decode": LegendItem(label="decode alone: the same passes without their prefill work", renderers=[decode]),
-        "clock": LegendItem(label="on the clock: every pass, prefill included", renderers=[clock, dots]),
+        "decode": LegendItem(label="decode alone (no prefill work)", renderers=[decode]),
+        "clock": LegendItem(label="on the clock (prefill included)", renderers=[clock, dots]),
     }
     if measured is not None:
         diamonds = itl.scatter(
             "batch", "step_ms", source=measured, color=MEASURED_COLOR, size=9, marker="diamond", line_color="#000000"
         )
-        items["measured"] = LegendItem(label="a decode pass measured by the replay", renderers=[diamonds])
+        items["measured"] = LegendItem(label="measured by the replay", renderers=[diamonds])
     legend = Legend(items=list(items.values()), location="top_left", border_line_alpha=0, padding=2, spacing=0)
     itl.add_layout(legend, "below")
     return itl, [clock, dots], items

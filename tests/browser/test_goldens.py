@@ -16,6 +16,7 @@ MAX_DIFFERING_SHARE = 0.01
 LAYOUTS = [
     ("default-1280", 1280, 900, "?mode=continuous&slots=4&seed=4"),
     ("static-narrow-800", 800, 1000, "?mode=static&slots=4&seed=4"),
+    ("phone-390", 390, 844, "?mode=continuous&slots=4&seed=4"),  # a phone: no sideways scroll, labels whole
     ("dark-1280", 1280, 900, "?theme=dark&mode=continuous&slots=6&seed=4&step=40"),
     ("knee-1280", 1280, 900, "?tab=knee&guess=64"),  # a guess given, so the knee and its labels show
     ("spread-1280", 1280, 900, "?tab=spread&sigma=0.8"),

@@ -113,7 +113,7 @@ def test_the_budget_choice_redraws_the_huge_prompt_lesson(page, page_errors, app
     from core.chunked_example import huge_prompt_runs
 
     open_app(page, app_url, "?tab=memory", canvas=False)
-    page.get_by_role("button", name="1,024 tokens").click()
+    page.get_by_role("button", name="1,024", exact=True).click()
     s = huge_prompt_runs(1024)["chunked"]
     big = len(s.requests) - 1
     chunks = int(s.first_pass[big] - s.start_pass[big]) + 1
