@@ -123,7 +123,7 @@ def _add_compare(sub) -> None:
     slots_flag(p, COMPARE_SLOTS)
     timeout_flag(p)
     add_cost_args(p)
-    add_memory_args(p)
+    add_memory_args(p, budget=False)
     json_flag(p, "both policies' metrics and the ratios")
 
 
@@ -222,7 +222,6 @@ def _timed(args, requests, cost, policy: str, memory=None, budget=None):
 
 def _compare(args) -> str:
     memory = memory_from_args(args, ("static", "continuous"))
-    token_budget(args, "compare", args.slots)  # compare runs static and continuous: refuses --token-budget
     cost = cost_from_args(args)
     requests = load_requests(args)
     for policy in ("static", "continuous"):

@@ -11,9 +11,9 @@ from .memory import ALLOCATIONS, MAX_BLOCK_SIZE, MAX_KV_BLOCKS, UNLIMITED, Memor
 MAX_TOKEN_BUDGET = 10_000_000
 
 
-def add_memory_args(parser: argparse.ArgumentParser) -> None:
+def add_memory_args(parser: argparse.ArgumentParser, budget: bool = True) -> None:
     """Add --kv-preset, --kv-blocks, --block-size, --allocation, --reserve-tokens and --token-budget."""
-    g = parser.add_argument_group('memory (DESIGN.md, "Memory"; default: an unlimited pool, today\'s schedules)')
+    g = parser.add_argument_group("memory (docs/memory.md; default: an unlimited pool, where only slots decide)")
     presets = [f"{a}:{m}" for a in ACCELERATORS for m in MODEL_SHAPES]
     g.add_argument(
         "--kv-preset",
@@ -39,6 +39,8 @@ def add_memory_args(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="what a contiguous reservation or a static row holds past the prompt (default: the longest output)",
     )
+    if not budget:  # compare runs static and continuous, which take no budget
+        return
     g.add_argument(
         "--token-budget",
         type=bounded_int(1, MAX_TOKEN_BUDGET),

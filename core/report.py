@@ -94,7 +94,8 @@ def memory_text(run: Run) -> str:
     s = run.schedule
     m = s.memory_metrics()
     pool = "unlimited" if s.memory.unlimited else f"{s.memory.kv_blocks:,} blocks of {s.memory.block_size} tokens"
-    line = f"memory: {pool}, {s.memory.allocation}; peak {m['peak_blocks']:,} blocks"
+    how = "dense rectangles" if s.policy == "static" else s.memory.allocation  # a static row reserves its width
+    line = f"memory: {pool}, {how}; peak {m['peak_blocks']:,} blocks"
     if "kv_utilisation" in m:
         line += f", KV use {m['kv_utilisation']:.0%} of the pool"
     if "fragmentation" in m:

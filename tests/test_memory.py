@@ -212,7 +212,6 @@ def test_a_named_accelerator_and_model_give_a_pool():
             ["simulate", "--kv-blocks", "99", "--allocation", "contiguous", "--reserve-tokens", "5"],
             "reserve_tokens 5 is below the longest output in the traffic (40 tokens)",
         ),
-        (["compare", "--token-budget", "9"], "--token-budget applies to --policy chunked only"),
         (["simulate", "--kv-preset", "h100-sxm:llama2-7b", "--kv-blocks", "3"], "give --kv-blocks or --kv-preset"),
     ],
 )
@@ -273,3 +272,22 @@ def test_a_preset_sizes_the_pool_from_the_accelerator_and_model(capsys):
 
     assert main(["simulate", "--kv-preset", "h100-sxm:llama2-7b", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["memory"]["kv_blocks"] == 8633
+
+
+def test_compare_offers_no_token_budget(capsys):
+    """`compare` runs static and continuous, and neither takes a budget: the flag is not offered at all."""
+    from core.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["compare", "--token-budget", "9"])
+    assert exit_.value.code == 2 and "unrecognized arguments: --token-budget" in capsys.readouterr().err
+
+
+def test_the_worked_examples_fixture_is_its_requests():
+    """tests/fixtures/memory.csv (docs/memory.md's command) holds exactly the worked example's requests."""
+    from pathlib import Path
+
+    from core import load_trace
+
+    fixture = Path(__file__).parent / "fixtures" / "memory.csv"
+    assert list(load_trace(fixture)) == memory_requests()
