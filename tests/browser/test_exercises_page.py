@@ -46,6 +46,17 @@ HAND = {
 HAND_MODEL = CostModel(params_b=1, bytes_per_param=1, kv_bytes_per_token=0, mem_bw_gbs=1000, tflops=0.4, overhead_ms=0)
 
 
+def _eventually(page, js: str, arg, want, seconds: float = 15) -> None:
+    """Assert `js(arg)` comes to equal `want`: the plots' marks arrive in their own messages after the HTML panes."""
+    got = None
+    for _ in range(int(seconds * 10)):
+        got = page.evaluate(js, arg) if arg is not None else page.evaluate(js)
+        if got == want:
+            return
+        page.wait_for_timeout(100)
+    assert got == want
+
+
 def _table(page) -> dict[int, dict[str, str]]:
     rows = page.locator(".bv-knee-table tr[data-batch]")
     out = {}
@@ -90,8 +101,8 @@ def test_the_knee_view_asks_for_a_guess_before_it_shows_the_knee(page, page_erro
     expect(page.locator("[data-decode-knee]").first).to_have_attribute("data-decode-knee", str(decode.batch))
     expect(page.locator("[data-guess=above]").first).to_have_text("2 sizes above")  # 128 against 32
     assert "You guessed batch 128: " in guess_html(128, best)
-    assert page.evaluate(LINES_JS) == {"decode_itl_p99_ms": True, "itl_p99_ms": True}
-    assert page.evaluate(KNEE_JS, "knee-itl") == [["#000000", best.batch], ["#555555", decode.batch]]
+    _eventually(page, LINES_JS, None, {"decode_itl_p99_ms": True, "itl_p99_ms": True})
+    _eventually(page, KNEE_JS, "knee-itl", [["#000000", best.batch], ["#555555", decode.batch]])
     _guess(page, best.batch)
     expect(page.locator("[data-guess=right]").first).to_be_visible()
 
@@ -110,8 +121,8 @@ def test_the_knee_view_equals_the_cores_sweep(page, page_errors, app_url):
     assert np.allclose(itl, [p.itl_p99_ms for p in points])
     decode_plotted = page.evaluate(PLOTTED_JS, ["knee-itl", "decode_itl_p99_ms"])[1]
     assert np.allclose(decode_plotted, [p.decode_itl_p99_ms for p in points])
-    assert page.evaluate(KNEE_JS, "knee-itl") == [["#000000", best.batch], ["#555555", decode.batch]]
-    assert page.evaluate(KNEE_JS, "knee-latency") == [["#000000", best.batch]]
+    _eventually(page, KNEE_JS, "knee-itl", [["#000000", best.batch], ["#555555", decode.batch]])
+    _eventually(page, KNEE_JS, "knee-latency", [["#000000", best.batch]])
 
 
 def test_the_knee_on_a_hand_built_cost_model(page, page_errors, app_url):
