@@ -1,4 +1,4 @@
-"""The memory-aware engine against today's event-driven scheduler on 100,000 requests: unlimited and tight pools."""
+"""The memory-aware engine against the event-driven fast path on 100,000 requests: unlimited and tight pools."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _best_of(fn, repeats: int) -> float:
 
 
 def main(argv: list[str]) -> None:
-    """Print seconds for each case and its ratio to today's `simulate` (unlimited memory), measured in one run."""
+    """Print seconds for each case and its ratio to the fast path (unlimited memory), measured in one run."""
     p = argparse.ArgumentParser(prog="./dev bench memory", description=__doc__)
     p.add_argument("--repeats", type=int, default=3, help="best of this many runs per case (default 3)")
     p.add_argument("--slots", type=int, default=64, help="batch slots (default 64)")
@@ -34,7 +34,7 @@ def main(argv: list[str]) -> None:
     longest = max(max(1, r.prompt_tokens) + r.output_tokens for r in requests)
     tight = max(-(-longest // 16), slots * 8)
     cases = {
-        "today's simulate, unlimited": lambda: simulate(requests, slots, "continuous"),
+        "simulate (fast path), unlimited": lambda: simulate(requests, slots, "continuous"),
         "engine, unlimited": lambda: schedule(requests, slots, "continuous"),
         f"engine, paged pool of {tight:,} blocks": lambda: schedule(
             requests, slots, "continuous", MemoryConfig(kv_blocks=tight)
@@ -49,7 +49,7 @@ def main(argv: list[str]) -> None:
     for name, fn in cases.items():
         seconds = _best_of(fn, args.repeats)
         base = base or seconds
-        print(f"  {name:<42} {seconds:7.3f} s   {seconds / base:6.2f}x today's")
+        print(f"  {name:<42} {seconds:7.3f} s   {seconds / base:6.2f}x the fast path")
     s = schedule(requests, slots, "continuous", MemoryConfig(kv_blocks=tight))
     m = s.memory_metrics()
     print(
