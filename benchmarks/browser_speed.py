@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.request
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
 from tests.browser.chromium import CHROMIUM, CHROMIUM_ARGS
@@ -100,7 +101,12 @@ def _playback(page, url: str, interval_ms: int, steps: int) -> list[float]:
     page.evaluate(PLAYBACK_JS, [interval_ms, steps])
     page.get_by_role("button", name="▶ Play").first.click()
     frames = page.evaluate(PLAY_WAIT_JS, steps)
-    page.get_by_role("button", name="❚❚ Pause").first.click()
+    pause = page.get_by_role("button", name="❚❚ Pause").first
+    if pause.is_visible():  # playback may have reached the end and turned the button back into Play already
+        try:
+            pause.click(timeout=2_000)
+        except PlaywrightTimeout:  # it flipped to Play between the check and the click: nothing left to pause
+            pass
     return frames
 
 
