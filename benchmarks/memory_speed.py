@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import time
 
 from core import generate, simulate
 from core.engine import schedule
 from core.memory import MemoryConfig
 
-from .core_speed import SYNTHETIC
-
-
-def _best_of(fn, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+from .core_speed import SYNTHETIC, _best_of
 
 
 def main(argv: list[str]) -> None:
