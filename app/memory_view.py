@@ -90,6 +90,18 @@ def runs_for(blocks: int) -> dict[str, Schedule]:
     }
 
 
+@lru_cache(maxsize=4 * (MAX_BLOCKS - MIN_BLOCKS + 1))
+def _step_run(s: Schedule) -> Run:
+    """Return a cached schedule's Run (schedules are compared by identity: runs_for caches them)."""
+    return as_run(s)
+
+
+@lru_cache(maxsize=4 * (MAX_BLOCKS - MIN_BLOCKS + 1))
+def _waits(s: Schedule) -> tuple[Wait, ...]:
+    """Return a cached schedule's waits for memory: every redraw of every step reads them."""
+    return tuple(memory_waits(s))
+
+
 @dataclass(frozen=True)
 class ModeFigures:
     """What one mode did on the pool: rows running in the first decode pass, the drain, memory's decisions."""
@@ -105,13 +117,13 @@ def figures(blocks: int) -> dict[str, ModeFigures]:
     """Return each mode's figures on a pool of `blocks` blocks, from the core's runs."""
     out = {}
     for mode, s in runs_for(blocks).items():
-        run = as_run(s)
+        run = _step_run(s)
         out[mode] = ModeFigures(
             running=max(int(((run.grid(run.drain) != IDLE).sum(axis=0)).max()), 0),
             drain=run.drain,
             peak_blocks=int(s.pass_blocks.max()),
             preemptions=s.preemptions,
-            waits=tuple(memory_waits(s)),
+            waits=_waits(s),
         )
     return out
 
@@ -229,9 +241,9 @@ def _cells_by_step(run: Run, width: int) -> list[list[tuple[int, int]]]:
 
 def timeline_html(mode: str, s: Schedule, step: int, width: int, blocks: int) -> str:
     """Return one mode's timeline as a table: a letter per cell, blocked admissions dashed, KV use underneath."""
-    run = as_run(s)
+    run = _step_run(s)
     grid = _cells_by_step(run, width)
-    waits = {(w.slot, w.step): w for w in memory_waits(s)}
+    waits = {(w.slot, w.step): w for w in _waits(s)}
     rows = []
     for slot in range(run.slots):
         tds = []
@@ -265,8 +277,8 @@ def timeline_html(mode: str, s: Schedule, step: int, width: int, blocks: int) ->
 
 
 def pool_html(mode: str, s: Schedule, step: int) -> str:
-    """Return the pool during the pass at `step`: one box per block, its owner's letter, free blocks dashed."""
-    run = as_run(s)
+    """Return the pool during the pass at `step`: one box per block, its owner's letter, free blocks solid-edged."""
+    run = _step_run(s)
     passes = [p for p, start in enumerate(s.pass_start.tolist()) if int(start) == step]
     owners = s.pool_maps[passes[0]] if passes else (-1,) * s.memory.kv_blocks
     boxes = "".join(

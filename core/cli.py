@@ -22,7 +22,6 @@ from .cli_args import (
 from .cli_cost import add_cost_args, cost_from_args, describe_cost, requests_in_ms, step_ms, timed_text
 from .cli_memory import add_memory_args, memory_from_args, token_budget
 from .cost import ROOFLINE_FIELDS
-from .engine import check_fits
 from .hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError, one_line, show_name
 from .losses import losses
@@ -196,7 +195,6 @@ def _simulate(args) -> str:
     budget = token_budget(args, args.policy, args.slots)
     cost = cost_from_args(args)
     requests = load_requests(args)
-    check_fits(requests, memory, args.policy)
     run = simulate(requests, args.slots, args.policy, batch_timeout(args), memory, budget)
     metrics = compute_metrics(run, args.window)
     timed = _timed(args, requests, cost, args.policy, memory, budget) if cost else None
@@ -224,8 +222,6 @@ def _compare(args) -> str:
     memory = memory_from_args(args, ("static", "continuous"))
     cost = cost_from_args(args)
     requests = load_requests(args)
-    for policy in ("static", "continuous"):
-        check_fits(requests, memory, policy)
     static, continuous = (
         simulate(requests, args.slots, "static", batch_timeout(args), memory),
         simulate(requests, args.slots, "continuous", memory=memory),

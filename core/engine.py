@@ -112,10 +112,6 @@ class Schedule:
                 out["fragmentation"] = float((outside * weight).sum() / drain) if drain else 0.0
         return out
 
-    def kv_per_pass(self) -> list[int]:
-        """Return the blocks in use during each pass."""
-        return self.pass_blocks.tolist()
-
 
 def _validate(slots, policy, batch_timeout, token_budget, memory):
     if not isinstance(slots, (int, np.integer)) or not 1 <= slots <= MAX_SLOTS:

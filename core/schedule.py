@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .engine import as_run, schedule
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, check_workload
 from .memory import UNLIMITED, MemoryConfig
 from .policies import get_policy
@@ -30,8 +31,6 @@ def simulate(
     """
     get_policy(policy)
     if not memory.unlimited or policy == "chunked" or token_budget is not None:
-        from .engine import as_run, schedule  # the engine imports timed, which imports this module's neighbours
-
         return as_run(schedule(requests, slots, policy, memory, None, batch_timeout, token_budget))
     _validate(slots, policy, batch_timeout)
     requests = tuple(requests)
