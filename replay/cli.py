@@ -17,6 +17,7 @@ from core.cli_args import (
     file_name,
     load_requests,
 )
+from core.cli_memory import MAX_TOKEN_BUDGET, token_budget
 from core.limits import show_name
 
 ENABLE = "the replay needs torch: pip install torch==2.13.0 (the CPU build) then pip install -e '.[replay]'"
@@ -42,6 +43,19 @@ def _add_replay(sub) -> None:
     )
     p.add_argument("--threads", type=bounded_int(1, 256), default=1, help="CPU threads for torch, 1..256 (default 1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (default: shown on a tty)")
+    p.add_argument(
+        "--policy",
+        choices=("continuous", "chunked"),
+        default="continuous",
+        help="what runs beside static: continuous batching, or chunked prefill under --token-budget, the core's "
+        "chunked schedule pass for pass (default continuous)",
+    )
+    p.add_argument(
+        "--token-budget",
+        type=bounded_int(1, MAX_TOKEN_BUDGET),
+        default=None,
+        help="--policy chunked: tokens one pass may process, decoding rows first (default: none; chunked needs it)",
+    )
     online = p.add_argument_group("online (in real time)")
     online.add_argument(
         "--online",
@@ -91,6 +105,9 @@ def run_replay(args: argparse.Namespace) -> str:
     for flag in ("profile", "static_profile"):
         if getattr(args, flag) is not None and not args.online:
             raise UsageError(f"--{flag.replace('_', '-')} applies to --online only")
+    if args.online and args.policy != "continuous":
+        raise UsageError("--online replays static and continuous only: --policy chunked runs offline")
+    budget = token_budget(args, args.policy, args.slots)  # refused before the traffic is read or the model built
     requests = load_requests(args)
     given = _given_profiles(args)  # read and checked before the model is built
     try:
@@ -101,11 +118,9 @@ def run_replay(args: argparse.Namespace) -> str:
     show = not args.no_progress and sys.stderr.isatty()
     if args.online:
         return _run_online(args, engine, requests, given, show)
-    results = {
-        policy: engine.replay(requests, args.slots, policy, batch_timeout(args), on_step=_progress(policy, show))
-        for policy in ("static", "continuous")
-    }
-    doc = summary(results["static"], results["continuous"])
+    static = engine.replay(requests, args.slots, "static", batch_timeout(args), on_step=_progress("static", show))
+    ragged = engine.replay(requests, args.slots, args.policy, token_budget=budget, on_step=_progress(args.policy, show))
+    doc = summary(static, ragged)
     if args.json:
         return report.dumps(doc)
     return summary_text(doc, describe_traffic(args, requests))

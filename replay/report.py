@@ -39,22 +39,29 @@ def step_ms_by_batch(result: ReplayResult) -> dict[int, float]:
 
 
 def summary(static: ReplayResult, continuous: ReplayResult) -> dict:
-    """Return both replays, the measured speedup and the simulator's prediction for the same schedules."""
+    """Return both replays, the measured speedup and the simulator's prediction for the same schedules.
+
+    The second replay is keyed by its policy: `continuous`, or `chunked` (then `token_budget` says its budget).
+    """
     predicted = compare(static.run, continuous.run)
-    return {
+    policy = continuous.run.policy
+    doc = {
         "device": continuous.device,
         "model": continuous.model,
         "slots": continuous.run.slots,
         "requests": len(continuous.run.requests),
         "static": policy_summary(static),
-        "continuous": policy_summary(continuous),
+        policy: policy_summary(continuous),
         "measured_speedup": continuous.throughput / static.throughput if static.throughput else None,
         "predicted_speedup": predicted.throughput_ratio,
         "step_ms_by_batch": {
             "static": step_ms_by_batch(static),
-            "continuous": step_ms_by_batch(continuous),
+            policy: step_ms_by_batch(continuous),
         },
     }
+    if policy == "chunked":
+        doc["token_budget"] = continuous.run.schedule.token_budget
+    return doc
 
 
 def _ms(value: float | None) -> str:
@@ -63,7 +70,8 @@ def _ms(value: float | None) -> str:
 
 def summary_text(doc: dict, workload: str) -> str:
     """Return the side-by-side table of a summary (see `summary`)."""
-    s, c = doc["static"], doc["continuous"]
+    other = "chunked" if "chunked" in doc else "continuous"
+    s, c = doc["static"], doc[other]
     rows = [
         ("tokens/s (measured)", f"{s['tokens_per_s']:.0f}", f"{c['tokens_per_s']:.0f}"),
         ("wall time (s)", f"{s['wall_s']:.2f}", f"{c['wall_s']:.2f}"),
@@ -73,19 +81,20 @@ def summary_text(doc: dict, workload: str) -> str:
         ("end-to-end p50 (ms)", _ms(s["e2e_p50_ms"]), _ms(c["e2e_p50_ms"])),
         ("end-to-end p99 (ms)", _ms(s["e2e_p99_ms"]), _ms(c["e2e_p99_ms"])),
     ]
+    budget = f"; chunked prefill, {doc['token_budget']:,} tokens a pass" if other == "chunked" else ""
     lines = [
-        f"replay on {doc['device']}, model {doc['model']}, {doc['slots']} slots; workload: {workload}",
+        f"replay on {doc['device']}, model {doc['model']}, {doc['slots']} slots{budget}; workload: {workload}",
         "",
-        f"{'':31}{'static':>12}{'continuous':>12}",
+        f"{'':31}{'static':>12}{other:>12}",
     ]
     lines += [f"{name:31}{a:>12}{b:>12}" for name, a, b in rows]
     lines += [
         "",
-        f"measured speedup (tokens/s, continuous / static): {doc['measured_speedup']:.2f}x",
+        f"measured speedup (tokens/s, {other} / static):{' ' * (10 - len(other))} {doc['measured_speedup']:.2f}x",
         f"simulator's prediction (tokens/step):             {doc['predicted_speedup']:.2f}x",
         "step time by batch size (rows computed), mean ms:",
     ]
-    for policy in ("static", "continuous"):
+    for policy in ("static", other):
         by_batch = doc["step_ms_by_batch"][policy]
         lines.append(f"  {policy:<11}" + ", ".join(f"{b}: {ms:.2f}" for b, ms in sorted(by_batch.items())))
     return "\n".join(lines)

@@ -44,10 +44,10 @@ def test_preempted_requests_generate_the_same_greedy_tokens(engine, seed):
 
 
 def test_a_pool_the_replay_cannot_follow_is_refused(engine):
-    """Contiguous allocation, static batching or another block size: one message naming what it follows."""
+    """Static batching or another block size: one message naming what it follows (contiguous is followed)."""
     requests = [Request("A", 0, 4, 8)]
     for kwargs, policy in (
-        (dict(kv_blocks=8, block_size=BLOCK_SIZE, allocation="contiguous"), "continuous"),
+        (dict(kv_blocks=8, block_size=BLOCK_SIZE, allocation="contiguous"), "static"),
         (dict(kv_blocks=8, block_size=BLOCK_SIZE), "static"),
         (dict(kv_blocks=8, block_size=4), "continuous"),
     ):
