@@ -179,8 +179,20 @@ def static_html(run: Run, step: StaticStep) -> str:
     )
 
 
+INTRO = (
+    "<h3>The batch at the cursor</h3><p>What the engine actually runs at this step. Continuous batching "
+    "lays every running request's new tokens end to end in one flat buffer (a newcomer's whole prompt, "
+    "everyone else one token); <code>cu_seqlens</code> marks where each request's tokens start, and each "
+    "request reads its keys and values from its own KV blocks. Static batching computes a rectangle: every "
+    "member is a row, finished ones included. Hover a request in the timeline to find it here.</p>"
+)
+
+
 class BatchView(pn.viewable.Viewer):
-    """The ragged batch (continuous) and the padded rectangle (static) at the playback cursor, for the runs shown."""
+    """The ragged batch (continuous) and the padded rectangle (static) at the cursor: the oracle of assets/batch.js.
+
+    The page draws the batch in the browser (app/widget.py's BatchBox); this view builds the same HTML in Python.
+    """
 
     state = param.ClassSelector(class_=SimState)
 
@@ -216,13 +228,5 @@ class BatchView(pn.viewable.Viewer):
         self.div.text = self.html()
 
     def __panel__(self):
-        intro = pn.pane.HTML(
-            "<h3>The batch at the cursor</h3><p>What the engine actually runs at this step. Continuous batching "
-            "lays every running request's new tokens end to end in one flat buffer (a newcomer's whole prompt, "
-            "everyone else one token); <code>cu_seqlens</code> marks where each request's tokens start, and each "
-            "request reads its keys and values from its own KV blocks. Static batching computes a rectangle: every "
-            "member is a row, finished ones included. Hover a request in the timeline to find it here.</p>",
-            sizing_mode="stretch_width",
-            stylesheets=[CSS],
-        )
+        intro = pn.pane.HTML(INTRO, sizing_mode="stretch_width", stylesheets=[CSS])
         return pn.Column(intro, pn.pane.Bokeh(self.div, sizing_mode="stretch_width"), sizing_mode="stretch_width")

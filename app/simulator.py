@@ -11,21 +11,21 @@ from core import worked_example as worked
 from core.chapter_traffic import chapter_traffic
 
 from . import chapter, story
-from .batch_view import BatchView
+from .batch_view import INTRO as BATCH_INTRO
 from .exercises.knee import KneeView
 from .exercises.spread import SpreadView
 from .exercises.temperature import TemperatureView
 from .memory_view import MemoryView
 from .page_agent import PageAgent
 from .palette import THEMES, css_variables
-from .playback import Playback
 from .quiz import Quiz
 from .replay_view import ReplayView
 from .state import CHAPTER_NAME, GENERATOR_PARAMS, SimState
 from .style import CSS
 from .upload import TraceUpload, decode_upload, read_upload
 from .url import URL_KEYS, parse_query, parse_theme, query_of, query_value, safe_location
-from .views import Controls, HeadToHeadView, Messages, TimelineView
+from .views import Controls, HeadToHeadView, Messages
+from .widget import BatchBox, ChapterWidget, LoopView
 
 PRESET = "worked"
 MORE_TRAFFIC = ("requests", "lengths", "mean_tokens", "arrival_window")
@@ -71,8 +71,9 @@ class App(pn.viewable.Viewer):
         if query:
             self._apply_query(query)
         self.controls = Controls(state=self.state)
-        self.playback = Playback(state=self.state)
-        self.timeline = TimelineView(state=self.state, theme=self.theme)
+        # The first screen draws itself in the browser (assets/renderer.js) from the state's runs.
+        self.chapter_widget = ChapterWidget(self.state, theme=self.theme, sizing_mode="stretch_width")
+        self.loop = LoopView(sizing_mode="stretch_width")
         self.head_to_head = HeadToHeadView(state=self.state, theme=self.theme)
         self.replay = ReplayView(state=self.state)
         self.replay.param.watch(lambda e: setattr(self.knee, "measured", e.new), "measured")
@@ -80,7 +81,7 @@ class App(pn.viewable.Viewer):
         self.upload.param.watch(self._on_upload, "upload")
         self.worked = pn.widgets.Button(label="The chapter's worked example (A-F)")
         self.worked.on_click(lambda _e: self.load_worked_example())
-        self.batch = BatchView(state=self.state)
+        self.batch = BatchBox(colour=THEMES[self.theme].text, sizing_mode="stretch_width")
         self.quiz = Quiz()
         self.quiz.param.watch(self._follow, "goto")
         self.agent = PageAgent()  # in-app links open in place; names and focus rings for every control
@@ -243,15 +244,10 @@ class App(pn.viewable.Viewer):
 
     def widget(self) -> pn.Column:
         """Return the chapter's widget, the first screen: controls, player, stats, head-to-head, timelines."""
-        self.timeline.link_player(self.playback)
-        status = pn.FlexBox(self.timeline.status(), self.head_to_head.compact, gap="12px", sizing_mode="stretch_width")
         return pn.Column(
             self.messages,
-            self.controls.primary(),
-            self.playback,
-            status,
+            self.chapter_widget,
             self.worked_box,
-            self.timeline.figures(),
             sizing_mode="stretch_width",
             css_classes=["bv-widget"],
         )
@@ -284,14 +280,14 @@ class App(pn.viewable.Viewer):
         )
 
     def __panel__(self):
-        self.timeline.link_inspector(self.batch.div)
         text_pane = lambda text: pn.pane.HTML(text, sizing_mode="stretch_width", stylesheets=[CSS])  # noqa: E731
         simulator = pn.Column(
             self.widget(),
             self.settings(),
             text_pane(story.WHY),
-            pn.pane.Bokeh(self.timeline.loop, sizing_mode="stretch_width"),
+            self.loop,
             text_pane(chapter.restructured_loop_html()),
+            text_pane(BATCH_INTRO),
             self.batch,
             text_pane(chapter.build_batch_html()),
             self.head_to_head,

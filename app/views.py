@@ -1,4 +1,4 @@
-"""Views on a SimState: controls, the slot timeline with playback, live stats and the head-to-head panel."""
+"""Views on a SimState: the settings behind the disclosures, the head-to-head panel and the page's messages."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import html
 
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Div
+from bokeh.models import ColumnDataSource
 
 from core import Metrics
 from core.hardware import ACCELERATOR_OPTIONS, MODEL_OPTIONS
@@ -21,26 +21,10 @@ from .plots import (
     head_to_head_data,
     head_to_head_figure,
     head_to_head_timed_data,
-    link_hover,
     set_head_to_head_groups,
-    timeline_figure,
-    update_timeline,
-    update_timeline_on_clock,
 )
-from .progress import clock_playback_texts, clock_times, playback_texts
 from .state import SimState
-from .story import clock_loop_texts, loop_texts
 from .style import CSS
-
-PLAYBACK_JS = """
-const n = src.data.panel.length;
-const t = Math.max(0, Math.min(cb_obj.value, n - 1));
-const x = src.data.cursor_x[t];  // steps: t + 1 (step t's own column is drawn); on a clock: the frame's time in ms
-for (const c of curtains) c.left = x;
-for (const c of cursors) c.location = x;
-panel.text = src.data.panel[t];
-loop.text = src.data.loop[t];
-"""
 
 
 def h2h_timed_rows(static: TimedMetrics, continuous: TimedMetrics, n: int) -> list[tuple[str, str, str, str]]:
@@ -141,19 +125,17 @@ def _slider(state: SimState, name: str, label: str, end: int) -> pn.widgets.IntS
 
 
 class Controls(pn.viewable.Viewer):
-    """The widget's controls: mode, slots and seed on the first screen; the rest behind disclosures."""
+    """The settings behind the disclosures: the rest of the traffic, the static timeout, both timelines, the clock.
+
+    Mode, slots and seed, the three the chapter's Try-it uses, are the widget's own (app/widget.py).
+    """
 
     state = param.ClassSelector(class_=SimState)
 
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        self.mode = pn.widgets.RadioButtonGroup.from_param(s.param.mode, label="Batching mode")
-        self.slots = _slider(s, "slots", "Batch slots", 16)
-        self.seed = pn.widgets.IntSlider.from_param(s.param.seed, label="Traffic seed")
-        self.slots.width = self.seed.width = 240  # mode, slots and seed on one line in an 800 px column
         self.generator = [
-            self.seed,
             _slider(s, "requests", "Requests", 64),
             pn.widgets.Select.from_param(s.param.lengths, label="Output lengths"),
             pn.widgets.IntSlider.from_param(s.param.mean_tokens, label="Mean output length (tokens)"),
@@ -163,18 +145,14 @@ class Controls(pn.viewable.Viewer):
         self._show_generator()
 
     def _show_generator(self, *_events) -> None:
-        for widget in self.generator:  # a fixed trace (the worked example) has no seed, count or lengths to move
+        for widget in self.generator:  # a fixed trace (the worked example) has no count or lengths to move
             widget.visible = self.state.generator_applies
-
-    def primary(self) -> pn.FlexBox:
-        """Return the three controls the chapter's Try-it uses: mode, slots, seed."""
-        return pn.FlexBox(self.mode, self.slots, self.seed, gap="4px 16px", sizing_mode="stretch_width")
 
     def more_traffic(self) -> pn.Column:
         """Return the traffic's other settings and the second timeline's switch."""
         s = self.state
         return pn.Column(
-            *self.generator[1:],
+            *self.generator,
             pn.widgets.IntSlider.from_param(s.param.batch_timeout, label="Static batch timeout (steps)"),
             pn.widgets.Checkbox.from_param(s.param.both, label="Show both modes on one time axis"),
         )
@@ -189,122 +167,7 @@ class Controls(pn.viewable.Viewer):
         )
 
     def __panel__(self):
-        return pn.Column(self.primary(), self.more_traffic(), self.on_a_clock())
-
-
-class TimelineView(pn.viewable.Viewer):
-    """The execution timeline of the mode shown, with its caption, legend, live stats and playback texts."""
-
-    state = param.ClassSelector(class_=SimState)
-    theme = param.Selector(default="light", objects=list(palette.THEMES))
-
-    def __init__(self, **params):
-        super().__init__(**params)
-        s = self.state
-        theme = palette.THEMES[self.theme]
-        # Step t is the pass at the cursor: its own column is drawn, the curtain starts at t + 1.
-        self.plot = timeline_figure(s.run, s.window, s.step + 1, name="timeline", theme=theme)
-        # The other mode on the same traffic, on the same time axis, under the same playback cursor.
-        self.other = timeline_figure(s.other_run, s.window, s.step + 1, name="timeline-other", theme=theme)
-        self.other.figure.x_range = self.plot.figure.x_range
-        link_hover(self.plot, self.other)
-        self.other.figure.visible = s.both
-        self.other_pane = pn.pane.Bokeh(self.other.figure, sizing_mode="stretch_width", css_classes=["bv-timeline"])
-        s.param.watch(lambda e: on_document(lambda: setattr(self.other.figure, "visible", e.new)), "both")
-        self.progress = ColumnDataSource(self._texts())
-        self.panel = Div(name="playback", stylesheets=[CSS], sizing_mode="stretch_width")
-        # The scheduling loop with the lines this step executed lit; it follows the cursor like the texts above.
-        self.loop = Div(name="loop", stylesheets=[CSS], sizing_mode="stretch_width")
-        self.caption = pn.pane.HTML(sizing_mode="stretch_width", css_classes=["bv-caption"], stylesheets=[CSS])
-        self._show_step()
-        self.caption.object = palette.CAPTIONS[s.mode]
-        if s.clock == "ms":  # a deep link straight onto the clock
-            self._refresh()
-        s.param.watch(
-            lambda *_e: on_document(self._refresh),
-            ["static_run", "continuous_run", "mode", "window", "clock", "accelerator", "model_shape"],
-        )
-
-    def link_inspector(self, div: Div) -> None:
-        """Make hovering a request in either timeline outline its tokens and blocks in `div` (the batch view)."""
-        link_hover(self.plot, self.other, inspectors=(div,), outline=palette.THEMES[self.theme].text)
-
-    def link_player(self, playback) -> None:
-        """Make the player drive the curtain, cursor and texts in the browser, with no server round trip."""
-        p = self.plot
-        playback.link(
-            PLAYBACK_JS,
-            {
-                "src": self.progress,
-                "curtains": [p.curtain, self.other.curtain],
-                "cursors": [p.cursor, self.other.cursor],
-                "panel": self.panel,
-                "loop": self.loop,
-            },
-        )
-
-    def _texts(self) -> dict[str, list]:
-        s = self.state
-        if s.clock == "ms":  # playback moves a time cursor over both drains; every figure is in ms
-            shown, end = self._timed_shown()
-            times = clock_times(end, s.window)
-            return {
-                "panel": list(clock_playback_texts(shown, end, s.window)),
-                "loop": list(clock_loop_texts(shown, times)),
-                "cursor_x": times,
-            }
-        return {
-            "panel": list(playback_texts(s.run, s.window)),
-            "loop": list(loop_texts(s.run, s.window)),
-            "cursor_x": list(range(1, s.window + 1)),
-        }
-
-    def _timed_shown(self):
-        """Return the shown mode's timed run and the end of the shared time axis (the later drain)."""
-        static, continuous = self.state.timed_runs()
-        end = max(static.drain_ms, continuous.drain_ms)
-        return (static if self.state.mode == "static" else continuous), end
-
-    def _show_step(self) -> None:
-        t = min(self.state.step, self.state.window - 1)
-        data = self.progress.data
-        self.panel.text = data["panel"][t]
-        self.loop.text = data["loop"][t]
-        x = data["cursor_x"][t]
-        for plot in (self.plot, self.other):
-            plot.curtain.left, plot.cursor.location = x, x
-
-    def _refresh(self, *_events) -> None:
-        s = self.state
-        self.progress.data = self._texts()
-        if s.clock == "ms":
-            static, continuous = s.timed_runs()
-            end = max(static.drain_ms, continuous.drain_ms)
-            shown, other = (static, continuous) if s.mode == "static" else (continuous, static)
-            update_timeline_on_clock(self.plot, shown, end)
-            update_timeline_on_clock(self.other, other, end)
-        else:
-            update_timeline(self.plot, s.run, s.window, min(s.step, s.window - 1) + 1)
-            update_timeline(self.other, s.other_run, s.window, min(s.step, s.window - 1) + 1)
-        self._show_step()
-        self.caption.object = palette.CAPTIONS[s.mode]
-
-    def status(self) -> pn.pane.Bokeh:
-        """Return the readout, live stats, waste meter and decision log at the cursor (one block, redrawn per frame)."""
-        return pn.pane.Bokeh(self.panel, styles={"flex": "1 1 380px", "min-width": "0"})
-
-    def figures(self) -> pn.Column:
-        """Return both timelines on one axis, the legend, and the mode's caption."""
-        return pn.Column(
-            pn.pane.Bokeh(self.plot.figure, sizing_mode="stretch_width", css_classes=["bv-timeline"]),
-            self.other_pane,
-            pn.pane.HTML(palette.legend_html(), sizing_mode="stretch_width", stylesheets=[CSS]),
-            self.caption,
-            sizing_mode="stretch_width",
-        )
-
-    def __panel__(self):
-        return pn.Column(self.status(), self.figures(), sizing_mode="stretch_width")
+        return pn.Column(self.more_traffic(), self.on_a_clock())
 
 
 class HeadToHeadView(pn.viewable.Viewer):

@@ -9,6 +9,7 @@ the sessions close and expire, and the existing session's update latency (median
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
 import signal
@@ -26,11 +27,12 @@ import panel  # noqa: F401 - bokeh.client needs Panel's models registered before
 from bokeh.client import pull_session
 from bokeh.document.events import MessageSentEvent
 from bokeh.events import DocumentReady
-from bokeh.models import Slider
+from panel.models.esm import ReactiveESM
 
 from app.page_agent import PageAgent  # noqa: F401 - registers its data model too: every page holds one
-from app.plots import timeline_data
 from app.upload import TraceUpload  # noqa: F401 - registers its data model, which the client must decode
+from app.widget import ChapterWidget  # noqa: F401 - registers its data model, which the client must decode
+from app.widget_data import run_arrays
 from core import TrafficConfig, generate, simulate
 from core.cli_args import bounded_int
 from deploy.local import Deployment, start_class
@@ -151,33 +153,43 @@ def open_page(url: str, timeout: float = DEADLINE_S):
     doc = session.document
     # A browser sends document_ready once it has rendered; the server then builds the app (on a worker thread).
     doc.callbacks.trigger_on_change(MessageSentEvent(doc, "bokeh_event", DocumentReady()))
-    if not run_until(session, lambda: doc.select_one({"name": "timeline"}) is not None, timeout):
+    if not run_until(session, lambda: chapter_widget(doc) is not None, timeout):
         raise TimeoutError(f"the app did not arrive within {timeout:.0f} s")
     return session
 
 
+def chapter_widget(doc):
+    """Return the data model of the page's chapter widget (app/widget.py), or None before the app arrived."""
+    return next((m.data for m in doc.select({"type": ReactiveESM}) if "payload" in m.data.properties()), None)
+
+
 def _expected_generating(seed: int) -> dict:
-    return timeline_data(simulate(generate(TrafficConfig(seed=seed)), 4, "continuous"), 64)["generating"]
+    """Return the core's continuous run at this seed as the widget receives it (flat per-request arrays)."""
+    return run_arrays(simulate(generate(TrafficConfig(seed=seed)), 4, "continuous"))
+
+
+def shown_run(widget) -> dict:
+    """Return the continuous run of the view the widget's last payload carries."""
+    return json.loads(widget.payload)["view"]["runs"]["continuous"]
 
 
 class Watcher:
-    """One open session that moves the seed slider and times each change until the server's new timeline arrives."""
+    """One open session that moves the widget's seed and times each change until the server's new view arrives."""
 
     def __init__(self, url: str):
         self.session = open_page(url)
         doc = self.session.document
-        self.seed = next(m for m in doc.select({"type": Slider}) if m.title == "Traffic seed")
-        shown = doc.select_one({"name": "timeline"})  # the mode shown (continuous), not the one beneath it
-        self.source = next(r.data_source for r in shown.renderers if "label" in r.data_source.data)
+        # The chapter's widget (app/widget.py): its settings and payload are properties of its data model.
+        self.widget = chapter_widget(doc)
         self.latencies: list[float] = []
         self.errors: list[str] = []
 
     def change(self, seed: int, timeout: float = 60.0) -> float:
-        """Set the seed from the client; return seconds until the timeline equals the core's for that seed."""
+        """Set the seed from the client; return seconds until the view equals the core's run for that seed."""
         want = _expected_generating(seed)
         t0 = time.perf_counter()
-        self.seed.value = seed
-        if not run_until(self.session, lambda: self.source.data["left"] == want["left"], timeout):
+        self.widget.seed = seed
+        if not run_until(self.session, lambda: shown_run(self.widget)["start"] == want["start"], timeout):
             raise TimeoutError(f"seed {seed}: no new timeline within {timeout:.0f} s")
         return time.perf_counter() - t0
 

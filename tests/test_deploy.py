@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from benchmarks.load import Watcher, _expected_generating, close
+from benchmarks.load import Watcher, _expected_generating, close, shown_run
 from deploy.local import HOST, NGINX, start_class
 from deploy.nginx_conf import SHIPPED, shipped_text
 
@@ -72,7 +72,7 @@ def _upstreams(d, method: str, uri: str) -> list[str]:
 def _assert_timeline_is_the_core(watcher: Watcher, seed: int) -> None:
     watcher.change(seed)  # waits until the first column equals the core's, or raises
     want = _expected_generating(seed)
-    assert {k: list(watcher.source.data[k]) for k in want} == {k: list(v) for k, v in want.items()}
+    assert shown_run(watcher.widget) == want
 
 
 def test_the_shipped_site_file_is_the_tested_one():

@@ -17,8 +17,8 @@ def open_app(page, url: str, query: str = "", canvas: bool = True) -> None:
     """
     page.goto(url + query)
     page.wait_for_function(READY_JS, polling=100, timeout=30_000)
-    if canvas:
-        page.locator(".bk-Canvas").first.wait_for(timeout=30_000)
+    if canvas:  # the widget's timelines (assets/renderer.js) or a Bokeh plot on another tab
+        page.locator("canvas").first.wait_for(timeout=30_000)
 
 
 def wait_for_timeline(page, expected: list[str], slots: int, window: int = 64) -> None:

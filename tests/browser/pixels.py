@@ -17,15 +17,14 @@ STATE_COLOURS = {
     "-": palette.FUTURE_COLOR,
 }
 
+# The renderer (assets/renderer.js) says where each cell's centre lies on its canvas, as Bokeh's scales did.
 CELL_CENTRES_JS = """
-([name, slots, window]) => {
-  const view = Bokeh.index.query_one(v => v.model.name === name && v.frame !== undefined);
-  const rect = view.canvas_view.el.getBoundingClientRect();
-  const xs = view.frame.x_scale, ys = view.frame.y_scale;
+([name, slots, steps]) => {
+  const tl = window.__bvWidget.timelines[name === "timeline" ? 0 : 1];
   const rows = [];
   for (let s = 0; s < slots; s++) {
     const row = [];
-    for (let t = 0; t < window; t++) row.push([rect.left + xs.compute(t + 0.5), rect.top + ys.compute(s + 0.5)]);
+    for (let t = 0; t < steps; t++) row.push(tl.cellCentre(s, t));
     rows.push(row);
   }
   return rows;

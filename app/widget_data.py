@@ -1,0 +1,138 @@
+"""What the browser's renderer draws: both runs of a setting as flat arrays (JSON), cached and shared by sessions."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+
+from core import Request, Run, TrafficConfig, compute_metrics
+from core.losses import losses
+from core.timed import TimedRun, timed_metrics
+
+from . import palette
+from .batch_data import batch_config
+from .plots import MIN_LABEL_CELLS
+from .progress import clock_playback_texts, clock_times
+from .state import RUN_CACHE_SIZE, shared_runs, shared_timed_runs
+from .story import LOOPS, clock_loop_texts
+
+POLICIES = ("static", "continuous")
+AHEAD_MAX_REQUESTS = 64  # neighbours are sent ahead only for traffic this small (each costs two runs)
+
+
+@dataclass(frozen=True)
+class ViewKey:
+    """Everything a view depends on; equal keys give equal views, so every session shares them."""
+
+    traffic: TrafficConfig | tuple[Request, ...]
+    slots: int
+    timeout: int
+    window: int
+    clock: str
+    accelerator: str
+    model: str
+    both: bool
+    generator: bool  # whether the seed slider applies (generated traffic, or the chapter's, which it replaces)
+    slots_end: int  # the slots slider's top: 16, or 64 once a URL asked beyond
+
+    def label(self) -> str:
+        """Return a short fingerprint the browser compares (drawn ahead vs confirmed)."""
+        return f"{hash(self) & 0xFFFFFFFFFFFF:x}"
+
+
+def run_arrays(run: Run) -> dict:
+    """Return a run as the renderer reads it: per-request start, finish, slot, release (it derives the log)."""
+    return {
+        "policy": run.policy,
+        "slots": run.slots,
+        "drain": run.drain,
+        "start": run.start.tolist(),
+        "finish": run.finish.tolist(),
+        "slot": run.slot.tolist(),
+        "release": run.release.tolist(),
+    }
+
+
+def _timed_arrays(run: TimedRun) -> dict:
+    return {
+        "start_ms": run.start_ms.tolist(),
+        "finish_ms": run.finish_ms.tolist(),
+        "release_ms": run.release_ms.tolist(),
+        "drain_ms": float(run.drain_ms),
+    }
+
+
+def h2h_compact(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, TimedRun] | None) -> str:
+    """Return the first screen's head-to-head table (three rows), as app/views.py's HeadToHeadView builds it."""
+    from .views import COMPACT, COMPACT_TIMED, _h2h_table, _short, h2h_rows, h2h_timed_rows
+
+    if timed is not None:
+        rows = h2h_timed_rows(*(timed_metrics(run) for run in timed), len(static.requests))
+        return _h2h_table(_short(rows, COMPACT_TIMED), "Head to head, same traffic")
+    rows = h2h_rows(
+        compute_metrics(static, window),
+        compute_metrics(continuous, window),
+        losses(static, window),
+        losses(continuous, window),
+    )
+    return _h2h_table(_short(rows, COMPACT), "Head to head, same traffic")
+
+
+@lru_cache(maxsize=RUN_CACHE_SIZE)
+def view_json(key: ViewKey) -> str:
+    """Return the view of `key` as JSON: ids, arrivals, both runs, the compact head-to-head, and on a clock frames."""
+    static, continuous = shared_runs(key.traffic, key.slots, key.timeout)
+    runs = {"static": run_arrays(static), "continuous": run_arrays(continuous)}
+    view = {
+        "key": key.label(),
+        "window": key.window,
+        "clock": key.clock,
+        "both": key.both,
+        "generator": key.generator,
+        "slots": key.slots,
+        "slots_end": key.slots_end,
+        "min_label_cells": MIN_LABEL_CELLS,
+        "ids": [r.id for r in static.requests],
+        "arrival": static.arrival.tolist(),
+        "prompt": [r.prompt_tokens for r in static.requests],
+        "output": [r.output_tokens for r in static.requests],
+        "runs": runs,
+    }
+    timed = None
+    if key.clock == "ms":
+        timed = shared_timed_runs(key.traffic, key.slots, key.timeout, key.accelerator, key.model)
+        end = max(t.drain_ms for t in timed)
+        times = clock_times(end, key.window)
+        view["end_ms"] = float(end)
+        view["arrival_ms"] = timed[0].arrival_ms.tolist()
+        view["frames"] = {"cursor_x": times, "panel": {}, "loop": {}}
+        for run in timed:
+            runs[run.policy].update(_timed_arrays(run))
+            # On a clock the per-frame texts still come from Python (see docs/known-gaps.md).
+            view["frames"]["panel"][run.policy] = list(clock_playback_texts(run, end, key.window))
+            view["frames"]["loop"][run.policy] = list(clock_loop_texts(run, times))
+    if timed is not None:  # on steps the renderer builds the compact table itself (tested against h2h_compact)
+        view["h2h_compact"] = h2h_compact(static, continuous, key.window, timed)
+    return json.dumps(view, separators=(",", ":"))
+
+
+def renderer_config(theme: palette.Theme, interval_ms: int) -> dict:
+    """Return the renderer's constants: colours, each policy's loop lines, captions, the legend, the play interval."""
+    return {
+        "colours": {
+            "background": theme.background,
+            "text": theme.text,
+            "idle": palette.IDLE_COLOR,
+            "generating": palette.GENERATING_COLOR,
+            "padding": palette.PADDING_COLOR,
+            "hatch": palette.PADDING_HATCH,
+            "label": palette.LABEL_COLOR,
+            "highlight": theme.text,
+        },
+        "loops": {policy: [list(line) for line in lines] for policy, lines in LOOPS.items()},
+        "captions": palette.CAPTIONS,
+        "legend": palette.legend_html(),
+        "interval_ms": interval_ms,
+        "batch": batch_config(),
+    }

@@ -1,0 +1,543 @@
+// batchviz's one browser-side renderer: the chapter's widget drawn from a run's flat arrays, at any step, in a frame.
+// The served page (app/widget.py) and the exported page (app/export.py) both mount it; the server only computes
+// runs. Every text it writes equals what app/progress.py and app/story.py build (tests/browser/test_renderer.py).
+
+// ---- formatting as Python's: exact ties round to even there, up in JavaScript's toFixed --------------------------
+export function fixed(x, digits) {
+  const v = x * 10 ** digits;
+  const f = Math.floor(v);
+  if (v - f === 0.5) return ((f % 2 === 0 ? f : f + 1) / 10 ** digits).toFixed(digits);
+  return x.toFixed(digits);
+}
+export function pct(x) {
+  const v = x * 100;
+  const f = Math.floor(v);
+  return (v - f === 0.5 ? (f % 2 === 0 ? f : f + 1) : Math.round(v)) + "%";
+}
+const ESC = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;" };
+export const escape = (s) => String(s).replace(/[&<>"']/g, (c) => ESC[c]);
+const plural = (n, word) => (n === 1 ? `${n} ${word}` : `${n} ${word}s`);
+const thousands = (x, digits) => {
+  const [whole, frac] = fixed(x, digits).split(".");
+  const sign = whole.startsWith("-") ? "-" : "";
+  const w = sign ? whole.slice(1) : whole;
+  return sign + w.replace(/\B(?=(\d{3})+(?!\d))/g, ",") + (frac === undefined ? "" : "." + frac);
+};
+
+// ---- per-step texts: the readout, live stats, waste meter and decision log (app/progress.py) ----------------------
+function clipped(lo, hi, t) {
+  let cells = 0;
+  for (let i = 0; i < lo.length; i++) cells += Math.max(Math.min(hi[i], t) - Math.min(lo[i], t), 0);
+  return cells;
+}
+
+export function statsHtml(completed, total, useful, util, avg) {
+  const items = [
+    ["completed", "Completed", `${completed}/${total}`],
+    ["useful_tokens", "Useful tokens", `${useful}`],
+    ["utilisation", "GPU utilisation", pct(util)],
+    ["avg_latency", "Avg latency, completed only (steps)", avg === null ? "–" : fixed(avg, 1)],
+  ];
+  const cells = items.map(([key, label, value]) =>
+    `<div class="bv-stat"><div class="bv-stat-label">${label}</div>` +
+    `<div class="bv-stat-value" data-stat="${key}">${value}</div></div>`).join("");
+  return `<div class="bv-stats">${cells}</div>`;
+}
+
+const KINDS = ["finish", "release", "admit"];
+
+/** Return a run's decisions as flat [step, kind, request, slot] quads, ordered as core/run.py's Run.log. */
+export function deriveLog(r) {
+  const items = [];
+  for (let i = 0; i < r.start.length; i++) {
+    items.push([r.finish[i], 0, i, r.slot[i]]);
+    if (r.release[i] > r.finish[i]) items.push([r.release[i], 1, i, r.slot[i]]);
+    items.push([r.start[i], 2, i, r.slot[i]]);
+  }
+  // Python's sort is stable on (step, kind, slot): ties keep insertion order, as they do here (Array.sort is stable).
+  items.sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[3] - b[3]);
+  return items.flat();
+}
+
+export function describeStep(r, ids, t) {
+  const parts = [];
+  const log = (r.log ??= deriveLog(r));
+  for (let k = 0; k < log.length; k += 4) {
+    if (log[k] !== t) continue;
+    const kind = KINDS[log[k + 1]], i = log[k + 2], slot = log[k + 3], name = ids[i];
+    if (kind === "admit") parts.push(`${name} admitted to slot ${slot}`);
+    else if (kind === "release") parts.push(`slot ${slot} released (${name}'s padding ends)`);
+    else if (r.release[i] > t) parts.push(`${name} finished, slot ${slot} now padding`);
+    else parts.push(`${name} finished, slot ${slot} freed`);
+  }
+  return `step ${t}: ` + (parts.length ? parts.join("; ") : "no change");
+}
+
+/** Return step t's readout, stats, waste meter and log as one block: app/progress.py's playback_texts(run)[t]. */
+export function playbackHtml(view, policy, t) {
+  const r = view.runs[policy], W = view.window, ran = t + 1, n = r.start.length;
+  const useful = clipped(r.start, r.finish, ran), padding = clipped(r.finish, r.release, ran);
+  const idle = ran * r.slots - useful - padding;
+  let done = 0, latency = 0;
+  for (let i = 0; i < n; i++) if (r.finish[i] <= ran) { done++; latency += r.finish[i] - view.arrival[i]; }
+  const readout = `<span class="bv-step" data-step="${t}">step ${t}</span>` +
+    `<span class="bv-step-note"> of 0–${W - 1}: the figures below count steps 0–${t}</span>`;
+  const stats = statsHtml(done, n, useful, useful / (ran * r.slots), done ? latency / done : null);
+  const after = Math.max(ran - r.drain, 0) * r.slots;
+  const note = after ? ` (${after} of them after the last request finished at step ${r.drain})` : "";
+  const waste = `<span class="bv-waste">Waste so far: <b data-waste="padding">${padding}</b> padding + ` +
+    `<b data-waste="idle">${idle}</b> idle slot-steps${note}</span>`;
+  const log = escape(describeStep(r, view.ids, t));
+  return `<div class="bv-readout">${readout}</div>${stats}<div class="bv-waste-row">${waste}</div>` +
+    `<div class="bv-log">${log}</div>`;
+}
+
+// ---- the first screen's head-to-head: app/views.py's compact table, over the window -----------------------------
+function windowMetrics(view, policy) {
+  const r = view.runs[policy], W = view.window, n = r.start.length;
+  let done = 0, all = 0;
+  for (let i = 0; i < n; i++) {
+    if (r.finish[i] <= W) done++;
+    all += r.finish[i] - view.arrival[i];
+  }
+  const useful = clipped(r.start, r.finish, W), cells = W * r.slots;
+  return { completed: `${done}/${n}`, utilisation: pct(cells ? useful / cells : 0),
+           avg_latency_all: n ? fixed(all / n, 1) : "–" };
+}
+
+/** Return the compact head-to-head table (completed, utilisation, latency over every request) on steps. */
+export function h2hCompactHtml(view) {
+  if (view.h2h_compact) return view.h2h_compact;  // on a clock the server sends its timed table
+  const m = { static: windowMetrics(view, "static"), continuous: windowMetrics(view, "continuous") };
+  const rows = [["completed", "Completed"], ["utilisation", "GPU utilisation"],
+                ["avg_latency_all", "Avg latency, all (steps)"]];
+  const body = rows.map(([key, label]) => `<tr><th scope="row">${label}</th>` +
+    `<td data-h2h="static-${key}">${m.static[key]}</td><td data-h2h="continuous-${key}">${m.continuous[key]}</td>` +
+    "</tr>").join("");
+  return '<table class="bv-h2h"><caption>Head to head, same traffic</caption>' +
+    '<thead><tr><td></td><th scope="col">static</th><th scope="col">continuous</th></tr></thead>' +
+    `<tbody>${body}</tbody></table>`;
+}
+
+// ---- the scheduling loop at the cursor, its executed lines lit (app/story.py's loop_texts) ------------------------
+function names(ids, indices) {
+  const shown = indices.slice(0, 4).map((i) => ids[i]).join(", ") +
+    (indices.length > 4 ? ` and ${indices.length - 4} more` : "");
+  return escape(shown);
+}
+
+/** Return the loop at step t with the lines that step executed lit; `loops` holds each policy's (key, code) lines. */
+export function loopHtml(view, loops, policy, t) {
+  const r = view.runs[policy], ids = view.ids, retired = [], admitted = [];
+  let running = 0, padding = 0;
+  for (let i = 0; i < r.start.length; i++) {
+    if (r.release[i] === t) retired.push(i);
+    if (r.start[i] === t) admitted.push(i);
+    if (r.start[i] <= t && t < r.release[i]) running++;
+    if (r.finish[i] <= t && t < r.release[i]) padding++;
+  }
+  const verb = (list, v) => (list.length === 1 ? v + "s" : v);
+  const notes = {
+    retire: retired.length ? `← ${names(ids, retired)} ${verb(retired, "leave")}` : "",
+    admit: admitted.length ? `← ${names(ids, admitted)} ${verb(admitted, "join")}` : "",
+    build: running ? `← ${plural(running, "row")}` + (padding ? `, ${padding} of them padding` : "") : "",
+    forward: running ? "" : "← nothing to run: the slots are idle",
+  };
+  const lit = { head: true, retire: retired.length > 0, admit: admitted.length > 0, build: running > 0,
+                forward: running > 0 };
+  const lines = loops[policy].map(([key, code]) =>
+    `<div class="bv-code-line${lit[key] ? " bv-lit" : ""}" data-line="${key}">` +
+    `<span class="bv-code">${escape(code)}</span><span class="bv-note">${notes[key] ?? ""}</span></div>`).join("");
+  return `<div class="bv-loop" data-loop-step="${t}"><div class="bv-loop-title">The scheduling loop, step ${t} ` +
+    `(${policy})</div>${lines}</div>`;
+}
+
+// ---- the slot timeline, on a canvas ------------------------------------------------------------------------------
+const MARGIN = { left: 56, right: 16, top: 26, bottom: 40 };
+export const rowPx = (slots) => (slots <= 8 ? 30 : 22);
+export const frameHeight = (slots) => (slots <= 8 ? Math.max(30 * slots, 60) : 22 * slots);
+
+/** Return "nice" tick positions over [0, end]: steps of 1, 2 or 5 times a power of ten, about `target` of them. */
+export function niceTicks(end, target = 7) {
+  if (!(end > 0)) return [0];
+  const raw = end / target, power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw);
+  const ticks = [];
+  for (let x = 0; x <= end + 1e-9; x += step) ticks.push(Math.round(x / step) * step);
+  return ticks;
+}
+
+/** The rectangles a run draws over [0, end): generating and padding, each [left, right, slot, request]. */
+export function intervals(view, policy) {
+  const r = view.runs[policy], W = view.clock === "ms" ? Infinity : view.window;
+  const start = r.start_ms ?? r.start, finish = r.finish_ms ?? r.finish, release = r.release_ms ?? r.release;
+  const gen = [], pad = [];
+  for (let i = 0; i < start.length; i++) {
+    if (start[i] < W) gen.push([start[i], Math.min(finish[i], W), r.slot[i], i]);
+    if (release[i] > finish[i] && finish[i] < W) pad.push([finish[i], Math.min(release[i], W), r.slot[i], i]);
+  }
+  return { gen, pad };
+}
+
+export class Timeline {
+  /** One policy's timeline in `host`: a canvas sized to the host's width, redrawn whole in well under a frame. */
+  constructor(host, name, colours, onHover) {
+    this.host = host;
+    this.colours = colours;
+    this.canvas = document.createElement("canvas");
+    this.canvas.dataset.timeline = name;
+    this.canvas.setAttribute("role", "img");
+    this.canvas.style.display = "block";
+    host.appendChild(this.canvas);
+    this.onHover = onHover;
+    this.hover = null;
+    this.canvas.addEventListener("mousemove", (e) => this.onHover(this.hit(e)));
+    this.canvas.addEventListener("mouseleave", () => this.onHover(null));
+  }
+
+  /** Return the request index under a mouse event, or null. */
+  hit(e) {
+    if (!this.geom) return null;
+    const box = this.canvas.getBoundingClientRect(), x = e.clientX - box.left, y = e.clientY - box.top;
+    for (const [lo, hi, slot, i] of this.geom.gen) {
+      const [x0, x1] = [this.x(lo), this.x(hi)], [y0, y1] = [this.y(slot), this.y(slot + 1)];
+      if (x >= x0 && x < x1 && y >= y0 && y < y1) return i;
+    }
+    return null;
+  }
+
+  x(v) { return MARGIN.left + (v / this.end) * this.frameW; }
+  y(s) { return MARGIN.top + s * this.rowH; }
+
+  /** Return the page coordinates of cell (slot, t)'s centre: how the pixel tests find each cell. */
+  cellCentre(slot, t) {
+    const box = this.canvas.getBoundingClientRect();
+    return [box.left + this.x(t + 0.5), box.top + this.y(slot + 0.5)];
+  }
+
+  /** Draw `policy`'s run of `view`, revealed up to `cursor` (x units: steps, or ms on a clock). */
+  draw(view, policy, cursor, hover) {
+    const r = view.runs[policy], c = this.colours, slots = r.slots;
+    const onClock = view.clock === "ms";
+    this.end = onClock ? view.end_ms : view.window;
+    const width = Math.max(this.host.clientWidth || 320, 240), frameH = frameHeight(slots);
+    const height = MARGIN.top + frameH + MARGIN.bottom, dpr = window.devicePixelRatio || 1;
+    if (this.canvas.width !== Math.round(width * dpr) || this.canvas.height !== Math.round(height * dpr)) {
+      this.canvas.width = Math.round(width * dpr);
+      this.canvas.height = Math.round(height * dpr);
+      this.canvas.style.width = `${width}px`;
+      this.canvas.style.height = `${height}px`;
+    }
+    this.frameW = width - MARGIN.left - MARGIN.right;
+    this.rowH = frameH / slots;
+    this.geom = intervals(view, policy);
+    const title = `${policy} batching${onClock ? ", on a clock" : ""}`;
+    this.canvas.setAttribute("aria-label", `${title}: ${slots} slots over ${onClock ? fixed(this.end, 1) + " ms" :
+      this.end + " steps"}`);
+    const g = this.canvas.getContext("2d");
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.fillStyle = c.background;
+    g.fillRect(0, 0, width, height);
+    const x0 = this.x(0), x1 = this.x(this.end);
+    g.fillStyle = c.idle;
+    g.fillRect(x0, this.y(0), x1 - x0, frameH);
+    for (const [lo, hi, slot] of this.geom.pad) {
+      const [a, b, top] = [this.x(lo), this.x(hi), this.y(slot)];
+      g.fillStyle = c.padding;
+      g.fillRect(a, top, b - a, this.rowH);
+      g.save();
+      g.beginPath();
+      g.rect(a, top, b - a, this.rowH);
+      g.clip();
+      g.strokeStyle = c.hatch;
+      g.lineWidth = 1;
+      g.beginPath();
+      for (let k = a - this.rowH; k < b; k += 10) { g.moveTo(k, top + this.rowH); g.lineTo(k + this.rowH, top); }
+      g.stroke();
+      g.restore();
+    }
+    const fontPx = slots <= 8 ? 12 : 9;
+    g.font = `${fontPx}px system-ui, sans-serif`;
+    g.textBaseline = "top";
+    const minLabel = onClock ? 0.04 * Math.max(this.end, 1e-9) : view.min_label_cells;
+    for (const [lo, hi, slot, i] of this.geom.gen) {
+      const [a, b, top] = [this.x(lo), this.x(hi), this.y(slot)];
+      g.fillStyle = c.generating;
+      g.fillRect(a, top, b - a, this.rowH);
+      g.strokeStyle = "#FFFFFF";
+      g.lineWidth = 1;
+      g.strokeRect(a + 0.5, top + 0.5, Math.max(b - a - 1, 0), this.rowH - 1);
+      if (hi - lo >= minLabel) {
+        g.fillStyle = c.label;
+        g.fillText(view.ids[i], this.x(lo + (onClock ? 0.003 * this.end : 0.12)), top + 0.06 * this.rowH);
+      }
+    }
+    if (hover !== null && hover !== undefined) {
+      g.strokeStyle = c.highlight;
+      g.lineWidth = 3;
+      for (const [lo, hi, slot, i] of this.geom.gen) {
+        if (i === hover) g.strokeRect(this.x(lo) + 1.5, this.y(slot) + 1.5, this.x(hi) - this.x(lo) - 3, this.rowH - 3);
+      }
+    }
+    const cx = this.x(Math.min(cursor, this.end));
+    if (cx < x1) {  // the curtain: steps not played yet
+      g.fillStyle = c.background;
+      g.fillRect(cx, this.y(0), x1 - cx, frameH);
+    }
+    g.strokeStyle = c.text;
+    g.lineWidth = 2;
+    g.setLineDash([6, 4]);
+    g.beginPath();
+    g.moveTo(cx, this.y(0));
+    g.lineTo(cx, this.y(0) + frameH);
+    g.stroke();
+    g.setLineDash([]);
+    // Axes, title and labels.
+    g.fillStyle = c.text;
+    g.strokeStyle = c.text;
+    g.lineWidth = 1;
+    g.font = "600 13px system-ui, sans-serif";
+    g.textBaseline = "alphabetic";
+    g.textAlign = "left";
+    g.fillText(title, MARGIN.left, 17);
+    g.font = "11px system-ui, sans-serif";
+    g.textAlign = "right";
+    g.textBaseline = "middle";
+    for (let s = 0; s < slots; s++) g.fillText(`slot${s}`, MARGIN.left - 6, this.y(s + 0.5));
+    const base = this.y(0) + frameH;
+    g.beginPath();
+    g.moveTo(x0, base + 0.5);
+    g.lineTo(x1, base + 0.5);
+    g.stroke();
+    g.textAlign = "center";
+    g.textBaseline = "top";
+    for (const tick of niceTicks(this.end)) {
+      const px = Math.round(this.x(tick)) + 0.5;
+      g.beginPath();
+      g.moveTo(px, base);
+      g.lineTo(px, base + 5);
+      g.stroke();
+      g.fillText(onClock ? thousands(tick, 0) : String(tick), px, base + 7);
+    }
+    g.fillText(onClock ? "time (ms)" : "step (one forward pass)", x0 + (x1 - x0) / 2, base + 22);
+  }
+}
+
+// ---- the widget: controls, player, stats, head-to-head, both timelines, legend and caption -------------------------
+const PLAY = "▶ Play", PAUSE = "❚❚ Pause";
+const MOVES = [
+  ["« Start", "Go to step 0", (w) => 0],
+  ["◂ Back", "One step back", (w) => Math.max(0, w.step - 1)],
+  null,  // the play button
+  ["Step ▸", "One step forward", (w) => Math.min(w.last(), w.step + 1)],
+  ["End »", "Go to the window's last step", (w) => w.last()],
+];
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "text") node.textContent = v;
+    else if (k === "html") node.innerHTML = v;
+    else node.setAttribute(k, v);
+  }
+  for (const child of children) node.appendChild(child);
+  return node;
+}
+
+function range(label, name, min, max, value) {
+  const input = el("input", { type: "range", min, max, step: 1, name, "aria-label": label });
+  input.value = value;
+  const out = el("output", { "data-value": name, text: String(value) });
+  const box = el("label", { class: "bv-range" }, el("span", { class: "bv-range-label", text: label + " " }), out,
+    input);
+  return { box, input, out };
+}
+
+/**
+ * Mount the chapter's widget in `root`. `host` connects it to its data:
+ *   config: constants (colours, loops, captions, legend);  lookup(settings) -> a view, or null when not known yet;
+ *   settle(settings): ask for the view of these settings (the server computes it and calls widget.confirm);
+ *   onStep(t, final): the step moved (the server's copy follows; `final` when playback stopped or a click moved it).
+ */
+export function mountWidget(root, host) {
+  const cfg = host.config;
+  const w = {
+    view: null, settings: null, step: 0, hover: null, timer: null, pending: null, paints: 0,
+    last() { return this.view ? this.view.window - 1 : 0; },
+  };
+  root.classList.add("bv-widget-root");
+  const modeGroup = el("div", { role: "radiogroup", "aria-label": "Batching mode", class: "bv-modes" });
+  const modeButtons = ["continuous", "static"].map((mode) => {
+    const b = el("button", { type: "button", role: "radio", "data-mode": mode, text: mode });
+    b.addEventListener("click", () => change({ mode }));
+    modeGroup.appendChild(b);
+    return b;
+  });
+  const slots = range("Batch slots", "slots", 1, 16, 4);
+  const seed = range("Traffic seed", "seed", 0, 99, 0);
+  const controls = el("div", { class: "bv-controls" }, modeGroup, slots.box, seed.box);
+  const player = el("div", { class: "bv-player", role: "group", "aria-label": "Playback" });
+  const buttons = MOVES.map((move) => {
+    if (move === null) {
+      const play = el("button", { type: "button", class: "bv-play", title: "Play the steps in order", text: PLAY });
+      play.addEventListener("click", () => (w.timer ? stop() : start()));
+      player.appendChild(play);
+      return play;
+    }
+    const [label, help, target] = move;
+    const b = el("button", { type: "button", title: help, "aria-label": `${label} (${help})`, text: label });
+    b.addEventListener("click", () => { stop(); go(target(w), true); });
+    player.appendChild(b);
+    return b;
+  });
+  const playButton = buttons[2];
+  const stepInput = el("input", { type: "range", min: 0, max: 63, step: 1, name: "step", "aria-label": "Step" });
+  stepInput.addEventListener("input", () => { stop(); go(Number(stepInput.value), false); });
+  stepInput.addEventListener("change", () => host.onStep(w.step, true));
+  player.appendChild(stepInput);
+  const panel = el("div", { class: "bv-panel", "data-part": "playback", "aria-live": "off" });
+  const compact = el("div", { class: "bv-h2h-compact" });
+  const status = el("div", { class: "bv-status" }, panel, compact);
+  const plots = el("div", { class: "bv-timelines" });
+  const tip = el("div", { class: "bv-tip", role: "tooltip", hidden: "" });
+  const onHover = (i) => {
+    if (i === w.hover) return;
+    w.hover = i;
+    paint();
+    host.onHover?.(i === null ? null : w.view.ids[i]);
+  };
+  const timelines = [new Timeline(plots, "timeline", cfg.colours, onHover),
+                     new Timeline(plots, "timeline-other", cfg.colours, onHover)];
+  for (const tl of timelines) {
+    tl.canvas.addEventListener("mousemove", (e) => showTip(tl, e));
+    tl.canvas.addEventListener("mouseleave", () => (tip.hidden = true));
+  }
+  const legend = el("div", { html: cfg.legend });
+  const caption = el("div", { class: "bv-caption" });
+  root.append(controls, player, status, plots, tip, legend, caption);
+  new ResizeObserver(() => paint()).observe(plots);
+
+  function showTip(tl, e) {
+    const i = tl.hit(e);
+    if (i === null || !w.view) { tip.hidden = true; return; }
+    const v = w.view, r = v.runs[tl.canvas.dataset.timeline === "timeline" ? w.settings.mode : other()];
+    const f = (x) => (v.clock === "ms" ? fixed(x, 1) : String(x));
+    const [st, fi] = v.clock === "ms" ? [r.start_ms[i], r.finish_ms[i]] : [r.start[i], r.finish[i]];
+    const arr = v.clock === "ms" ? v.arrival_ms[i] : v.arrival[i], unit = v.clock === "ms" ? "ms" : "steps";
+    tip.innerHTML = `<b>request ${escape(v.ids[i])}</b><br>arrival ${f(arr)}<br>start ${f(st)}<br>finish ${f(fi)}` +
+      `<br>latency ${f(fi - arr)} ${unit}<br>wait ${f(st - arr)} ${unit}`;
+    const box = root.getBoundingClientRect();
+    tip.style.left = `${e.clientX - box.left + 12}px`;
+    tip.style.top = `${e.clientY - box.top + 12}px`;
+    tip.hidden = false;
+  }
+
+  const other = () => (w.settings.mode === "static" ? "continuous" : "static");
+  const cursorX = (t) => (w.view.clock === "ms" ? w.view.frames.cursor_x[t] : t + 1);
+
+  function paint() {
+    const v = w.view;
+    if (!v) return;
+    const t = Math.max(0, Math.min(w.step, w.last()));
+    const mode = w.settings.mode;
+    timelines[0].draw(v, mode, cursorX(t), w.hover);
+    timelines[1].host.hidden = false;
+    timelines[1].canvas.hidden = !v.both;
+    if (v.both) timelines[1].draw(v, other(), cursorX(t), w.hover);
+    panel.innerHTML = v.clock === "ms" ? v.frames.panel[mode][t] : playbackHtml(v, mode, t);
+    const loop = v.clock === "ms" ? v.frames.loop[mode][t] : loopHtml(v, cfg.loops, mode, t);
+    host.onLoop?.(loop, t);
+    if (host.onBatch && cfg.batch) {  // the batch at the cursor (assets/batch.js), where the page shows it
+      const batch = batchHtml(v, cfg, mode, t);
+      if (batch !== w.lastBatch) { w.lastBatch = batch; host.onBatch(batch, t); }
+    }
+    w.paints++;
+    w.paintedStep = t;
+    root.dataset.paints = String(w.paints);
+    root.dataset.step = String(t);
+    root.dataset.key = v.key;
+    window.__bvPaints = (window.__bvPaints || 0) + 1;
+    window.__bvPainted = performance.now();
+    window.__bvOnPaint?.(t);  // a benchmark's hook: it marks the frame this paint reaches the screen in
+  }
+
+  function showSettings() {
+    const s = w.settings, v = w.view;
+    for (const b of modeButtons) {
+      const on = b.dataset.mode === s.mode;
+      b.setAttribute("aria-checked", String(on));
+      b.classList.toggle("bv-on", on);
+    }
+    slots.input.max = String(v.slots_end);
+    slots.input.value = String(s.slots);
+    slots.out.textContent = String(s.slots);
+    seed.input.value = String(s.seed);
+    seed.out.textContent = String(s.seed);
+    seed.box.hidden = !v.generator;
+    stepInput.max = String(w.last());
+    stepInput.value = String(Math.min(w.step, w.last()));
+    compact.innerHTML = h2hCompactHtml(v);
+    caption.textContent = cfg.captions[s.mode];
+  }
+
+  function show(view, settings) {
+    w.view = view;
+    w.settings = settings;
+    showSettings();
+    paint();
+  }
+
+  function go(t, final) {
+    w.step = Math.max(0, Math.min(t, w.last()));
+    stepInput.value = String(w.step);
+    paint();
+    host.onStep(w.step, final);
+  }
+
+  function start() {
+    if (w.step >= w.last()) go(0, false);
+    playButton.textContent = PAUSE;
+    const every = window.__bvInterval ?? cfg.interval_ms;  // a benchmark may ask for another frame interval
+    w.timer = setInterval(() => { if (w.step >= w.last()) stop(); else go(w.step + 1, false); }, every);
+  }
+
+  function stop() {
+    if (!w.timer) return;
+    clearInterval(w.timer);
+    w.timer = null;
+    playButton.textContent = PLAY;
+    host.onStep(w.step, true);
+  }
+
+  // A settings change draws at once from a view already known (a neighbour the server sent ahead, or the export's
+  // table); the server's answer then confirms it, and an answer for settings no longer asked for is dropped.
+  function change(delta) {
+    const settings = { ...w.settings, ...delta };
+    if (settings.mode === w.settings.mode && settings.slots === w.settings.slots && settings.seed === w.settings.seed) {
+      return;
+    }
+    const onlyMode = settings.slots === w.settings.slots && settings.seed === w.settings.seed;
+    const known = onlyMode ? w.view : host.lookup(settings);
+    if (known) show(known, settings);
+    else { w.settings = settings; showSettings(); }
+    host.settle(settings);
+  }
+  slots.input.addEventListener("input", () => change({ slots: Number(slots.input.value) }));
+  seed.input.addEventListener("input", () => change({ seed: Number(seed.input.value) }));
+
+  w.confirm = (view, settings, step) => {
+    if (step !== undefined && !w.timer) w.step = step;
+    if (w.view && w.view.key === view.key && w.settings.mode === settings.mode && w.paintedStep === w.step) {
+      w.settings = settings;  // drawn ahead already: nothing to repaint (the drawn view object is kept)
+      showSettings();
+      return;
+    }
+    show(view, settings);
+  };
+  w.setStep = (t) => { if (!w.timer && t !== w.step) { w.step = t; stepInput.value = String(t); paint(); } };
+  w.timelines = timelines;
+  w.start = start;
+  w.stop = stop;
+  w.paint = paint;
+  return w;
+}

@@ -1,0 +1,84 @@
+"""The browser's renderer against Python's builders, its oracles: every step's texts equal, and the drawn pixels."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app import palette
+from app.progress import playback_texts
+from app.state import shared_runs
+from app.story import loop_texts
+from app.widget import RENDERER_JS
+from app.widget_data import ViewKey, h2h_compact, renderer_config, view_json
+from core import TrafficConfig
+from core import worked_example as worked
+from core.chapter_traffic import chapter_traffic
+from core.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE
+
+EXPOSE = "\nwindow.__R = { playbackHtml, loopHtml, h2hCompactHtml, describeStep, niceTicks };"
+CASES = [  # (name, traffic, slots, batch timeout, window)
+    ("chapter", tuple(chapter_traffic()), 4, 0, 64),
+    ("worked", tuple(worked.worked_example()), 4, worked.BATCH_TIMEOUT, worked.WINDOW),
+    *((f"seed{seed}-{slots}", TrafficConfig(seed=seed), slots, 0, 64) for seed in (0, 4, 37) for slots in (1, 4, 16)),
+    ("lesson-fixed-queued", TrafficConfig(seed=4, lengths="fixed", arrival_window=1), 4, 0, 64),
+    ("many", TrafficConfig(seed=4, requests=300), 32, 0, 200),
+]
+
+
+@pytest.fixture(scope="module")
+def renderer(browser):
+    """A blank page holding the renderer module, its functions on window.__R."""
+    page = browser.new_page()
+    page.set_content("<!doctype html><html><body></body></html>")
+    page.add_script_tag(content=RENDERER_JS + EXPOSE, type="module")
+    page.wait_for_function("window.__R !== undefined")
+    yield page
+    page.close()
+
+
+def _key(traffic, slots, timeout, window) -> ViewKey:
+    return ViewKey(traffic, slots, timeout, window, "steps", DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, True, True, 16)
+
+
+@pytest.mark.parametrize("name, traffic, slots, timeout, window", CASES, ids=[c[0] for c in CASES])
+def test_every_steps_texts_equal_pythons(renderer, name, traffic, slots, timeout, window):
+    """Readout, stats, waste meter, decision log and the lit loop: the JS strings equal Python's, at every step."""
+    view = view_json(_key(traffic, slots, timeout, window))
+    loops = renderer_config(palette.THEMES["light"], 16)["loops"]
+    got = renderer.evaluate(
+        """([view, loops]) => {
+          const v = JSON.parse(view), out = {};
+          for (const mode of ["static", "continuous"]) {
+            out[mode] = { panel: [], loop: [] };
+            for (let t = 0; t < v.window; t++) {
+              out[mode].panel.push(window.__R.playbackHtml(v, mode, t));
+              out[mode].loop.push(window.__R.loopHtml(v, loops, mode, t));
+            }
+          }
+          out.h2h = window.__R.h2hCompactHtml(v);
+          return out;
+        }""",
+        [view, loops],
+    )
+    static, continuous = shared_runs(traffic, slots, timeout)
+    for run in (static, continuous):
+        assert got[run.policy]["panel"] == list(playback_texts(run, window)), run.policy
+        assert got[run.policy]["loop"] == list(loop_texts(run, window)), run.policy
+    assert got["h2h"] == h2h_compact(static, continuous, window, None)
+
+
+def test_the_view_is_flat_arrays_the_size_of_the_traffic():
+    """The server sends data, not per-step HTML: a view holds per-request arrays and no step's text."""
+    view = json.loads(view_json(_key(TrafficConfig(seed=4), 4, 0, 64)))
+    assert set(view["runs"]) == {"static", "continuous"}
+    for run in view["runs"].values():
+        assert all(len(run[k]) == 12 for k in ("start", "finish", "slot", "release"))
+    assert "step 0" not in json.dumps(view)  # no readout or log text: the renderer writes those
+
+
+def test_ticks_are_round_numbers(renderer):
+    """The axis ticks are 1, 2 or 5 times a power of ten, spanning the window."""
+    assert renderer.evaluate("window.__R.niceTicks(64)") == [0, 10, 20, 30, 40, 50, 60]
+    assert renderer.evaluate("window.__R.niceTicks(24)") == [0, 5, 10, 15, 20]
