@@ -23,6 +23,9 @@ JS_PATH = Path(__file__).resolve().parent.parent / "assets" / "export_exercises.
 # so three rates (light, the default, heavy) keep `batchviz export` to about 27 sweeps.
 EXPORT_RATES = (20.0, DEFAULT_RATE_PER_S, 320.0)
 DEFAULT_TARGET_MS = 50.0
+# On a phone a row of controls wraps onto more lines rather than running off the page.
+WRAP = {"flex-wrap": "wrap", "gap": "4px 0"}
+WRAP_BUTTONS = ".bk-btn-group { flex-wrap: wrap; row-gap: 4px; }"
 
 
 def _div(text: str = "", **kw) -> Div:
@@ -72,7 +75,11 @@ def _knee_controls() -> dict:
             title="ITL target (ms)", name="knee-target", start=5, end=200, step=1, value=DEFAULT_TARGET_MS, width=260
         ),
         guess=RadioButtonGroup(
-            name="knee-guess", labels=[str(b) for b in DEFAULT_BATCHES], active=None, css_classes=["bv-knee-guess"]
+            name="knee-guess",
+            labels=[str(b) for b in DEFAULT_BATCHES],
+            active=None,
+            css_classes=["bv-knee-guess"],
+            stylesheets=[WRAP_BUTTONS],
         ),
     )
 
@@ -117,7 +124,14 @@ def knee_section():
             INTRO + "<p>On this page the presets and three rates were swept in advance; the served app also lets "
             "you edit every parameter and pick any rate.</p>"
         ),
-        row(controls["accelerator"], controls["model"], controls["rate"], controls["target"]),
+        row(
+            controls["accelerator"],
+            controls["model"],
+            controls["rate"],
+            controls["target"],
+            styles=WRAP,
+            sizing_mode="stretch_width",
+        ),
         verdict,
         controls["guess"],
         plots.itl,

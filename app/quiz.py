@@ -126,6 +126,29 @@ QUESTIONS = (
 )
 
 
+INTRO = (
+    "<h3>Check yourself</h3><p>Six questions on the chapter, one at a time. Answer before you look: each "
+    "answer is explained, with a link that opens the view that shows it (your answers stay here).</p>"
+)
+
+
+def questions_data() -> list[dict]:
+    """Return the questions as JSON-able dicts, each with the served quiz's explanation of every option."""
+    return [
+        {
+            "key": q.key,
+            "text": q.text,
+            "options": list(q.options),
+            "answer": q.answer,
+            "link": q.link,
+            "link_text": q.link_text,
+            # Rendered here, so the exported page's quiz (assets/quiz.js) says exactly what the served one says.
+            "explanations": [explanation_html(q, k) for k in range(len(q.options))],
+        }
+        for q in QUESTIONS
+    ]
+
+
 def score(answers: list[int | None]) -> int:
     """Return how many of `answers` (an option index per question, None when unanswered) are right."""
     return sum(a == q.answer for q, a in zip(QUESTIONS, answers))
@@ -246,10 +269,7 @@ class Quiz(pn.viewable.Viewer):
         self.body.objects = parts
 
     def __panel__(self):
-        intro = _pane(
-            "<h3>Check yourself</h3><p>Six questions on the chapter, one at a time. Answer before you look: each "
-            "answer is explained, with a link that opens the view that shows it (your answers stay here).</p>"
-        )
+        intro = _pane(INTRO)
         return pn.Column(intro, self.body, sizing_mode="stretch_width", css_classes=["bv-quiz"], max_width=760)
 
 

@@ -86,7 +86,9 @@ class App(pn.viewable.Viewer):
         self.quiz.param.watch(self._follow, "goto")
         self.agent = PageAgent()  # in-app links open in place; names and focus rings for every control
         self.agent.param.watch(lambda _e: self.open_link(self.agent.link), "clicks")
-        self.lesson_buttons = [self._button(label, **values) for label, values in story.LESSONS.values()]
+        self.lesson_buttons = [
+            self._button(label, slots=story.LESSON_SLOTS, **values) for label, values in story.LESSONS.values()
+        ]
         self.worked_box = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS], visible=False)
         self.state.param.watch(self._show_worked, ["static_run", "continuous_run"])
         self._show_worked()

@@ -41,7 +41,9 @@ SPREAD = (
     "continuous batching has no boundary to wait for.</p>"
 )
 
-# One click each: the settings that make the lesson's sentence true (tested in tests/test_page_claims.py).
+# One click each: the settings that make the lesson's sentence true (tested in tests/test_page_claims.py), on
+# LESSON_SLOTS slots: with as many slots as requests every batch holds the whole queue and the gap closes.
+LESSON_SLOTS = 4
 LESSONS = {
     "fixed-queued": ("Fixed lengths, all queued at step 0", {"lengths": "fixed", "arrival_window": 1}),
     "heavy-queued": ("Heavy-tailed, all queued at step 0", {"lengths": "heavy", "arrival_window": 1}),

@@ -208,11 +208,19 @@ export class Timeline {
 
   x(v) { return MARGIN.left + (v / this.end) * this.frameW; }
   y(s) { return MARGIN.top + s * this.rowH; }
+  // Rectangles are drawn on whole pixels: crisp edges, each within half a pixel of its time.
+  px(v) { return Math.round(this.x(v)); }
+  py(s) { return Math.round(this.y(s)); }
 
   /** Return the page coordinates of cell (slot, t)'s centre: how the pixel tests find each cell. */
   cellCentre(slot, t) {
+    return this.pagePoint(t + 0.5, slot + 0.5);
+  }
+
+  /** Return the page coordinates of a point on the timeline's axes (x in steps or ms, y in slots from the top). */
+  pagePoint(x, y) {
     const box = this.canvas.getBoundingClientRect();
-    return [box.left + this.x(t + 0.5), box.top + this.y(slot + 0.5)];
+    return [box.left + this.x(x), box.top + this.y(y)];
   }
 
   /** Draw `policy`'s run of `view`, revealed up to `cursor` (x units: steps, or ms on a clock). */
@@ -238,21 +246,21 @@ export class Timeline {
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.fillStyle = c.background;
     g.fillRect(0, 0, width, height);
-    const x0 = this.x(0), x1 = this.x(this.end);
+    const x0 = this.px(0), x1 = this.px(this.end);
     g.fillStyle = c.idle;
     g.fillRect(x0, this.y(0), x1 - x0, frameH);
     for (const [lo, hi, slot] of this.geom.pad) {
-      const [a, b, top] = [this.x(lo), this.x(hi), this.y(slot)];
+      const [a, b, top, h] = [this.px(lo), this.px(hi), this.py(slot), this.py(slot + 1) - this.py(slot)];
       g.fillStyle = c.padding;
-      g.fillRect(a, top, b - a, this.rowH);
+      g.fillRect(a, top, b - a, h);
       g.save();
       g.beginPath();
-      g.rect(a, top, b - a, this.rowH);
+      g.rect(a, top, b - a, h);
       g.clip();
       g.strokeStyle = c.hatch;
       g.lineWidth = 1;
       g.beginPath();
-      for (let k = a - this.rowH; k < b; k += 10) { g.moveTo(k, top + this.rowH); g.lineTo(k + this.rowH, top); }
+      for (let k = a - h; k < b; k += 10) { g.moveTo(k, top + h); g.lineTo(k + h, top); }
       g.stroke();
       g.restore();
     }
@@ -261,25 +269,26 @@ export class Timeline {
     g.textBaseline = "top";
     const minLabel = onClock ? 0.04 * Math.max(this.end, 1e-9) : view.min_label_cells;
     for (const [lo, hi, slot, i] of this.geom.gen) {
-      const [a, b, top] = [this.x(lo), this.x(hi), this.y(slot)];
+      const [a, b, top, h] = [this.px(lo), this.px(hi), this.py(slot), this.py(slot + 1) - this.py(slot)];
       g.fillStyle = c.generating;
-      g.fillRect(a, top, b - a, this.rowH);
+      g.fillRect(a, top, b - a, h);
       g.strokeStyle = "#FFFFFF";
       g.lineWidth = 1;
-      g.strokeRect(a + 0.5, top + 0.5, Math.max(b - a - 1, 0), this.rowH - 1);
+      g.strokeRect(a + 0.5, top + 0.5, Math.max(b - a - 1, 0), h - 1);
       if (hi - lo >= minLabel) {
         g.fillStyle = c.label;
         g.fillText(view.ids[i], this.x(lo + (onClock ? 0.003 * this.end : 0.12)), top + 0.06 * this.rowH);
       }
     }
+    this.drawnHover = hover ?? null;  // the request outlined in this drawing (read by the hover tests)
     if (hover !== null && hover !== undefined) {
       g.strokeStyle = c.highlight;
       g.lineWidth = 3;
       for (const [lo, hi, slot, i] of this.geom.gen) {
-        if (i === hover) g.strokeRect(this.x(lo) + 1.5, this.y(slot) + 1.5, this.x(hi) - this.x(lo) - 3, this.rowH - 3);
+        if (i === hover) g.strokeRect(this.px(lo) + 1.5, this.py(slot) + 1.5, this.px(hi) - this.px(lo) - 3, this.py(slot + 1) - this.py(slot) - 3);
       }
     }
-    const cx = this.x(Math.min(cursor, this.end));
+    const cx = this.px(Math.min(cursor, this.end));
     if (cx < x1) {  // the curtain: steps not played yet
       g.fillStyle = c.background;
       g.fillRect(cx, this.y(0), x1 - cx, frameH);

@@ -24,7 +24,7 @@ def _default_config() -> TrafficConfig:
     return SimState().traffic_key()
 
 
-def _runs(config: TrafficConfig, slots: int = 4):
+def _runs(config: TrafficConfig, slots: int = story.LESSON_SLOTS):
     requests = generate(config)
     return simulate(requests, slots, "static"), simulate(requests, slots, "continuous")
 

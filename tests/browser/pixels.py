@@ -52,3 +52,40 @@ def read_timeline(
     centres = page.evaluate(CELL_CENTRES_JS, [name, slots, window])
     image = np.asarray(Image.open(io.BytesIO(page.screenshot(full_page=True))).convert("RGB")).astype(float)
     return ["".join(nearest_state(image[int(round(y)), int(round(x))], colours) for x, y in row) for row in centres]
+
+
+POINT_JS = """([name, x, y]) => window.__bvWidget.timelines[name === "timeline" ? 0 : 1].pagePoint(x, y)"""
+OUTLINED_JS = """(name) => {
+  const w = window.__bvWidget, tl = w.timelines[name === "timeline" ? 0 : 1];
+  return tl.drawnHover === null ? [] : [w.view.ids[tl.drawnHover]];
+}"""
+SHOWN_HEIGHT_JS = """(name) => {
+  const tl = window.__bvWidget.timelines[name === "timeline" ? 0 : 1];
+  return tl.canvas.getBoundingClientRect().height;
+}"""
+
+
+def timeline_point(page, name: str, x: float, y: float) -> tuple[float, float]:
+    """Return the page coordinates of (x steps or ms, y slots) on a timeline."""
+    return tuple(page.evaluate(POINT_JS, [name, x, y]))
+
+
+def outlined(page, name: str) -> list[str]:
+    """Return the request the timeline's last drawing outlined as hovered ([] for none)."""
+    return page.evaluate(OUTLINED_JS, name)
+
+
+def shown_height(page, name: str) -> float:
+    """Return a timeline's height on the page (0 when hidden)."""
+    return page.evaluate(SHOWN_HEIGHT_JS, name)
+
+
+CANVAS_RECT_JS = """(name) => {
+  const r = window.__bvWidget.timelines[name === "timeline" ? 0 : 1].canvas.getBoundingClientRect();
+  return [r.left, r.top, r.right, r.bottom];
+}"""
+
+
+def canvas_rect(page, name: str = "timeline") -> tuple[float, float, float, float]:
+    """Return a timeline canvas's (left, top, right, bottom) on the page."""
+    return tuple(page.evaluate(CANVAS_RECT_JS, name))

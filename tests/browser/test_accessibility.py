@@ -145,7 +145,7 @@ def test_clicking_a_checkbox_label_toggles_it(page, page_errors, app_url):
     page.evaluate(OPEN_CARDS_JS)
     box = page.get_by_role("checkbox", name="Show both modes on one time axis")
     words = page.get_by_text("Show both modes on one time axis", exact=True)
-    other_shown = "Bokeh.documents[0].get_model_by_name('timeline-other').visible"
+    other_shown = "!window.__bvWidget.timelines[1].canvas.hidden"
     before = box.is_checked()
     assert page.evaluate(other_shown) == before
     for state in (not before, before):

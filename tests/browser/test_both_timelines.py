@@ -3,24 +3,7 @@
 from playwright.sync_api import expect
 
 from .helpers import core_run, open_app
-from .pixels import read_timeline
-
-SELECTED_IDS_JS = """(name) => {
-  const view = Bokeh.index.query_one(v => v.model.name === name && v.frame !== undefined);
-  const src = view.model.renderers.find(r => r.data_source.data.label !== undefined).data_source;
-  return src.selected.indices.map(i => src.data.id[i]);
-}"""
-
-CELL_JS = """([name, t, slot]) => {
-  const view = Bokeh.index.query_one(v => v.model.name === name && v.frame !== undefined);
-  const rect = view.canvas_view.el.getBoundingClientRect();
-  return [rect.left + view.frame.x_scale.compute(t), rect.top + view.frame.y_scale.compute(slot)];
-}"""
-
-SHOWN_HEIGHT_JS = """(name) => {
-  const view = Bokeh.index.query_one(v => v.model.name === name && v.frame !== undefined);
-  return view ? view.canvas_view.el.getBoundingClientRect().height : 0;
-}"""
+from .pixels import outlined, read_timeline, shown_height, timeline_point
 
 
 def test_both_timelines_share_the_cursor(page, page_errors, app_url):
@@ -39,30 +22,30 @@ def test_both_timelines_share_the_cursor(page, page_errors, app_url):
 
 
 def test_hovering_a_request_highlights_it_in_both(page, page_errors, app_url):
-    """Mouse over request F in the continuous timeline: F is selected (outlined) in both timelines, then cleared."""
+    """Mouse over request F in the continuous timeline: F is outlined in both timelines, then cleared."""
     open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
     run = core_run("continuous", 4, 4)
     i = next(k for k, r in enumerate(run.requests) if r.id == "F")
-    x, y = page.evaluate(CELL_JS, ["timeline", float(run.start[i]) + 2.5, float(run.slot[i]) + 0.5])
+    x, y = timeline_point(page, "timeline", float(run.start[i]) + 2.5, float(run.slot[i]) + 0.5)
     page.mouse.move(x, y)
     page.wait_for_timeout(200)  # let the hover callback run before reading the selections
-    assert page.evaluate(SELECTED_IDS_JS, "timeline") == ["F"]
-    assert page.evaluate(SELECTED_IDS_JS, "timeline-other") == ["F"]
+    assert outlined(page, "timeline") == ["F"]
+    assert outlined(page, "timeline-other") == ["F"]
     page.mouse.move(5, 5)
     page.wait_for_timeout(200)
-    x, y = page.evaluate(CELL_JS, ["timeline", 0.5, 3.5])  # an idle cell: no request under the mouse
+    x, y = timeline_point(page, "timeline", 0.5, 3.5)  # an idle cell: no request under the mouse
     page.mouse.move(x, y)
     page.wait_for_timeout(200)
-    assert page.evaluate(SELECTED_IDS_JS, "timeline") == []
-    assert page.evaluate(SELECTED_IDS_JS, "timeline-other") == []
+    assert outlined(page, "timeline") == []
+    assert outlined(page, "timeline-other") == []
 
 
 def test_both_off_hides_the_other_timeline(page, page_errors, app_url):
     """?both=0 shows one timeline; a bad value says what is allowed and keeps both."""
     open_app(page, app_url, "?mode=static&slots=4&seed=4&both=0")
-    assert page.evaluate(SHOWN_HEIGHT_JS, "timeline") > 0
-    assert page.evaluate(SHOWN_HEIGHT_JS, "timeline-other") == 0
+    assert shown_height(page, "timeline") > 0
+    assert shown_height(page, "timeline-other") == 0
     open_app(page, app_url, "?both=maybe")
     # The message pane may paint a moment after the first canvas: wait for it rather than read it at once.
     expect(page.locator(".bv-message").first).to_contain_text("both='maybe' is not allowed (use 1 or 0); kept 1")
-    assert page.evaluate(SHOWN_HEIGHT_JS, "timeline-other") > 0
+    assert shown_height(page, "timeline-other") > 0

@@ -11,8 +11,7 @@ from core.step_batch import ContinuousBatches
 from core.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
 
 from .helpers import core_run, open_app, wait_for_timeline
-from .pixels import read_timeline
-from .test_both_timelines import CELL_JS
+from .pixels import read_timeline, timeline_point
 
 CONTINUOUS = "[data-policy=continuous]"
 
@@ -99,12 +98,18 @@ def test_hovering_a_request_outlines_its_tokens_and_blocks(page, page_errors, ap
     outline = f"{CONTINUOUS} .bv-table-row[data-req='{name}']"
     style = "e => getComputedStyle(e).outlineStyle"
     assert page.locator(outline).first.evaluate(style) == "none"
-    x, y = page.evaluate(CELL_JS, ["timeline", float(run.start[i]) + 0.5, float(run.slot[i]) + 0.5])
+    x, y = timeline_point(page, "timeline", float(run.start[i]) + 0.5, float(run.slot[i]) + 0.5)
     page.mouse.move(x, y)
     page.wait_for_function(
         f"""() => {{
-          const root = Bokeh.index.query_one(v => v.model.name === "batch").shadow_el;
-          const e = root.querySelector(".bv-table-row[data-req='{name}']");
+          const find = (root) => {{
+            const e = root.querySelector(".bv-table-row[data-req='{name}']");
+            if (e) return e;
+            for (const host of root.querySelectorAll("*")) if (host.shadowRoot) {{
+              const f = find(host.shadowRoot); if (f) return f; }}
+            return null;
+          }};
+          const e = find(document);
           return getComputedStyle(e).outlineStyle === "solid";
         }}""",
         timeout=5_000,
@@ -113,7 +118,7 @@ def test_hovering_a_request_outlines_its_tokens_and_blocks(page, page_errors, ap
     assert all(others.nth(k).evaluate(style) == "none" for k in range(others.count()))
     assert page.locator(f"{CONTINUOUS} .bv-seg[data-req='{name}']").first.evaluate(style) == "solid"
     page.mouse.move(5, 5)
-    x, y = page.evaluate(CELL_JS, ["timeline", 0.5, 3.5])  # an idle cell
+    x, y = timeline_point(page, "timeline", 0.5, 3.5)  # an idle cell
     page.mouse.move(x, y)
     expect(page.locator(outline).first).to_have_css("outline-style", "none")
 

@@ -16,9 +16,8 @@ from .helpers import open_app
 from .pixels import nearest_state
 
 X_PIXEL_JS = """([name, xs, slot]) => {
-  const view = Bokeh.index.query_one(v => v.model.name === name && v.frame !== undefined);
-  const rect = view.canvas_view.el.getBoundingClientRect();
-  return [xs.map(x => rect.left + view.frame.x_scale.compute(x)), rect.top + view.frame.y_scale.compute(slot + 0.5)];
+  const tl = window.__bvWidget.timelines[name === "timeline" ? 0 : 1];
+  return [xs.map(x => tl.pagePoint(x, slot + 0.5)[0]), tl.pagePoint(0, slot + 0.5)[1]];
 }"""
 COLOURS = {"G": palette.GENERATING_COLOR, ".": palette.IDLE_COLOR, "P": palette.PADDING_COLOR, "W": "#FFFFFF"}
 
@@ -73,7 +72,7 @@ def test_another_preset_redraws_on_its_clock(page, page_errors, app_url):
     runs = _core_runs("a100-80gb", "llama2-13b")
     end = max(r.drain_ms for r in runs.values())
     page.wait_for_function(
-        f"Math.abs(Bokeh.documents[0].get_model_by_name('timeline').x_range.end - {end}) < 1e-6", timeout=15_000
+        f"Math.abs(window.__bvWidget.timelines[0].end - {end}) < 1e-6", timeout=15_000
     )
     assert _edges_match(page, "timeline", runs["continuous"], 0) >= 1
 

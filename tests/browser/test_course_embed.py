@@ -29,8 +29,7 @@ ACTIVE_TAB_JS = """() => { const found = [];
     if (el.shadowRoot) walk(el.shadowRoot); } };
   walk(document); return found[0] || null; }"""
 TIMELINE_BOX_JS = """() => {
-  const view = Bokeh.index.query_one(v => v.model.name === 'timeline' && v.frame !== undefined);
-  const r = view.canvas_view.el.getBoundingClientRect();
+  const r = window.__bvWidget.timelines[0].canvas.getBoundingClientRect();
   return [r.top, r.bottom]; }"""
 
 
@@ -51,7 +50,7 @@ def open_course(page, url: str) -> None:
     """Open the course page and wait until the embedded app has drawn its timeline."""
     page.goto(url)
     page.wait_for_function(READY_JS, polling=100, timeout=30_000)
-    page.locator(".bk-Canvas").first.wait_for(timeout=30_000)
+    page.wait_for_function("window.__bvPaints > 0", timeout=30_000)
 
 
 def test_embedded_app_loads_every_stylesheet_with_no_network(page, page_errors, course_url):

@@ -1,21 +1,36 @@
-"""The exported page, opened from file:// with every network request blocked, draws what the core computes."""
+"""The exported page, opened from file:// with every network request blocked, draws and says what the core computes."""
 
+import json
 import re
 import subprocess
 import sys
 
+import param
 import pytest
 from playwright.sync_api import expect
 
+from app import chapter, story
+from app.batch_view import BatchView
 from app.exercises.knee import verdict_html
-from core import compute_metrics, simulate
-from core.hardware import cost_model
+from app.export import lesson_config, offline_links
+from app.quiz import QUESTIONS, explanation_html, progress_html, summary_html
+from app.state import CHAPTER_NAME, SimState
+from app.widget_data import ViewKey, view_json
+from core import TrafficConfig, compute_metrics, generate, simulate
+from core import worked_example as worked
+from core.chapter_traffic import chapter_traffic
+from core.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, cost_model
 from core.spread import spread_study
 from core.sweep import DEFAULT_BATCHES, decode_knee, knee, sweep
-from core.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
 
-from .helpers import READY_JS, assert_numbers_match_core, core_run, text_of
+from .helpers import assert_numbers_match_core, core_run, text_of
 from .pixels import read_timeline
+
+READY = (
+    "document.body.dataset.ready === '1' && window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents[0].is_idle"
+)
+# The browser's own serialisation of a Python-built fragment, to compare with what the page holds.
+NORMALISED = "(html) => { const d = document.createElement('div'); d.innerHTML = html; return d.innerHTML; }"
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +43,7 @@ def exported(tmp_path_factory):
 
 @pytest.fixture
 def offline(page):
-    """Abort every request that is not the page file itself; return the list of what was attempted."""
+    """Abort every request that is not the page file itself; fail if the page tried any."""
     attempted: list[str] = []
 
     def handle(route):
@@ -47,40 +62,56 @@ def offline(page):
 
 def _open(page, url: str) -> None:
     page.goto(url)
-    page.wait_for_function(READY_JS, polling=100, timeout=30_000)
-    page.locator(".bk-Canvas >> visible=true").first.wait_for(timeout=30_000)  # ?tab= may hide the first
+    page.wait_for_function(READY, polling=100, timeout=30_000)
 
 
-def _set(page, **values) -> None:
-    """Set controls as the widgets do (slots, seed, step sliders; mode index), then let Bokeh repaint."""
-    page.evaluate(
-        """(values) => { const doc = Bokeh.documents[0];
-             for (const [name, value] of Object.entries(values))
-               doc.get_model_by_name(name)[name === 'mode' ? 'active' : 'value'] = value; }""",
-        values,
+def _both(page, slots: int, window: int = 64) -> tuple[list[str], list[str]]:
+    return read_timeline(page, slots, window), read_timeline(page, slots, window, name="timeline-other")
+
+
+def _core_both(requests, mode: str, slots: int, timeout: int = 0, window: int = 64) -> tuple[list[str], list[str]]:
+    other = "static" if mode == "continuous" else "continuous"
+    return tuple(
+        simulate(requests, slots, m, timeout if m == "static" else 0).timeline_strings(window) for m in (mode, other)
     )
-    page.wait_for_timeout(150)
 
 
-def test_export_renders_offline_and_matches_the_core(page, page_errors, offline, exported, artifacts):
-    """Default view and three other settings: the pixels equal the core's timeline cell for cell."""
-    _open(page, exported)
-    assert read_timeline(page, 4, 64) == core_run("continuous", 4, 4).timeline_strings(64)
-    for mode, slots, seed in [("static", 9, 5), ("continuous", 16, 3), ("static", 1, 0)]:
-        _set(page, mode=["continuous", "static"].index(mode), slots=slots, seed=seed)
-        assert read_timeline(page, slots, 64) == core_run(mode, slots, seed).timeline_strings(64), (mode, slots, seed)
-    page.screenshot(path=artifacts / "export-static-1-0.png", full_page=True)
-
-
-def test_export_keyboard_moves_slots(page, page_errors, offline, exported):
-    """The slots slider answers the keyboard, as in the served app."""
-    _open(page, exported)
-    handle = page.locator(".noUi-handle").first
+def _press(page, name: str, key: str, times: int = 1) -> None:
+    """Move a range input with the keyboard, as a learner would."""
+    handle = page.locator(f"input[name={name}]")
     handle.focus()
-    handle.press("ArrowRight")
-    handle.press("ArrowRight")
-    page.wait_for_timeout(150)
-    assert read_timeline(page, 6, 64) == core_run("continuous", 6, 4).timeline_strings(64)
+    for _ in range(times):
+        handle.press(key)
+
+
+def _normalised(page, fragment: str) -> str:
+    return page.evaluate(NORMALISED, fragment)
+
+
+def test_export_opens_on_the_chapters_traffic_and_follows_the_sliders(page, page_errors, offline, exported, artifacts):
+    """Both timelines equal the core's runs: the chapter's traffic, then a seed and slots moved with the keyboard."""
+    _open(page, exported)
+    chapter_requests = chapter_traffic()
+    assert _both(page, 4) == _core_both(chapter_requests, "continuous", 4)
+    _press(page, "seed", "ArrowRight")  # the chapter's traffic gives way to generated traffic at seed 5
+    assert _both(page, 4) == _core_both(generate(TrafficConfig(seed=5)), "continuous", 4)
+    expect(page.locator("[data-traffic=generated]")).to_have_attribute("aria-pressed", "true")
+    _press(page, "slots", "ArrowRight", 2)
+    assert _both(page, 6) == _core_both(generate(TrafficConfig(seed=5)), "continuous", 6)
+    page.locator("[data-mode=static]").click()
+    assert _both(page, 6) == _core_both(generate(TrafficConfig(seed=5)), "static", 6)
+    page.locator("[data-traffic=chapter]").click()
+    assert _both(page, 6) == _core_both(chapter_requests, "static", 6)
+    page.screenshot(path=artifacts / "export-chapter-static-6.png", full_page=True)
+
+
+def test_export_seed_moved_quickly_ends_on_the_last_value(page, page_errors, offline, exported):
+    """Eight quick key presses: the final picture, stats and head-to-head are the final seed's (no stale frame)."""
+    _open(page, exported + "?seed=0")
+    _press(page, "seed", "ArrowRight", 8)
+    expect(page.locator("output[data-value=seed]")).to_have_text("8")
+    assert _both(page, 4) == _core_both(generate(TrafficConfig(seed=8)), "continuous", 4)
+    assert_numbers_match_core(page, "continuous", 4, 8)
 
 
 # (static, 8, 7) has utilisation exactly 12.5% and (static, 5, 1) an average latency of exactly 6.25: Python
@@ -89,50 +120,264 @@ def test_export_keyboard_moves_slots(page, page_errors, offline, exported):
     "mode,slots,seed", [("static", 4, 4), ("continuous", 9, 5), ("static", 7, 12), ("static", 8, 7), ("static", 5, 1)]
 )
 def test_export_numbers_equal_the_core_metrics(page, page_errors, offline, exported, mode, slots, seed):
-    """Live stats and the head-to-head table are the core's numbers, formatted as the served app formats them."""
-    _open(page, exported)
-    _set(page, mode=["continuous", "static"].index(mode), slots=slots, seed=seed)
+    """A deep link on the file URL: live stats and both head-to-head tables are the core's numbers, as served."""
+    _open(page, exported + f"?mode={mode}&slots={slots}&seed={seed}")
+    assert read_timeline(page, slots, 64) == core_run(mode, slots, seed).timeline_strings(64)
     assert_numbers_match_core(page, mode, slots, seed)
+    m = {p: compute_metrics(core_run(p, slots, seed), 64) for p in ("static", "continuous")}
+    for policy in ("static", "continuous"):  # the bars carry the table's numbers
+        assert text_of(page, f"[data-bar={policy}-completed] + span") == f"{policy}: {m[policy].completed}"
 
 
-def test_export_playback_reveals_cells_and_logs_decisions(page, page_errors, offline, exported):
-    """Reset, step, play: the readout, the revealed cells, stats and the decision log follow the core."""
-    _open(page, exported)
+def test_export_playback_reveals_cells_in_order_and_follows_the_core(page, page_errors, offline, exported):
+    """Start, step, play at 16 ms: the cells, stats, log, the loop and the batch at the cursor follow the core."""
+    _open(page, exported + "?mode=static&seed=4")
     run = core_run("static", 4, 4)
-    full = run.timeline_strings(64)
-    _set(page, mode=1)
-    page.get_by_role("button", name="Reset").click()
-    expect(page.locator(".bv-step").first).to_have_text("step 0")
+    full, other_full = _core_both(generate(TrafficConfig(seed=4)), "static", 4)
+    page.get_by_role("button", name="« Start (Go to step 0)").click()
+    expect(page.locator(".bv-step")).to_have_text("step 0")
     for _ in range(5):
-        page.get_by_role("button", name="Step ▸").click()
-    expect(page.locator(".bv-step").first).to_have_text("step 5")
-    assert read_timeline(page, 4, 64) == [row[:6] + "-" * 58 for row in full]  # step 5 is the pass at the cursor
+        page.get_by_role("button", name="Step ▸ (One step forward)").click()
+    expect(page.locator(".bv-step")).to_have_text("step 5")
+    assert _both(page, 4) == ([r[:6] + "-" * 58 for r in full], [r[:6] + "-" * 58 for r in other_full])
     assert text_of(page, "[data-stat=useful_tokens]") == str(compute_metrics(run, 6).useful_tokens)
-    assert text_of(page, ".bk-Div >> text=/^step 5:/") == run.describe_step(5)
+    assert text_of(page, ".bv-log") == run.describe_step(5)
+    assert page.inner_html("#bv-loop") == _normalised(page, story.loop_texts(run, 64)[5])
+    # Every painted step is recorded, to check playback never jumps back or skips the end.
+    page.evaluate(
+        """() => { window.__steps = []; const root = document.getElementById('bv-widget');
+             new MutationObserver(() => window.__steps.push(Number(root.dataset.step)))
+               .observe(root, { attributes: true, attributeFilter: ['data-step'] }); }"""
+    )
     page.get_by_role("button", name="▶ Play").click()
-    expect(page.locator(".bv-step").first).not_to_have_text("step 5", timeout=5000)
+    expect(page.get_by_role("button", name="▶ Play")).to_be_visible(timeout=10_000)  # played to the end
+    steps = page.evaluate("window.__steps")
+    assert steps == sorted(steps) and steps[-1] == 63, steps
+    assert _both(page, 4) == (full, other_full)
+    assert text_of(page, ".bv-log") == run.describe_step(63)
+    assert page.inner_html("#bv-loop") == _normalised(page, story.loop_texts(run, 64)[63])
+
+
+def test_export_pause_stops_on_a_step_the_core_agrees_with(page, page_errors, offline, exported):
+    """Played slowly and paused: the revealed cells and the batch at the cursor are the core's at that step."""
+    _open(page, exported + "?seed=4&step=5")
+    page.evaluate("window.__bvInterval = 120")  # slow enough to pause mid-window
+    page.get_by_role("button", name="▶ Play").click()
+    expect(page.locator(".bv-step")).not_to_have_text("step 5", timeout=5000)
     page.get_by_role("button", name="❚❚ Pause").click()
-    page.wait_for_timeout(300)
-    step = int(page.locator(".bv-step").first.get_attribute("data-step"))
-    assert 5 < step <= 63
+    step = int(page.locator(".bv-step").get_attribute("data-step"))
+    assert 5 < step < 63
+    full = core_run("continuous", 4, 4).timeline_strings(64)
     assert read_timeline(page, 4, 64) == [row[: step + 1] + "-" * (63 - step) for row in full]
-    assert text_of(page, ".bk-Div >> text=/^step \\d+:/") == run.describe_step(step)
+    state = SimState(seed=4, step=step)
+    assert page.inner_html("#bv-batch") == _normalised(page, BatchView(state=state).html())
 
 
 def test_export_has_the_worked_example(page, page_errors, offline, exported):
-    """?preset=worked opens the worked example (static timeout 1) from file://; a button goes back to generated."""
-    worked_static = simulate(worked_example(), SLOTS, "static", BATCH_TIMEOUT)
-    _open(page, exported + "?preset=worked")
-    _set(page, mode=1)
-    assert read_timeline(page, SLOTS, 64) == worked_static.timeline_strings(64)
+    """?preset=worked opens A-F (static timeout 1, a 24-step window) with its caption; a button goes back."""
+    _open(page, exported + "?preset=worked&mode=static")
+    requests = worked.worked_example()
+    assert _both(page, worked.SLOTS, worked.WINDOW) == _core_both(
+        requests, "static", worked.SLOTS, worked.BATCH_TIMEOUT, worked.WINDOW
+    )
+    static = simulate(requests, worked.SLOTS, "static", worked.BATCH_TIMEOUT)
+    continuous = simulate(requests, worked.SLOTS, "continuous")
     assert text_of(page, "[data-stat=completed]") == "6/6"
-    assert text_of(page, "[data-h2h=static-avg_latency]") == f"{compute_metrics(worked_static, 64).avg_latency:.1f}"
-    _set(page, slots=6)
-    expected = simulate(worked_example(), 6, "static", BATCH_TIMEOUT).timeline_strings(64)
-    assert read_timeline(page, 6, 64) == expected
+    assert text_of(page, "[data-h2h=static-avg_latency]") == f"{compute_metrics(static, worked.WINDOW).avg_latency:.1f}"
+    for key, value in worked.worked_figures(static, continuous).items():
+        assert text_of(page, f"[data-worked={key}]") == str(value)
+    expect(page.locator("input[name=seed]")).to_be_hidden()  # a fixed trace has no seed
+    _press(page, "slots", "ArrowRight")
+    assert _both(page, 5, worked.WINDOW) == _core_both(requests, "static", 5, worked.BATCH_TIMEOUT, worked.WINDOW)
+    expect(page.locator(".bv-worked")).to_be_hidden()  # its figures are the four-slot schedule's
     page.get_by_role("button", name="Generated traffic").click()
-    page.wait_for_timeout(150)
-    assert read_timeline(page, 6, 64) == core_run("static", 6, 4).timeline_strings(64)
+    assert _both(page, 5) == _core_both(generate(TrafficConfig(seed=4)), "static", 5)
+    expect(page.locator(".bv-step")).to_have_text("step 63")
+
+
+def test_export_views_are_the_served_pages_views(page, page_errors, offline, exported):
+    """The views the page assembles from its table equal app/widget_data.py view_json for the same settings."""
+    _open(page, exported)
+
+    def served(traffic, slots, timeout=0, window=64, generator=True) -> dict:
+        key = ViewKey(
+            traffic, slots, timeout, window, "steps", DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, True, generator, 16
+        )
+        view = json.loads(view_json(key))
+        del view["key"]
+        return view
+
+    cases = [
+        (("chapter", 4, 4), served(tuple(chapter_traffic()), 4)),
+        (("generated", 16, 99), served(TrafficConfig(seed=99), 16)),
+        (("generated", 1, 0), served(TrafficConfig(seed=0), 1)),
+        (("worked", 3, 4), served(tuple(worked.worked_example()), 3, worked.BATCH_TIMEOUT, worked.WINDOW, False)),
+        # The lessons show their seed only, so the page hides the seed slider there (the served page offers it).
+        (("fixed-spread", 7, 4), served(lesson_config("fixed-spread"), 7, generator=False)),
+    ]
+    for (name, slots, seed), want in cases:
+        got = page.evaluate(
+            """([name, slots, seed]) => { const v = window.__bvExport.viewOf(name, slots, seed);
+                 const copy = JSON.parse(JSON.stringify(v, (k, x) => (k === 'log' ? undefined : x)));
+                 delete copy.key; return copy; }""",
+            [name, slots, seed],
+        )
+        assert got == want, name
+
+
+def test_export_story_loop_and_batch_read_back_offline(page, page_errors, offline, exported):
+    """The story is the served page's strings; the loop and the batch at the cursor equal Python's at the step."""
+    _open(page, exported + "?step=20")
+    story_html = page.inner_html(".bv-story")
+    fragments = [
+        story.WHY,
+        chapter.restructured_loop_html(),
+        chapter.build_batch_html(),
+        story.SPREAD,
+        chapter.spread_argument_html(),
+        story.ONE_SLOT,
+        offline_links(chapter.affordable_html()),
+        offline_links(story.NOT_FIXED),
+        chapter.PRODUCTION,
+        chapter.run_locally_html(),
+        offline_links(chapter.WHATS_NEXT),
+    ]
+    positions = []
+    for fragment in fragments:
+        assert _normalised(page, fragment) in story_html, fragment[:60]
+        positions.append(story_html.index(_normalised(page, fragment)))
+    assert positions == sorted(positions)  # in the served page's order
+    claims = page.eval_on_selector_all("#bv-panel-simulator [data-claim]", "els => els.map(e => e.dataset.claim)")
+    assert set(claims) == {
+        "gain-2-4x", "latency-lower", "fixed-queued-identical", "heavy-queued-gap", "fixed-spread-boundary",
+        "one-slot-identical", "worked-figures",
+    }  # fmt: skip
+    state = SimState(trace=chapter_traffic(), trace_name=CHAPTER_NAME, step=20)
+    assert page.inner_html("#bv-loop") == _normalised(page, story.loop_texts(state.continuous_run, 64)[20])
+    assert page.inner_html("#bv-batch") == _normalised(page, BatchView(state=state).html())
+    page.locator("[data-mode=static]").click()
+    with param.parameterized.discard_events(state):
+        state.mode = "static"
+    assert page.inner_html("#bv-batch") == _normalised(page, BatchView(state=state).html())
+    assert page.inner_html("#bv-loop") == _normalised(page, story.loop_texts(state.static_run, 64)[20])
+
+
+def test_export_hover_outlines_the_request_in_the_batch_view(page, page_errors, offline, exported):
+    """Hovering a request in a timeline outlines its tokens and blocks in the batch at the cursor, as served."""
+    _open(page, exported + "?step=3")
+    x, y = page.evaluate("window.__bvWidget.timelines[0].cellCentre(0, 1)")  # the chapter's A, on slot 0
+    page.mouse.move(x, y)
+    expect(page.locator("#bv-batch [data-req=A]").first).to_have_css("outline-style", "solid")
+    expect(page.locator(".bv-tip")).to_contain_text("request A")
+
+
+def test_export_lessons_and_one_slot_show_what_their_sentences_say(page, page_errors, offline, exported):
+    """Each lesson's button shows its traffic (the core's runs); fixed and queued, the two modes are identical."""
+    _open(page, exported)
+    for key in story.LESSONS:
+        page.locator(f"[data-lesson={key}]").click()
+        requests = generate(lesson_config(key))
+        assert _both(page, 4) == _core_both(requests, "continuous", 4), key
+        expect(page.locator(f"[data-lesson={key}]")).to_have_attribute("aria-pressed", "true")
+    page.locator("[data-lesson=fixed-queued]").click()
+    top, other = _both(page, 4)
+    assert top == other
+    for row in ("completed", "utilisation", "avg_latency_all", "padding"):
+        assert text_of(page, f"#bv-h2h [data-h2h=static-{row}]") == text_of(
+            page, f"#bv-h2h [data-h2h=continuous-{row}]"
+        )
+    page.get_by_role("button", name="Try slots = 1").click()
+    top, other = _both(page, 1)
+    assert top == other == simulate(generate(lesson_config("fixed-queued")), 1, "static").timeline_strings(64)
+
+
+def test_export_in_app_links_open_in_place(page, page_errors, offline, exported):
+    """?tab=knee links switch the tab without leaving the file; links that need the server are plain text."""
+    _open(page, exported)
+    assert page.locator("a[href*='clock=']").count() == 0 and page.locator("a[href*='tab=memory']").count() == 0
+    assert page.locator(".bv-served-only").count() == 3
+    page.locator(".bv-story a[href='?tab=knee']").first.click()
+    expect(page.get_by_role("tab", name="Exercise 1: the knee")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#bv-panel-knee")).to_be_visible()
+    assert page.url == exported
+
+
+def test_export_tabs_are_a_keyboard_tablist(page, page_errors, offline, exported):
+    """?tab= selects a tab; arrows, Home and End move between tabs, and only the selected panel shows."""
+    _open(page, exported + "?tab=temperature")
+    expect(page.locator("#bv-panel-temperature")).to_be_visible()
+    expect(page.locator("#bv-panel-simulator")).to_be_hidden()
+    tab = page.get_by_role("tab", name="Exercise 3: one temperature")
+    tab.focus()
+    tab.press("ArrowRight")
+    quiz = page.get_by_role("tab", name="Check yourself")
+    expect(quiz).to_be_focused()
+    expect(quiz).to_have_attribute("aria-selected", "true")
+    quiz.press("Home")
+    expect(page.get_by_role("tab", name="Simulator")).to_be_focused()
+    expect(page.locator("#bv-panel-simulator")).to_be_visible()
+    page.keyboard.press("End")
+    expect(page.get_by_role("tabpanel", name="Check yourself")).to_be_visible()
+    _open(page, exported + "?tab=nowhere")
+    expect(page.locator("#bv-message")).to_contain_text("tab='nowhere' is not on this page")
+
+
+def test_export_quiz_scores_and_explains_offline(page, page_errors, offline, exported):
+    """One question at a time: each verdict, the progress and the result are app/quiz.py's own markup."""
+    _open(page, exported + "?tab=quiz")
+    quiz = page.locator("#bv-quiz")
+    answers: list[int | None] = [None] * len(QUESTIONS)
+    for k, q in enumerate(QUESTIONS):
+        choice = q.answer if k % 2 else (q.answer + 1) % len(q.options)  # right and wrong in turn
+        assert quiz.locator(".bv-quiz-progress").evaluate("e => e.outerHTML") == _normalised(
+            page, progress_html(k, answers)
+        )
+        expect(quiz.locator(".bv-question")).to_have_text(q.text)
+        quiz.locator("input[type=radio]").nth(choice).check()
+        quiz.get_by_role("button", name="Check my answer").click()
+        answers[k] = choice
+        assert quiz.locator(".bv-verdict").evaluate("e => e.outerHTML") == _normalised(
+            page, explanation_html(q, choice)
+        )
+        expect(quiz.locator("input[type=radio]").first).to_be_disabled()  # the first checked answer is scored
+        quiz.get_by_role("button", name="See your result" if k == len(QUESTIONS) - 1 else "Next question").click()
+    assert quiz.locator(".bv-quiz-result").evaluate("e => e.outerHTML") == _normalised(page, summary_html(answers))
+    assert quiz.locator(".bv-quiz-progress").evaluate("e => e.outerHTML") == _normalised(
+        page, progress_html(len(QUESTIONS), answers)
+    )
+
+
+def test_export_quiz_show_me_opens_the_view_in_place(page, page_errors, offline, exported):
+    """The "Show me" button opens the question's view (the worked example, static, step 15) and the answers stay."""
+    _open(page, exported + "?tab=quiz")
+    quiz = page.locator("#bv-quiz")
+    quiz.get_by_role("button", name="Next question").click()  # question 2: padding, the worked example
+    quiz.locator("input[type=radio]").first.check()
+    quiz.get_by_role("button", name="Check my answer").click()
+    quiz.get_by_role("button", name=f"Show me: {QUESTIONS[1].link_text}").click()
+    expect(page.locator("#bv-panel-simulator")).to_be_visible()
+    expect(page.locator(".bv-step")).to_have_text("step 15")
+    full = simulate(worked.worked_example(), worked.SLOTS, "static", worked.BATCH_TIMEOUT)
+    assert read_timeline(page, worked.SLOTS, worked.WINDOW) == [
+        row[:16] + "-" * (worked.WINDOW - 16) for row in full.timeline_strings(worked.WINDOW)
+    ]
+    page.get_by_role("tab", name="Check yourself").click()
+    expect(quiz.locator(".bv-verdict")).to_have_attribute("data-verdict", "right")
+
+
+@pytest.mark.parametrize("width", [390, 800])
+def test_export_fits_a_phone_and_a_column(page, page_errors, offline, exported, width, artifacts):
+    """At 390 px and in an 800 px column no tab scrolls the page sideways."""
+    page.set_viewport_size({"width": width, "height": 844})
+    _open(page, exported)
+    for name in ("Simulator", "Exercise 1: the knee", "Exercise 2: length spread", "Exercise 3: one temperature",
+                 "Check yourself"):  # fmt: skip
+        page.get_by_role("tab", name=name).click()
+        page.wait_for_timeout(200)
+        sizes = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
+        assert sizes[0] <= sizes[1], (name, sizes)
+    page.get_by_role("tab", name="Simulator").click()
+    page.screenshot(path=artifacts / f"export-{width}.png", full_page=True)
 
 
 def _knee_table(page) -> dict[int, dict[str, str]]:
@@ -168,11 +413,11 @@ def test_export_exercises_equal_the_core(page, page_errors, offline, exported):
             "tokens_per_s": f"{p.tokens_per_s:.0f}",
             "p99_latency_s": f"{p.p99_latency_ms / 1e3:.2f}",
         }
-    page.locator(".bk-tab", has_text="Exercise 2").first.click()
+    page.get_by_role("tab", name="Exercise 2: length spread").click()
     _set_models(page, {"spread-sigma": 0.5})
     for c in spread_study(0.5):
         expect(page.locator(f"[data-spread={c.kind}-drain_ratio]").first).to_have_text(f"{c.drain_ratio:.2f}x")
-    page.locator(".bk-tab", has_text="Exercise 3").first.click()
+    page.get_by_role("tab", name="Exercise 3: one temperature").click()
     expect(page.locator("[data-changed]").first).to_have_attribute("data-changed", "0")
     _set_models(page, {"temperature-bug": True}, prop="active")
     expect(page.locator("[data-changed]").first).to_have_attribute("data-changed", "2")

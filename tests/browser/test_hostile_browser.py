@@ -80,7 +80,7 @@ def test_a_bad_upload_keeps_the_trace_the_view_and_the_session(
     expect(page.locator(".bv-message").first).to_contain_text(message, timeout=30_000)
     assert read_timeline(page, 3, 64) == simulate(trace, 3, "static").timeline_strings(64)
     expect(page.get_by_role("button", name="Use generated traffic")).to_be_visible()
-    page.get_by_role("button", name="continuous").click()  # the session still answers, on the same trace
+    page.get_by_role("radio", name="continuous").click()  # the session still answers, on the same trace
     wait_for_timeline(page, simulate(trace, 3, "continuous").timeline_strings(64), 3)
     expect(page).to_have_url(re.compile(r"mode=continuous"), timeout=15_000)
 

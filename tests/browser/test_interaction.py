@@ -16,7 +16,7 @@ PLAYBACK_AT_20 = "?mode=static&slots=4&seed=4&step=20"
 def test_keyboard_moves_the_slots_slider(page, page_errors, app_url):
     """Focus the slots slider, press ArrowRight twice: the picture becomes the 6-slot timeline."""
     open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
-    handle = page.locator(".noUi-handle").first
+    handle = page.locator("input[name=slots]")
     handle.focus()
     handle.press("ArrowRight")
     handle.press("ArrowRight")

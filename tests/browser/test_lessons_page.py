@@ -16,11 +16,21 @@ from .pixels import read_timeline
 
 def _lesson_runs(key: str, seed: int = 4):
     requests = generate(replace(TrafficConfig(seed=seed), **story.LESSONS[key][1]))
-    return simulate(requests, 4, "static"), simulate(requests, 4, "continuous")
+    return simulate(requests, story.LESSON_SLOTS, "static"), simulate(requests, story.LESSON_SLOTS, "continuous")
 
 
 def _click_lesson(page, key: str) -> None:
     page.get_by_role("button", name=story.LESSONS[key][0]).click()
+
+
+def test_a_lesson_opens_on_the_slots_its_sentence_holds_on(page, page_errors, app_url):
+    """From 16 slots, where every batch holds the whole queue, the heavy-tailed lesson opens on its own 4 slots."""
+    open_app(page, app_url, "?mode=continuous&slots=16&seed=4")
+    _click_lesson(page, "heavy-queued")
+    static, continuous = _lesson_runs("heavy-queued")
+    wait_for_timeline(page, continuous.timeline_strings(64), story.LESSON_SLOTS)
+    assert read_timeline(page, 4, 64, name="timeline-other") == static.timeline_strings(64)
+    assert static.timeline_strings(64) != continuous.timeline_strings(64)  # the gap the sentence promises
 
 
 def test_fixed_lengths_queued_give_identical_timelines(page, page_errors, app_url):
@@ -115,7 +125,7 @@ def test_the_page_opens_on_the_chapters_traffic_with_its_eight_figures(page, pag
     expect(page.locator("[data-h2h=static-completed]").first).to_have_text(f"{f.static_completed}/{f.requests}")
     expect(page.locator("[data-h2h=static-utilisation]").first).to_have_text(f"{f.static_utilisation}%")
     expect(page.locator("[data-h2h=static-avg_latency]").first).to_have_text(f"{f.static_avg_latency:.1f}")
-    seed = page.locator(".noUi-handle").nth(1)  # slots, then seed
+    seed = page.locator("input[name=seed]")
     seed.focus()
     seed.press("ArrowRight")
     expect(page.locator(".bv-message").first).to_contain_text("generated traffic (seed 5)", timeout=15_000)

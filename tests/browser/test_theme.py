@@ -24,8 +24,7 @@ LUMINANCE_JS = """(selector) => {
 }"""
 
 CORNER_JS = """(name) => {
-  const view = Bokeh.index.query_one(v => v.model.name === name && v.frame !== undefined);
-  const rect = view.canvas_view.el.getBoundingClientRect();
+  const rect = window.__bvWidget.timelines[name === "timeline" ? 0 : 1].canvas.getBoundingClientRect();
   return [rect.left + 3, rect.bottom - 3];
 }"""
 

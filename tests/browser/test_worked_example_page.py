@@ -19,7 +19,7 @@ def test_the_deep_link_draws_both_modes_of_the_worked_example(page, page_errors,
     """?preset=worked&mode=static: static's 22-step schedule with its padding; continuous after one click."""
     open_app(page, app_url, "?preset=worked&mode=static")
     wait_for_timeline(page, _expected("static"), SLOTS, WINDOW)
-    page.get_by_role("button", name="continuous").click()
+    page.get_by_role("radio", name="continuous").click()
     wait_for_timeline(page, _expected("continuous"), SLOTS, WINDOW)
     expect(page).to_have_url(re.compile(r"preset=worked"), timeout=15_000)
     expect(page.locator("[data-stat=completed]").first).to_have_text("6/6")
