@@ -13,9 +13,8 @@ from core.timed import TimedRun, timed_metrics
 from . import palette
 from .batch_data import batch_config
 from .plots import MIN_LABEL_CELLS
-from .progress import clock_playback_texts, clock_times
 from .state import RUN_CACHE_SIZE, shared_runs, shared_timed_runs
-from .story import LOOPS, clock_loop_texts
+from .story import LOOPS
 
 POLICIES = ("static", "continuous")
 AHEAD_MAX_REQUESTS = 64  # neighbours are sent ahead only for traffic this small (each costs two runs)
@@ -55,11 +54,19 @@ def run_arrays(run: Run) -> dict:
 
 
 def _timed_arrays(run: TimedRun) -> dict:
+    """Return a timed run's per-request times and pass indices, and per pass its times, rows and prefill."""
     return {
         "start_ms": run.start_ms.tolist(),
         "finish_ms": run.finish_ms.tolist(),
         "release_ms": run.release_ms.tolist(),
         "drain_ms": float(run.drain_ms),
+        "start_pass": run.start_pass.tolist(),
+        "finish_pass": run.finish_pass.tolist(),
+        "release_pass": run.release_pass.tolist(),
+        "pass_start_ms": run.pass_start_ms.tolist(),
+        "pass_end_ms": run.pass_end_ms.tolist(),
+        "pass_rows": run.pass_rows.tolist(),
+        "pass_prefill": run.pass_prefill.tolist(),
     }
 
 
@@ -102,16 +109,10 @@ def view_json(key: ViewKey) -> str:
     timed = None
     if key.clock == "ms":
         timed = shared_timed_runs(key.traffic, key.slots, key.timeout, key.accelerator, key.model)
-        end = max(t.drain_ms for t in timed)
-        times = clock_times(end, key.window)
-        view["end_ms"] = float(end)
+        view["end_ms"] = float(max(t.drain_ms for t in timed))  # the shared time axis: the later drain
         view["arrival_ms"] = timed[0].arrival_ms.tolist()
-        view["frames"] = {"cursor_x": times, "panel": {}, "loop": {}}
         for run in timed:
             runs[run.policy].update(_timed_arrays(run))
-            # On a clock the per-frame texts still come from Python (see docs/known-gaps.md).
-            view["frames"]["panel"][run.policy] = list(clock_playback_texts(run, end, key.window))
-            view["frames"]["loop"][run.policy] = list(clock_loop_texts(run, times))
     if timed is not None:  # on steps the renderer builds the compact table itself (tested against h2h_compact)
         view["h2h_compact"] = h2h_compact(static, continuous, key.window, timed)
     return json.dumps(view, separators=(",", ":"))

@@ -128,13 +128,20 @@ function names(ids, indices) {
 
 /** Return the loop at step t with the lines that step executed lit; `loops` holds each policy's (key, code) lines. */
 export function loopHtml(view, loops, policy, t) {
-  const r = view.runs[policy], ids = view.ids, retired = [], admitted = [];
+  const r = view.runs[policy];
+  return loopAt(view.ids, loops[policy], policy, r.start, r.finish, r.release, t, t,
+    `The scheduling loop, step ${t}`);
+}
+
+// The loop at index t of start/finish/release (steps, or passes on a clock): app/story.py's _loop_html.
+function loopAt(ids, lines, policy, start, finish, release, t, index, title) {
+  const retired = [], admitted = [];
   let running = 0, padding = 0;
-  for (let i = 0; i < r.start.length; i++) {
-    if (r.release[i] === t) retired.push(i);
-    if (r.start[i] === t) admitted.push(i);
-    if (r.start[i] <= t && t < r.release[i]) running++;
-    if (r.finish[i] <= t && t < r.release[i]) padding++;
+  for (let i = 0; i < start.length; i++) {
+    if (release[i] === t) retired.push(i);
+    if (start[i] === t) admitted.push(i);
+    if (start[i] <= t && t < release[i]) running++;
+    if (finish[i] <= t && t < release[i]) padding++;
   }
   const verb = (list, v) => (list.length === 1 ? v + "s" : v);
   const notes = {
@@ -145,11 +152,93 @@ export function loopHtml(view, loops, policy, t) {
   };
   const lit = { head: true, retire: retired.length > 0, admit: admitted.length > 0, build: running > 0,
                 forward: running > 0 };
-  const lines = loops[policy].map(([key, code]) =>
+  const html = lines.map(([key, code]) =>
     `<div class="bv-code-line${lit[key] ? " bv-lit" : ""}" data-line="${key}">` +
     `<span class="bv-code">${escape(code)}</span><span class="bv-note">${notes[key] ?? ""}</span></div>`).join("");
-  return `<div class="bv-loop" data-loop-step="${t}"><div class="bv-loop-title">The scheduling loop, step ${t} ` +
-    `(${policy})</div>${lines}</div>`;
+  return `<div class="bv-loop" data-loop-step="${index}"><div class="bv-loop-title">${title} ` +
+    `(${policy})</div>${html}</div>`;
+}
+
+// ---- on a clock: playback moves a time cursor over both drains (app/progress.py's clock_progress_table) ----------
+/** Return the time cursor of each playback frame: `frames` even steps ending at `end` (progress.clock_times). */
+export function clockTimes(end, frames) {
+  const out = [];
+  for (let k = 0; k < frames; k++) out.push(end * (k + 1) / frames);
+  return out;
+}
+
+// The number of values in the sorted array `a` that are < x ("left") or <= x ("right"): numpy's searchsorted.
+function searchsorted(a, x, side) {
+  let lo = 0, hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (side === "left" ? a[mid] < x : a[mid] <= x) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+function tokensByPass(r) {  // for p = 0..passes: the tokens out of passes 0..p-1 (one per running request per pass)
+  const passes = r.pass_start_ms.length, diff = new Array(passes + 1).fill(0);
+  for (let i = 0; i < r.start_pass.length; i++) { diff[r.start_pass[i]]++; diff[r.finish_pass[i]]--; }
+  const out = [0];
+  let running = 0, total = 0;
+  for (let p = 0; p < passes; p++) { running += diff[p]; total += running; out.push(total); }
+  return out;
+}
+
+// The pass under time t: the last one begun by then, if it is still running (else -1).
+function passAt(r, t) {
+  const p = searchsorted(r.pass_start_ms, t, "left") - 1;
+  return p >= 0 && t <= r.pass_end_ms[p] ? p : -1;
+}
+
+function clockStatsHtml(completed, total, tokens, perSecond, avg) {
+  const items = [
+    ["completed", "Completed", `${completed}/${total}`],
+    ["useful_tokens", "Tokens out", `${tokens}`],
+    ["tokens_per_s", "Tokens/s so far", thousands(perSecond, 0)],
+    ["avg_latency_ms", "Avg latency, completed only (ms)", avg === null ? "–" : thousands(avg, 1)],
+  ];
+  const cells = items.map(([key, label, value]) =>
+    `<div class="bv-stat"><div class="bv-stat-label">${label}</div>` +
+    `<div class="bv-stat-value" data-stat="${key}">${value}</div></div>`).join("");
+  return `<div class="bv-stats">${cells}</div>`;
+}
+
+/** Return frame k's readout, stats, pass meter and the pass under the cursor, on a clock (all in ms). */
+export function clockPlaybackHtml(view, policy, k) {
+  const r = view.runs[policy], times = (view.times ??= clockTimes(view.end_ms, view.window));
+  const t = times[k], end = times[times.length - 1], n = r.finish_ms.length;
+  const tokensOut = (r.tokens_out ??= tokensByPass(r));
+  const donePasses = searchsorted(r.pass_end_ms, t, "right");
+  let done = 0, latency = 0, busy = 0;
+  for (let i = 0; i < n; i++) if (r.finish_ms[i] <= t) { done++; latency += r.finish_ms[i] - view.arrival_ms[i]; }
+  for (let p = 0; p < r.pass_start_ms.length; p++) busy += Math.min(r.pass_end_ms[p], t) - Math.min(r.pass_start_ms[p], t);
+  const tokens = tokensOut[donePasses];
+  const readout = `<span class="bv-step" data-step="${k}" data-ms="${fixed(t, 3)}">t = ${thousands(t, 1)} ms</span>` +
+    `<span class="bv-step-note"> of ${thousands(end, 1)} ms: the figures below count what came out by then</span>`;
+  const stats = clockStatsHtml(done, n, tokens, tokens / t * 1e3, done ? latency / done : null);
+  const waste = `<span class="bv-waste">Forward passes so far: <b data-waste="passes">${donePasses}</b>; the GPU ` +
+    `sat idle <b data-waste="idle_ms">${thousands(Math.max(t - busy, 0), 1)}</b> ms</span>`;
+  const p = passAt(r, t);
+  let log;
+  if (p >= 0) {
+    const prefill = r.pass_prefill[p];
+    const work = plural(r.pass_rows[p], "row") + (prefill ? `, ${thousands(prefill, 0)} prompt tokens prefilled` : "");
+    log = escape(`pass ${p}, ${thousands(r.pass_start_ms[p], 1)}-${thousands(r.pass_end_ms[p], 1)} ms: ${work}`);
+  } else {
+    log = `${thousands(t, 1)} ms: no pass is running` + (t >= r.drain_ms ? ": all done" : "");
+  }
+  return `<div class="bv-readout">${readout}</div>${stats}<div class="bv-waste-row">${waste}</div>` +
+    `<div class="bv-log">${log}</div>`;
+}
+
+/** Return the loop at frame k on a clock: the last pass begun by then, lit as that pass ran (story.clock_loop_texts). */
+export function clockLoopHtml(view, loops, policy, k) {
+  const r = view.runs[policy], t = (view.times ??= clockTimes(view.end_ms, view.window))[k], p = passAt(r, t);
+  const title = p < 0 ? `The scheduling loop at ${thousands(t, 1)} ms, between passes` :
+    `The scheduling loop, pass ${p} (${thousands(r.pass_start_ms[p], 1)}-${thousands(r.pass_end_ms[p], 1)} ms)`;
+  return loopAt(view.ids, loops[policy], policy, r.start_pass, r.finish_pass, r.release_pass, p, k, title);
 }
 
 // ---- the slot timeline, on a canvas ------------------------------------------------------------------------------
@@ -442,7 +531,8 @@ export function mountWidget(root, host) {
   }
 
   const other = () => (w.settings.mode === "static" ? "continuous" : "static");
-  const cursorX = (t) => (w.view.clock === "ms" ? w.view.frames.cursor_x[t] : t + 1);
+  const cursorX = (t) => (w.view.clock === "ms" ? (w.view.times ??= clockTimes(w.view.end_ms, w.view.window))[t] :
+    t + 1);
 
   function paint() {
     const v = w.view;
@@ -453,8 +543,8 @@ export function mountWidget(root, host) {
     timelines[1].host.hidden = false;
     timelines[1].canvas.hidden = !v.both;
     if (v.both) timelines[1].draw(v, other(), cursorX(t), w.hover);
-    panel.innerHTML = v.clock === "ms" ? v.frames.panel[mode][t] : playbackHtml(v, mode, t);
-    const loop = v.clock === "ms" ? v.frames.loop[mode][t] : loopHtml(v, cfg.loops, mode, t);
+    panel.innerHTML = v.clock === "ms" ? clockPlaybackHtml(v, mode, t) : playbackHtml(v, mode, t);
+    const loop = v.clock === "ms" ? clockLoopHtml(v, cfg.loops, mode, t) : loopHtml(v, cfg.loops, mode, t);
     host.onLoop?.(loop, t);
     if (host.onBatch && cfg.batch) {  // the batch at the cursor (assets/batch.js), where the page shows it
       const batch = batchHtml(v, cfg, mode, t);

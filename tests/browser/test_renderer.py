@@ -7,9 +7,9 @@ import json
 import pytest
 
 from app import palette
-from app.progress import playback_texts
-from app.state import shared_runs
-from app.story import loop_texts
+from app.progress import clock_playback_texts, clock_times, playback_texts
+from app.state import shared_runs, shared_timed_runs
+from app.story import clock_loop_texts, loop_texts
 from app.widget import RENDERER_JS
 from app.widget_data import ViewKey, h2h_compact, renderer_config, view_json
 from core import TrafficConfig
@@ -17,7 +17,10 @@ from core import worked_example as worked
 from core.chapter_traffic import chapter_traffic
 from core.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE
 
-EXPOSE = "\nwindow.__R = { playbackHtml, loopHtml, h2hCompactHtml, describeStep, niceTicks };"
+EXPOSE = (
+    "\nwindow.__R = { playbackHtml, loopHtml, h2hCompactHtml, describeStep, niceTicks, clockPlaybackHtml,"
+    " clockLoopHtml };"
+)
 CASES = [  # (name, traffic, slots, batch timeout, window)
     ("chapter", tuple(chapter_traffic()), 4, 0, 64),
     ("worked", tuple(worked.worked_example()), 4, worked.BATCH_TIMEOUT, worked.WINDOW),
@@ -76,9 +79,49 @@ def test_the_view_is_flat_arrays_the_size_of_the_traffic():
     for run in view["runs"].values():
         assert all(len(run[k]) == 12 for k in ("start", "finish", "slot", "release"))
     assert "step 0" not in json.dumps(view)  # no readout or log text: the renderer writes those
+    timed = view_json(ViewKey(TrafficConfig(seed=4), 4, 0, 64, "ms", DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, True,
+                              True, 16))  # fmt: skip
+    # On a clock too, only arrays and the timed head-to-head table: no frame's readout, log or loop.
+    assert "bv-step" not in timed and "bv-loop" not in timed and "pass_start_ms" in timed
 
 
 def test_ticks_are_round_numbers(renderer):
     """The axis ticks are 1, 2 or 5 times a power of ten, spanning the window."""
     assert renderer.evaluate("window.__R.niceTicks(64)") == [0, 10, 20, 30, 40, 50, 60]
     assert renderer.evaluate("window.__R.niceTicks(24)") == [0, 5, 10, 15, 20]
+
+
+CLOCK_CASES = [
+    ("chapter", tuple(chapter_traffic()), 4, 0, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE),
+    ("seed4-a100", TrafficConfig(seed=4), 4, 0, "a100-80gb", "llama2-13b"),
+    ("seed37-16", TrafficConfig(seed=37), 16, 0, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE),
+    ("worked", tuple(worked.worked_example()), 4, worked.BATCH_TIMEOUT, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE),
+]
+
+
+@pytest.mark.parametrize(
+    "name, traffic, slots, timeout, accelerator, model", CLOCK_CASES, ids=[c[0] for c in CLOCK_CASES]
+)
+def test_every_clock_frames_texts_equal_pythons(renderer, name, traffic, slots, timeout, accelerator, model):
+    """On a clock: the time readout, stats in ms, pass meter, the pass under the cursor and the loop, every frame."""
+    key = ViewKey(traffic, slots, timeout, 64, "ms", accelerator, model, True, True, 16)
+    loops = renderer_config(palette.THEMES["light"], 16)["loops"]
+    got = renderer.evaluate(
+        """([view, loops]) => {
+          const v = JSON.parse(view), out = {};
+          for (const mode of ["static", "continuous"]) {
+            out[mode] = { panel: [], loop: [] };
+            for (let k = 0; k < v.window; k++) {
+              out[mode].panel.push(window.__R.clockPlaybackHtml(v, mode, k));
+              out[mode].loop.push(window.__R.clockLoopHtml(v, loops, mode, k));
+            }
+          }
+          return out;
+        }""",
+        [view_json(key), loops],
+    )
+    timed = shared_timed_runs(traffic, slots, timeout, accelerator, model)
+    end = max(run.drain_ms for run in timed)
+    for run in timed:
+        assert got[run.policy]["panel"] == list(clock_playback_texts(run, end, 64)), run.policy
+        assert got[run.policy]["loop"] == list(clock_loop_texts(run, clock_times(end, 64))), run.policy
