@@ -14,6 +14,7 @@ from core.limits import parse_int, show_name
 from core.traffic import LENGTH_KINDS, TrafficConfig
 
 APP_MAIN = Path(__file__).resolve().parent / "main.py"
+SERVE_SETUP = Path(__file__).resolve().parent / "serve_setup.py"
 MAX_EXPORT_REQUESTS = 64  # every (mode, slots, seed) run is embedded: the page grows with the request count
 
 
@@ -112,6 +113,7 @@ def serve_argv(args: argparse.Namespace) -> list[str]:
     """Return the `panel serve` command line for these flags."""
     origins = [f"localhost:{args.port}", f"127.0.0.1:{args.port}", *args.allow_websocket_origin]
     argv = ["panel", "serve", str(APP_MAIN), "--port", str(args.port), "--address", args.address]
+    argv += ["--setup", str(SERVE_SETUP)]  # gzip the page and its static resources
     for origin in origins:
         argv += ["--allow-websocket-origin", origin]
     if args.num_procs > 1:
