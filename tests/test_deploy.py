@@ -12,6 +12,7 @@ import functools
 import os
 import re
 import socket
+import time
 import urllib.request
 
 import pytest
@@ -134,4 +135,9 @@ def test_with_its_worker_killed_a_new_page_renders_on_the_other(deployment):
     (live,) = {f"{HOST}:{p}" for p in deployment.workers} - {hashed}
     page_tries = _upstreams(deployment, "GET", "/main")[-1].split(", ")
     assert page_tries == [hashed, live]  # the first page after the kill tried the dead worker, then the live one
+    # nginx logs a websocket when it closes: give the watcher's closing a moment to reach the log.
+    for _ in range(50):
+        if _upstreams(deployment, "GET", "/main/ws")[-1].split(", ")[-1] == live:
+            break
+        time.sleep(0.1)
     assert _upstreams(deployment, "GET", "/main/ws")[-1].split(", ")[-1] == live

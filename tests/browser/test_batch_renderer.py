@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import param
 import pytest
 
@@ -15,7 +13,6 @@ from app.widget_data import ViewKey, view_json
 from core import worked_example as worked
 from core.chapter_traffic import chapter_traffic
 
-BATCH_JS = (Path(__file__).resolve().parents[2] / "assets" / "batch.js").read_text(encoding="utf-8")
 EXPOSE = "\nwindow.__B = { batchHtml };"
 GENERATED = [(f"seed{seed}-{slots}", {"seed": seed, "slots": slots}) for seed in (0, 4, 37) for slots in (1, 4, 16)]
 CASES = [  # (name, SimState settings)
@@ -35,7 +32,7 @@ def batch_page(browser):
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.set_content("<!doctype html><html><body></body></html>")
-    page.add_script_tag(content=RENDERER_JS + "\n" + BATCH_JS + EXPOSE, type="module")
+    page.add_script_tag(content=RENDERER_JS + EXPOSE, type="module")  # the widget's module already holds batch.js
     page.wait_for_function("window.__B !== undefined")
     yield page, errors
     page.close()
