@@ -19,6 +19,7 @@ from . import palette
 from .loop import on_document
 from .plots import draw_states
 from .state import SimState
+from .stores import Measurements
 from .style import CSS
 
 ENABLE_TEXT = (
@@ -244,9 +245,15 @@ class ReplayView(pn.viewable.Viewer):
     """Run the traffic shown through a real model: progress, cancel, wall-clock timelines, measured vs simulated."""
 
     state = param.ClassSelector(class_=SimState)
-    measured = param.Dict(default={}, doc="The last replay's continuous step time (ms) by batch size")
+    measurements = param.ClassSelector(class_=Measurements, doc="Where the replay's step times go (the knee reads)")
+
+    @property
+    def measured(self) -> dict:
+        """Return the last replay's continuous step time (ms) by batch size."""
+        return self.measurements.step_ms_by_batch
 
     def __init__(self, **params):
+        params.setdefault("measurements", Measurements())
         super().__init__(**params)
         self.available = torch_available()
         self.job: ReplayJob | None = None
@@ -310,7 +317,7 @@ class ReplayView(pn.viewable.Viewer):
 
         static, continuous = runs["static"], runs["continuous"]
         doc = summary(static, continuous)
-        self.measured = dict(doc["step_ms_by_batch"]["continuous"])
+        self.measurements.step_ms_by_batch = dict(doc["step_ms_by_batch"]["continuous"])
         text = (
             f'<div class="bv-replay">Model <b>{doc["model"]}</b> on <b data-replay="device">{doc["device"]}</b>. '
             f'Measured speedup <b data-replay="measured">{doc["measured_speedup"] or 0:.2f}×</b> '
@@ -334,7 +341,7 @@ class ReplayView(pn.viewable.Viewer):
         doc, static, continuous = result["summary"], result["static"], result["continuous"]
         decode = continuous.run.pass_prefill == 0
         rows, ms = continuous.run.pass_rows[decode], continuous.run.pass_ms[decode]
-        self.measured = {int(b): float(ms[rows == b].mean()) for b in set(rows.tolist())}
+        self.measurements.step_ms_by_batch = {int(b): float(ms[rows == b].mean()) for b in set(rows.tolist())}
         head = "".join(f"<th>{p} predicted</th><th>measured</th><th>error</th>" for p in ("static", "continuous"))
         body = []
         for name, _ in FIGURES:

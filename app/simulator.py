@@ -21,6 +21,7 @@ from .palette import THEMES, css_variables
 from .quiz import Quiz
 from .replay_view import ReplayView
 from .state import CHAPTER_NAME, GENERATOR_PARAMS, SimState
+from .stores import Measurements
 from .style import CSS
 from .upload import TraceUpload, decode_upload, read_upload
 from .url import URL_KEYS, parse_query, parse_theme, query_of, query_value, safe_location
@@ -62,7 +63,12 @@ class App(pn.viewable.Viewer):
         self.chapter_traffic = pn.widgets.Button(label="The chapter's traffic (12 requests)", visible=False)
         self.chapter_traffic.on_click(lambda _e: self.use_chapter_traffic())
         self.state.param.watch(self._on_traffic, "trace_name")
-        self.knee, self.spread, self.temperature = KneeView(), SpreadView(), TemperatureView()
+        self.measurements = Measurements()  # the replay writes its step times here; the knee view reads them
+        self.knee, self.spread, self.temperature = (
+            KneeView(measurements=self.measurements),
+            SpreadView(),
+            TemperatureView(),
+        )
         self.memory = MemoryView()
         self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=False)
         self.reset_trace.on_click(self._clear_trace)
@@ -75,8 +81,7 @@ class App(pn.viewable.Viewer):
         self.chapter_widget = ChapterWidget(self.state, theme=self.theme, sizing_mode="stretch_width")
         self.loop = LoopView(sizing_mode="stretch_width")
         self.head_to_head = HeadToHeadView(state=self.state, theme=self.theme)
-        self.replay = ReplayView(state=self.state)
-        self.replay.param.watch(lambda e: setattr(self.knee, "measured", e.new), "measured")
+        self.replay = ReplayView(state=self.state, measurements=self.measurements)
         self.upload = TraceUpload(sizing_mode="stretch_width")
         self.upload.param.watch(self._on_upload, "upload")
         self.worked = pn.widgets.Button(label="The chapter's worked example (A-F)")

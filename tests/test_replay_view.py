@@ -126,3 +126,13 @@ def test_a_request_past_the_context_is_refused_with_a_message():
     _wait(job)
     assert job.error.startswith("Replay refused: request A: prompt 9,000 + output 4 tokens is over the model's context")
     assert not replay_view._SERVER_LOCK.locked()
+
+
+def test_the_replay_and_the_knee_share_one_store_not_each_other():
+    """The page's replay writes its step times to the Measurements store; the knee view reads the same store."""
+    from app.simulator import App
+
+    app = App()
+    assert app.replay.measurements is app.knee.measurements
+    app.replay.measurements.step_ms_by_batch = {1: 2.0, 4: 2.5}
+    assert app.knee.measured == {1: 2.0, 4: 2.5}

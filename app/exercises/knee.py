@@ -24,6 +24,7 @@ from core.hardware import (
 from core.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, CostModel, SweepPoint, decode_knee, knee, retarget, sweep
 
 from ..loop import on_document
+from ..stores import Measurements
 from ..views import Messages
 from .common import LazyViewer, query_number, text_pane
 from .knee_plots import KneePlots, knee_plots, points_data, show_knee
@@ -137,11 +138,17 @@ class KneeView(LazyViewer):
     accelerator = param.Selector(default=DEFAULT_ACCELERATOR, objects=list(ACCELERATORS))
     model_shape = param.Selector(default=DEFAULT_MODEL_SHAPE, objects=list(MODEL_SHAPES))
     model = param.ClassSelector(class_=CostModel, doc="The cost model: the presets' values, as edited")
-    measured = param.Dict(default={}, doc="Replay's measured step ms by batch size, when it ran in this session")
+    measurements = param.ClassSelector(class_=Measurements, doc="The replay's step times, when it ran in this session")
     guess = param.Selector(default=None, objects=[None, *DEFAULT_BATCHES], doc="The learner's knee, asked first")
+
+    @property
+    def measured(self) -> dict:
+        """Return the replay's measured step ms by batch size (empty until a replay ran in this session)."""
+        return self.measurements.step_ms_by_batch
 
     def __init__(self, **params):
         params.setdefault("model", cost_model())
+        params.setdefault("measurements", Measurements())
         super().__init__(**params)
 
     def _build(self) -> None:
@@ -154,7 +161,7 @@ class KneeView(LazyViewer):
         self._refresh()
         watched = ["rate_per_s", "itl_target_ms", "model", "guess"]
         self.param.watch(lambda *_e: on_document(self._refresh), watched)
-        self.param.watch(lambda *_e: on_document(self._show_measured), "measured")
+        self.measurements.param.watch(lambda *_e: on_document(self._show_measured), "step_ms_by_batch")
         self.param.watch(self._apply_presets, ["accelerator", "model_shape"])
 
     def points(self) -> tuple[SweepPoint, ...]:
