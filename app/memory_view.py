@@ -16,7 +16,7 @@ import param
 
 from core.chunked_example import ARRIVES_MS, DECODERS, HUGE_PROMPT, huge_prompt_runs, stall_figures
 from core.engine import PADDING, PREFILL, RECOMPUTE, Schedule, Wait, as_run, memory_waits, schedule
-from core.memory import MemoryConfig
+from core.memory import MemoryConfig, longest_free_run
 from core.memory_example import BLOCK_SIZE, BLOCKS, MIN_BLOCKS, MODES, SLOTS, memory_requests
 from core.run import GENERATING, IDLE, Run
 
@@ -288,13 +288,9 @@ def pool_html(mode: str, s: Schedule, step: int) -> str:
         for b, o in enumerate(owners)
     )
     free = sum(1 for o in owners if o < 0)
-    best = here = 0
-    for o in owners:  # the longest run of free blocks: what a contiguous reservation can use
-        here = here + 1 if o < 0 else 0
-        best = max(best, here)
     words = f"step {step}: {len(owners) - free} of {len(owners)} blocks held, {free} free"
     if mode == "contiguous" and free:
-        words += f", the longest free run {best}"
+        words += f", the longest free run {longest_free_run(owners)}"
     return (
         f'<div class="bv-pool" data-pool="{mode}" role="img" aria-label="{html.escape(words)}">{boxes}</div>'
         f'<p class="bv-muted" data-pool-words="{mode}">{html.escape(words)}</p>'

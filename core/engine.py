@@ -6,12 +6,17 @@ recently admitted when none is free; then the policy admits (continuous: first c
 free slot while the head fits; static: a whole batch whose dense rectangle fits). Between events nothing changes
 but the token counts, so a stretch of identical decode passes is run (or costed) as one. The semantics are
 DESIGN.md's "Memory"; with unlimited memory the schedules are today's, bit for bit (tests/test_memory.py).
+
+For speed the loop keeps only flat lists of numbers (cells, stretches) and turns them into arrays once at the end;
+what follows from the cells (an unlimited pool's counts, blocks filled per pass, the cells of a run nobody left
+early) is computed there with NumPy, not in the loop.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,7 +26,7 @@ import numpy as np
 
 from .cost import StepCost, UnitCost
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError, check_workload
-from .memory import UNLIMITED, KVPool, MemoryConfig
+from .memory import UNLIMITED, KVPool, MemoryConfig, longest_free_run
 from .policies import get_policy
 from .request import Request
 from .timed import _pass_ms
@@ -145,8 +150,11 @@ def check_fits(requests: Sequence[Request], memory: MemoryConfig, policy: str = 
             "contiguous reservation or a static row cannot grow; reserve at least that"
         )
     pool = memory.kv_blocks
-    for r in requests:
-        tokens = max(1, r.prompt_tokens) + ((reserve or longest) if reserving else r.output_tokens)
+    extra = reserve or longest
+    sizes = [(r.prompt_tokens or 1) + (extra if reserving else r.output_tokens) for r in requests]
+    if not sizes or memory.blocks_for(max(sizes)) <= pool:  # the common case: one pass over the sizes, no loop
+        return
+    for r, tokens in zip(requests, sizes):
         need = memory.blocks_for(tokens)
         if need > pool:
             what = "its reservation" if reserving else "its prompt and output"
@@ -178,60 +186,57 @@ def schedule(
     requests = tuple(requests)
     check_workload(len(requests), sum(r.output_tokens for r in requests))
     check_fits(requests, memory, policy)
-    engine = _Engine(requests, slots, pol, memory, cost, float(batch_timeout), token_budget)
-    engine.record_pool = record_pool
-    return engine.run()
+    return _Engine(requests, slots, pol, memory, cost, float(batch_timeout), token_budget, record_pool).run()
+
+
+def _as_array(values: list, dtype) -> np.ndarray:
+    """Return a flat list of numbers as an array (fromiter: about twice np.array's speed on a long list of ints)."""
+    return np.fromiter(values, dtype=dtype, count=len(values))
+
+
+# A stretch of passes, as the loop records it (flat, STRETCH_FIELDS numbers each): its passes, their decoding rows
+# (their context grows by that many tokens a pass), prefill tokens, the first pass's context, the clock at its start
+# and at its end, the blocks held and the longest free run.
+STRETCH_FIELDS = 8
 
 
 class _Engine:
     """The loop's state; one instance per schedule."""
 
-    def __init__(self, requests, slots, pol, memory, cost, timeout, budget):
+    def __init__(self, requests, slots, pol, memory, cost, timeout, budget, record_pool=False):
         self.requests, self.slots, self.pol, self.memory = requests, slots, pol, memory
         self.cost, self.timeout, self.budget = cost, timeout, budget
         self.unit = cost is None or isinstance(cost, UnitCost)
         if not self.unit:
             self.step_ms = _pass_ms(cost)
         n = len(requests)
-        self.order = sorted(range(n), key=lambda i: requests[i].arrival)  # FCFS; stable keeps trace order on ties
-        self.A = [requests[i].arrival for i in self.order]
-        self.P = [max(1, requests[i].prompt_tokens) for i in self.order]
-        self.OUT = [requests[i].output_tokens for i in self.order]
+        arrivals = [r.arrival for r in requests]
+        self.order = sorted(range(n), key=arrivals.__getitem__)  # FCFS; stable keeps trace order on ties
+        queue = [requests[i] for i in self.order]
+        self.A = [r.arrival for r in queue]
+        self.P = [r.prompt_tokens or 1 for r in queue]  # prompt_length: an empty prompt still takes a pass
+        self.OUT = [r.output_tokens for r in queue]
         self.reserve = memory.reserve_tokens or max(self.OUT, default=1)
-        self.pool = KVPool(memory)
-        self.limited = not memory.unlimited
+        self.record_pool = record_pool
+        self.pool = KVPool(memory, track_blocks=record_pool)  # block ids only where the views draw the map
+        self.limited = not memory.unlimited  # an unlimited pool refuses nothing: the loop asks it nothing
         self.paged_growth = self.limited and memory.allocation == "paged" and pol.between_passes
-        self.g = [0] * n  # tokens emitted (decoding: recomputed from base at each event)
-        self.base = [0] * n  # decoding: tokens emitted before pass q are q + base
-        self.gen = [0] * n  # invalidates a request's heap entries when it is preempted
-        self.adm = [0] * n  # when each running request was (last) admitted
+        # Without growth nobody is preempted, and without a budget every prompt fits its first pass: each request is
+        # then one generating cell from its start to its finish, closed as it retires, which _record draws itself.
+        self.plain = pol.between_passes and not pol.token_budget and not self.paged_growth
         self.slot = [0] * n
         self.start = [-1] * n
         self.first = [-1] * n
         self.finish = [0] * n
-        self.release = [0] * n
-        self.cur = [None] * n  # the open cell: [state, from pass, slot, tokens emitted at its start]
-        self.cells: list[tuple[int, int, int, int, int, int]] = []
+        self.release = [0] * n  # static only: a continuous slot frees as its request finishes
+        # Flat lists, turned into arrays once at the end: no per-cell or per-pass Python objects survive the loop.
+        self.cells: list[int] = []  # (request, slot, first pass, end pass, state, tokens emitted at its start) each
+        self.st: list[float] = []  # the stretches, STRETCH_FIELDS numbers each
+        self.ends: dict[int, np.ndarray] = {}  # stretch index -> its passes' ends, where they were costed as an array
         self.events: list[Event] = []
         self.recomputed = 0
-        self.record_pool = False
         self.maps: list[tuple[int, ...]] = []
 
-    # -- cells ---------------------------------------------------------------------------------------------------
-    def _set(self, k: int, state: int, p: int, g0: int) -> None:
-        cur = self.cur[k]
-        if cur is not None and cur[0] == state and cur[2] == self.slot[k]:
-            return
-        self._close(k, p)
-        self.cur[k] = [state, p, self.slot[k], g0]
-
-    def _close(self, k: int, p: int) -> None:
-        cur = self.cur[k]
-        if cur is not None and p > cur[1]:
-            self.cells.append((k, cur[2], cur[1], p, cur[0], cur[3]))
-        self.cur[k] = None
-
-    # -- the loop --------------------------------------------------------------------------------------------------
     def run(self) -> Schedule:
         if self.pol.between_passes:
             self._continuous()
@@ -239,138 +244,195 @@ class _Engine:
             self._static()
         return self._record()
 
-    def _stretch(self, p, L, rows, prefill, ctx0, dctx, clock):
-        """Run L passes from pass p whose rows are fixed and whose context grows by dctx; return their ends."""
+    def _stretch(self, L, rows, prefill, ctx0, clock, used, largest):
+        """Record L passes whose rows are fixed (the context grows by `rows` a pass); return the clock after them."""
         if self.unit:
-            ends = None
             end = clock + L
         elif L == 1:
             end = clock + self.step_ms(rows, prefill, ctx0)
-            ends = None
         else:
             age = np.arange(L, dtype=np.int64)
             costs = np.array(
-                np.broadcast_to(self.cost.pass_ms(np.full(L, rows), np.full(L, prefill), ctx0 + dctx * age), (L,)),
+                np.broadcast_to(self.cost.pass_ms(np.full(L, rows), np.full(L, prefill), ctx0 + rows * age), (L,)),
                 dtype=float,
             )
             costs[0] += clock  # ((clock + c0) + c1) + ...: the order one-pass-at-a-time adds them, bit for bit
             ends = np.cumsum(costs)
+            self.ends[len(self.st) // STRETCH_FIELDS] = ends
             end = float(ends[-1])
-        self.st.append((p, L, rows, prefill, ctx0, dctx, clock, ends, self.pool.used, self.pool.largest_free_run()))
+        self.st.extend((L, rows, prefill, ctx0, clock, end, used, largest))
         if self.record_pool:
             owners = tuple(self.order[o] if o >= 0 else -1 for o in self.pool.owners())
             self.maps.extend([owners] * L)
-        return end, ends
+        return end
+
+    def _cut(self, L, arrival):
+        """Cut the last (costed) stretch at the pass whose end first sees `arrival`; return its passes and end."""
+        at = len(self.st) // STRETCH_FIELDS - 1
+        ends = self.ends[at]
+        j = int(np.searchsorted(ends, arrival, side="left")) + 1
+        if j >= L:
+            return L, float(ends[-1])
+        self.ends[at] = ends[:j]
+        self.st[-STRETCH_FIELDS] = j
+        self.st[-3] = float(ends[j - 1])  # the stretch's end clock
+        if self.record_pool:
+            del self.maps[len(self.maps) - (L - j) :]
+        return j, float(ends[j - 1])
 
     def _continuous(self):
-        n, A, P, OUT, pool = len(self.A), self.A, self.P, self.OUT, self.pool
-        chunked = self.pol.token_budget
-        self.st = []
+        """Admit, grow, preempt and retire between passes; jump over passes where none of that happens."""
+        n, A, P, OUT, pool, order = len(self.A), self.A, self.P, self.OUT, self.pool, self.order
+        slot, start, first, finish = self.slot, self.start, self.first, self.finish
+        events, add_cell = self.events, self.cells.extend
+        chunked, budget, reserve, unit = self.pol.token_budget, self.budget, self.reserve, self.unit
+        contiguous, limited, growth = pool.contiguous, self.limited, self.paged_growth
+        paged_limited = limited and not contiguous
+        plain = self.plain
+        bs, size = pool.block_size, pool.size
+        track = self.record_pool  # block ids matter only for the recorded map
+        quick = unit and not track  # a stretch is recorded inline, without a call
+        record, stretch = self.st.extend, self._stretch
+        push, pop = heapq.heappush, heapq.heappop
+        # The block manager's answers and actions, bound once: they run once per admission, release or growth.
+        can_allocate, allocate, release, can_grow, grow = (
+            pool.can_allocate,
+            pool.allocate,
+            pool.release,
+            pool.can_grow,
+            pool.grow,
+        )
+        held = pool.held  # blocks per request: where its next block falls
+        g = [0] * n  # tokens emitted (decoding: recomputed from base when it leaves)
+        base = [0] * n  # decoding: tokens emitted before pass q are q + base
+        gen = [0] * n  # invalidates a request's finish entry when it is preempted
+        adm = [0] * n  # when each running request was (last) admitted
+        cell_state, cell_from, cell_g = [0] * n, [0] * n, [0] * n  # each running request's open cell
+        # Paged growth: a decoding request needs its next block every block_size passes, at passes congruent to its
+        # phase; buckets[phase] holds those requests, so a boundary finds who grows without a heap entry per block.
+        phase = [0] * n
+        buckets: list[dict[int, None]] = [{} for _ in range(bs)] if growth else []
         waiting: deque[int] = deque()
         free = list(range(self.slots))
         running: dict[int, None] = {}  # admission order: the last key is the most recently admitted
-        prefilling: dict[int, list[int]] = {}  # request -> [prefilled, target]
+        prefilling: dict[int, list[int]] = {}  # chunked: request -> [prefilled, target]
         fin: list[tuple[int, int, int, int]] = []  # (finish pass, slot, request, gen)
-        grow: list[tuple[int, int, int]] = []  # (pass it needs its next block, request, gen)
         count = 0  # decoding requests
         ctx_base = 0  # sum over decoding of (P + base): their context at pass q is ctx_base + count * q
         nxt, p, clock = 0, 0, 0.0
         noted: set[int] = set()
-        admissions = 0  # admission order, readmissions included: growth is served oldest first
-
-        def start_decoding(k: int, q: int) -> None:
-            nonlocal count, ctx_base
-            self.base[k] = self.g[k] - q
-            count += 1
-            ctx_base += P[k] + self.base[k]
-            heapq.heappush(fin, (OUT[k] - self.base[k], self.slot[k], k, self.gen[k]))
-            if self.paged_growth:
-                heapq.heappush(grow, (pool.held[k] * pool.block_size - P[k] - self.base[k], k, self.gen[k]))
+        admissions = recomputed = 0  # admission order, readmissions included: growth is served oldest first
+        # Blocks come free only when somebody leaves, and only a leaver can become the head: a head refused since
+        # the last release is refused again, so it is not asked again until something is released.
+        releases, refused_at = 0, -1
 
         def leave(k: int, q: int) -> None:
-            nonlocal count, ctx_base
+            """Free the slot and blocks of request k, which leaves before pass q (finished or preempted)."""
+            nonlocal count, ctx_base, releases
+            releases += 1
             if k in prefilling:
                 del prefilling[k]
             else:
-                self.g[k] = q + self.base[k]
+                g[k] = q + base[k]
                 count -= 1
-                ctx_base -= P[k] + self.base[k]
+                ctx_base -= P[k] + base[k]
+                if growth:
+                    del buckets[phase[k]][k]
             del running[k]
             pool.release(k)
-            heapq.heappush(free, self.slot[k])
-            self.gen[k] += 1
-            self._close(k, q)
+            s = slot[k]
+            push(free, s)
+            gen[k] += 1
+            if q > cell_from[k]:
+                add_cell((k, s, cell_from[k], q, cell_state[k], cell_g[k]))
 
         while True:
             while nxt < n and A[nxt] <= clock:
                 waiting.append(nxt)
                 nxt += 1
-            while fin and fin[0][0] <= p:  # retire
-                _, s, k, gn = heapq.heappop(fin)
-                if gn != self.gen[k]:
+            while fin and fin[0][0] <= p:  # retire (a finished request has no other live entry: gen stays)
+                _, s, k, gn = pop(fin)
+                if gn != gen[k]:
                     continue
-                self.finish[k] = self.release[k] = p
-                leave(k, p)
+                finish[k] = p  # and its release: a continuous slot frees as its request finishes
+                count -= 1
+                ctx_base -= P[k] + base[k]
+                if growth:
+                    del buckets[phase[k]][k]
+                del running[k]
+                if limited:
+                    release(k)
+                    releases += 1
+                push(free, s)
+                if not plain and p > cell_from[k]:
+                    add_cell((k, s, cell_from[k], p, cell_state[k], cell_g[k]))
             preempted = False
-            if self.paged_growth:
-                due = []
-                while grow and grow[0][0] <= p:
-                    _, k, gn = heapq.heappop(grow)
-                    if gn == self.gen[k] and k in running:
-                        due.append(k)
-                if len(due) > 1:
-                    due.sort(key=self.adm.__getitem__)  # oldest admitted first
-                for k in due:
-                    if k not in running:
-                        continue
-                    tokens = P[k] + p + self.base[k] + 1
-                    while not pool.can_append(k, tokens):
-                        victim = next(reversed(running))
-                        slot_left = self.slot[victim]
-                        leave(victim, p)
-                        waiting.appendleft(victim)
-                        self.events.append(
-                            Event(p, "preempt", self.order[victim], slot_left, self.g[victim], pool.free, self.order[k])
-                        )
-                        preempted = True
-                        if victim == k:
-                            break
-                    if k in running:
-                        pool.append(k, tokens)
-                        heapq.heappush(grow, (pool.held[k] * pool.block_size - P[k] - self.base[k], k, self.gen[k]))
+            due = buckets[p % bs] if growth else None
+            if due:
+                if not track and can_grow(len(due)):
+                    grow(due)  # a block for each: nobody is preempted, so the order they are served in is moot
+                else:
+                    due = sorted(due, key=adm.__getitem__)  # oldest admitted first
+                    served = min(len(due), pool.free)  # these take a free block each, as one by one they would
+                    grow(due[:served])
+                    for k in due[served:]:
+                        if k not in running:
+                            continue
+                        tokens = P[k] + p + base[k] + 1
+                        while not pool.can_append(k, tokens):
+                            victim = next(reversed(running))
+                            slot_left = slot[victim]
+                            leave(victim, p)
+                            waiting.appendleft(victim)
+                            events.append(Event(p, "preempt", order[victim], slot_left, g[victim], pool.free, order[k]))
+                            preempted = True
+                            if victim == k:
+                                break
+                        if k in running:
+                            pool.append(k, tokens)
             # The pass's plan: decoding rows first, then prompt chunks in admission order (chunked), then admissions.
-            left = self.budget - count if chunked else None
-            chunks: list[tuple[int, int]] = []  # (request, tokens this pass)
-            for k, (done_, target) in prefilling.items():
-                c = min(target - done_, left)
-                left -= c
-                chunks.append((k, c))
-            while not preempted and waiting and free and (left is None or left > 0):
+            chunks: list = []  # chunked: (request, tokens this pass); continuous: the requests admitted
+            left = prefill = prefilled = 0  # budget left; prompt tokens in this pass; their cached prompt before it
+            if chunked:
+                left = budget - count
+                for k, (done_, target) in prefilling.items():
+                    c = min(target - done_, left)
+                    left -= c
+                    chunks.append((k, c))
+                    prefill += c
+                    prefilled += done_
+            while not preempted and waiting and free and (left > 0 or not chunked):
                 k = waiting[0]
-                tokens = P[k] + (self.reserve if pool.contiguous else self.g[k] + 1)
-                if not pool.can_allocate(k, tokens):
+                tokens = P[k] + (reserve if contiguous else g[k] + 1)
+                if limited and (refused_at == releases or not can_allocate(k, tokens)):
+                    refused_at = releases
                     if k not in noted:
                         noted.add(k)
-                        self.events.append(
-                            Event(p, "blocked", self.order[k], free[0], self.memory.blocks_for(tokens), pool.free)
-                        )
+                        events.append(Event(p, "blocked", order[k], free[0], -(-tokens // bs), pool.free))
                     break
                 waiting.popleft()
-                noted.discard(k)
-                pool.allocate(k, tokens)
-                self.slot[k] = heapq.heappop(free)
+                if noted:
+                    noted.discard(k)
+                if limited:
+                    allocate(k, tokens)
+                slot[k] = pop(free)
                 running[k] = None
-                self.adm[k] = admissions
+                adm[k] = admissions
                 admissions += 1
-                if self.start[k] < 0:
-                    self.start[k] = p
-                self.recomputed += self.g[k]
-                target = P[k] + self.g[k]
-                c = target if left is None else min(target, left)
-                if left is not None:
+                if start[k] < 0:
+                    start[k] = p
+                recomputed += g[k]
+                target = P[k] + g[k]
+                if chunked:
+                    c = min(target, left)
                     left -= c
-                prefilling[k] = [0, target]
-                chunks.append((k, c))
+                    prefilling[k] = [0, target]
+                    cell_state[k] = IDLE  # no cell open yet in this residency
+                    chunks.append((k, c))
+                    prefill += c
+                else:
+                    chunks.append(k)  # the whole prompt in this pass
+                    prefill += target
             if not running:
                 if nxt == n and not waiting:
                     break
@@ -378,50 +440,77 @@ class _Engine:
                     raise RuntimeError("nothing runs but a request waits: the scheduler is stuck")
                 clock = max(clock, float(A[nxt]))  # nothing runs till the next arrival
                 continue
+            used = pool.used
+            largest = size - used if paged_limited else (pool.largest_free_run() if contiguous else 0)
             if chunks:  # one pass: somebody's prompt is in it
-                prefill = sum(c for _, c in chunks)
-                ctx = ctx_base + count * p + sum(prefilling[k][0] for k, _ in chunks)
-                clock, _ = self._stretch(p, 1, count, prefill, ctx, 0, clock)
-                for k, c in chunks:
-                    state = prefilling[k]
-                    state[0] += c
-                    if state[0] < state[1]:
-                        self._set(k, PREFILL, p, self.g[k])
-                        continue
-                    del prefilling[k]
-                    self._set(k, RECOMPUTE if self.g[k] else GENERATING, p, self.g[k])
-                    if self.first[k] < 0:
-                        self.first[k] = p
-                    self.g[k] += 1
-                    start_decoding(k, p + 1)
-                    self._set(k, GENERATING, p + 1, self.g[k])  # a no-op after a G pass: the cell runs on
+                ctx = ctx_base + count * p + prefilled
+                if quick:
+                    end = clock + 1
+                    record((1, count, prefill, ctx, clock, end, used, largest))
+                else:
+                    end = stretch(1, count, prefill, ctx, clock, used, largest)
+                clock = end
                 p += 1
+                if chunked:  # a prompt whose last chunk was in the pass decodes from now on; the others wait
+                    done = []
+                    for k, c in chunks:
+                        state = prefilling[k]
+                        state[0] += c
+                        if state[0] < state[1]:
+                            if cell_state[k] != PREFILL:
+                                cell_state[k], cell_from[k], cell_g[k] = PREFILL, p - 1, g[k]
+                            continue
+                        del prefilling[k]
+                        done.append(k)
+                    chunks = done
+                for k in chunks:  # the pass gave k its next token: from pass p it decodes
+                    gk, s = g[k], slot[k]
+                    b = base[k] = gk + 1 - p
+                    count += 1
+                    ctx_base += P[k] + b
+                    push(fin, (OUT[k] - b, s, k, gen[k]))
+                    if plain:  # its first pass is its start, its cell _record's
+                        continue
+                    if first[k] < 0:
+                        first[k] = p - 1
+                    g[k] = gk + 1
+                    if growth:
+                        ph = phase[k] = (held[k] * bs - P[k] - b) % bs
+                        buckets[ph][k] = None
+                    if chunked and cell_state[k] == PREFILL and p - 1 > cell_from[k]:  # its earlier chunks' cell
+                        add_cell((k, s, cell_from[k], p - 1, PREFILL, cell_g[k]))
+                    if gk:  # a readmission's first pass recomputes; the cell that follows generates
+                        add_cell((k, s, p - 1, p, RECOMPUTE, gk))
+                        cell_state[k], cell_from[k], cell_g[k] = GENERATING, p, gk + 1
+                    else:
+                        cell_state[k], cell_from[k], cell_g[k] = GENERATING, p - 1, 0
                 continue
-            while fin and fin[0][3] != self.gen[fin[0][2]]:
-                heapq.heappop(fin)
-            while grow and grow[0][2] != self.gen[grow[0][1]]:
-                heapq.heappop(grow)
+            while fin and fin[0][3] != gen[fin[0][2]]:
+                pop(fin)
             L = 1 if preempted else fin[0][0] - p  # after a preemption, admission is tried at the next boundary
-            if grow:
-                L = min(L, max(1, grow[0][0] - p))
+            if growth and L > 1:  # stop at the next pass where somebody needs a block
+                for d in range(1, min(L, bs + 1)):
+                    if buckets[(p + d) % bs]:
+                        L = d
+                        break
             cut = free and not waiting and nxt < n  # an arrival would be admitted at the first pass after it
-            if cut and self.unit:
+            if cut and unit:
                 L = min(L, max(1, math.ceil(A[nxt] - clock)))
-            end, ends = self._stretch(p, L, count, 0, ctx_base + count * p, count, clock)
-            if cut and not self.unit and L > 1:
-                j = int(np.searchsorted(ends, A[nxt], side="left")) + 1
-                if j < L:  # cut the stretch where the arrival is first seen
-                    self.st[-1] = self.st[-1][:1] + (j,) + self.st[-1][2:7] + (ends[:j],) + self.st[-1][8:]
-                    if self.record_pool:
-                        del self.maps[len(self.maps) - (L - j) :]
-                    L, end = j, float(ends[j - 1])
+            ctx = ctx_base + count * p
+            if quick:
+                end = clock + L
+                record((L, count, 0, ctx, clock, end, used, largest))
+            else:
+                end = stretch(L, count, 0, ctx, clock, used, largest)
+                if cut and not unit and L > 1:
+                    L, end = self._cut(L, A[nxt])
             clock = end
             p += L
         self.passes = p
+        self.recomputed = recomputed
 
     def _static(self):
         n, A, P, OUT, pool = len(self.A), self.A, self.P, self.OUT, self.pool
-        self.st = []
         k, p, clock = 0, 0, 0.0
         while k < n:
             oldest = A[k]
@@ -440,60 +529,104 @@ class _Engine:
             for row, j in enumerate(members):
                 self.slot[j], self.start[j], self.first[j] = row, p, p
                 self.finish[j], self.release[j] = p + OUT[j], p + length
-                self.cells.append((j, row, p, p + OUT[j], GENERATING, 0))
+                self.cells.extend((j, row, p, p + OUT[j], GENERATING, 0))
                 if OUT[j] < length:
-                    self.cells.append((j, row, p + OUT[j], p + length, PADDING, OUT[j]))
+                    self.cells.extend((j, row, p + OUT[j], p + length, PADDING, OUT[j]))
                 pool.allocate(j, width + self.reserve)
-            clock, _ = self._stretch(p, 1, 0, size * width, 0, 0, clock)
+            used, largest = pool.used, pool.largest_free_run()
+            clock = self._stretch(1, 0, size * width, 0, clock, used, largest)
             if length > 1:
-                clock, _ = self._stretch(p + 1, length - 1, size, 0, size * (width + 1), size, clock)
+                clock = self._stretch(length - 1, size, 0, size * (width + 1), clock, used, largest)
             for j in members:
                 pool.release(j)
             p += length
             k += size
         self.passes = p
 
-    def _record(self) -> Schedule:
-        n, P, passes = len(self.A), self.P, self.passes
-        st = self.st
-        lengths = np.array([s[1] for s in st], dtype=np.int64)
-        col = lambda i, kind=np.int64: np.repeat(np.array([s[i] for s in st], dtype=kind), lengths)  # noqa: E731
-        first_of = np.repeat(np.array([s[0] for s in st], dtype=np.int64), lengths)
-        age = np.arange(passes, dtype=np.int64) - first_of
-        rows, prefill = col(2), col(3)
-        context = col(4) + col(5) * age
-        begun = col(6, float)
+    def _plain_cells(self, start: np.ndarray, finish: np.ndarray, slot: np.ndarray) -> np.ndarray:
+        """Return the cells of a schedule where nobody is preempted or chunked, in the order the loop closes them.
+
+        Each request (in FCFS order) generates in one cell from its start to its finish; cells close as requests
+        retire, at each boundary in slot order (the finish heap's order).
+        """
+        order = np.lexsort((slot, finish))
+        cells = np.zeros((len(order), 6), dtype=np.int64)
+        cells[:, 0], cells[:, 1], cells[:, 2], cells[:, 3] = order, slot[order], start[order], finish[order]
+        cells[:, 4] = GENERATING
+        return cells
+
+    def _unlimited_blocks(self, cells: np.ndarray, passes: int) -> np.ndarray:
+        """Return the blocks an unlimited pool holds at each pass: what each running request was given at admission.
+
+        Nobody is preempted, so each admission is a first (nothing generated yet) and holds its blocks until it
+        finishes; its cells (a prompt's chunks, then its tokens) tile that span once.
+        """
+        prompt = np.array(self.P, dtype=np.int64)
+        tokens = prompt + (self.reserve if self.pool.contiguous else 1)
+        held = (-(-tokens // self.memory.block_size))[cells[:, 0]]
+        diff = np.bincount(cells[:, 2], held, passes + 1) - np.bincount(cells[:, 3], held, passes + 1)
+        return np.cumsum(diff)[:passes].astype(np.int64)  # float sums of integers far below 2**53: exact
+
+    def _token_blocks(self, cells: np.ndarray, passes: int) -> np.ndarray:
+        """Return the blocks each pass's tokens fill: per non-padding cell, its prompt and tokens so far, plus one.
+
+        A cell's count rises by one every block_size passes, so the counts are summed as a difference array (its
+        first pass's count, one more at each pass that starts a block, its last count taken off where it ends):
+        work in blocks crossed, not in cell-passes.
+        """
+        bs = self.memory.block_size
+        live = cells[cells[:, 4] != PADDING]
+        lo, hi = live[:, 2], live[:, 3]
+        c = np.array(self.P, dtype=np.int64)[live[:, 0]] + live[:, 5] - lo + 1  # a cell holds c + q tokens at pass q
+        first_count, last_count = -(-(c + lo) // bs), -(-(c + hi - 1) // bs)
+        cross = lo + 1 + (1 - (c + lo + 1)) % bs  # its first pass after lo holding c + q = 1 (mod bs): a new block
+        crossings = np.maximum(0, -(-(hi - cross) // bs))
+        within = np.arange(crossings.sum()) - np.repeat(np.cumsum(crossings) - crossings, crossings)
+        at = np.repeat(cross, crossings) + bs * within
+        size = passes + 1
+        diff = np.bincount(lo, first_count, size) - np.bincount(hi, last_count, size) + np.bincount(at, minlength=size)
+        return np.cumsum(diff)[:passes].astype(np.int64)  # float sums of integers far below 2**53: exact
+
+    def _passes(self) -> tuple[np.ndarray, ...]:
+        """Return per pass: start, end, decoding rows, prefill tokens, context, blocks held, longest free run."""
+        passes = self.passes
+        st = _as_array(self.st, float).reshape(-1, STRETCH_FIELDS)
+        lengths = st[:, 0].astype(np.int64)
+        opens_at = np.cumsum(lengths) - lengths  # each stretch's first pass: the stretches tile the passes
+        col = lambda i: np.repeat(st[:, i].astype(np.int64), lengths)  # noqa: E731 - exact: counts below 2**53
+        age = np.arange(passes, dtype=np.int64) - np.repeat(opens_at, lengths)
+        rows = col(1)
+        begun = np.repeat(st[:, 4], lengths)
         if self.unit:
             starts = begun + age
             ends = starts + 1.0
         else:
-            ends = np.empty(passes)
-            at = 0
-            for s in st:
-                if s[7] is None:  # one pass, costed by the scalar function as the loop did
-                    ends[at] = s[6] + self.step_ms(s[2], s[3], s[4])
-                else:
-                    ends[at : at + s[1]] = s[7]
-                at += s[1]
+            ends = np.repeat(st[:, 5], lengths)  # a one-pass stretch: costed by the scalar function as the loop did
+            for at, costed in self.ends.items():
+                ends[opens_at[at] : opens_at[at] + len(costed)] = costed
             starts = np.concatenate(([0.0], ends[:-1])) if passes else np.zeros(0)
             opens = age == 0  # a stretch's first pass starts where the clock stood (after an idle jump, say)
             starts[opens] = begun[opens]
-        blocks, largest = col(8), col(9)
-        for k in range(n):
-            self._close(k, self.finish[k])
-        cells = np.array(self.cells, dtype=np.int64).reshape(-1, 6)
-        token_blocks = np.zeros(passes, dtype=np.int64)
-        if self.limited and len(cells):  # what each generating cell holds: its prompt and tokens so far, plus one
-            live = cells[(cells[:, 4] != PADDING)]
-            span = live[:, 3] - live[:, 2]
-            q = np.repeat(live[:, 2], span) + (np.arange(span.sum()) - np.repeat(np.cumsum(span) - span, span))
-            tokens = np.repeat(np.array(P)[live[:, 0]] + live[:, 5] - live[:, 2], span) + q + 1
-            np.add.at(token_blocks, q, -(-tokens // self.memory.block_size))
+        return starts, ends, rows, col(2), col(3) + rows * age, col(6), col(7)
+
+    def _record(self) -> Schedule:
+        n, passes = len(self.A), self.passes
+        starts, ends, rows, prefill, context, blocks, largest = self._passes()
+        start, finish, slot = (_as_array(xs, np.int64) for xs in (self.start, self.finish, self.slot))  # FCFS order
+        if self.plain:
+            cells = self._plain_cells(start, finish, slot)
+            first = start
+        else:
+            cells = _as_array(self.cells, np.int64).reshape(-1, 6)
+            first = _as_array(self.first, np.int64)
+        if not self.limited and self.pol.between_passes and len(cells):
+            blocks = self._unlimited_blocks(cells, passes)
+        token_blocks = self._token_blocks(cells, passes) if self.limited else np.zeros(passes, dtype=np.int64)
+        release = finish if self.pol.between_passes else _as_array(self.release, np.int64)
         back = np.empty(n, dtype=np.int64)
         back[self.order] = np.arange(n)
-        per = lambda xs: np.array(xs, dtype=np.int64)[back] if n else np.zeros(0, np.int64)  # noqa: E731
         out_cells = cells[:, :5].copy()
-        out_cells[:, 0] = np.array(self.order, dtype=np.int64)[cells[:, 0]] if len(cells) else cells[:, 0]
+        out_cells[:, 0] = _as_array(self.order, np.int64)[cells[:, 0]]
         return Schedule(
             requests=self.requests,
             slots=self.slots,
@@ -502,11 +635,11 @@ class _Engine:
             batch_timeout=self.timeout,
             token_budget=self.budget,
             cost="unit" if self.unit else self.cost.name,
-            slot=per(self.slot),
-            start_pass=per(self.start),
-            first_pass=per(self.first),
-            finish_pass=per(self.finish),
-            release_pass=per(self.release),
+            slot=slot[back],  # fancy indexing copies: no two fields share an array
+            start_pass=start[back],
+            first_pass=first[back],
+            finish_pass=finish[back],
+            release_pass=release[back],
             cells=out_cells,
             pass_start=starts,
             pass_end=ends,
@@ -600,46 +733,63 @@ def memory_waits(s: Schedule) -> list[Wait]:
     if s.pool_maps is None or s.cost != "unit":
         raise ValueError("memory_waits needs a step-clock schedule with record_pool=True")
     run = as_run(s)
-    grid = run.grid(run.drain)
     at = {int(start): p for p, start in enumerate(s.pass_start.tolist())}
-    out = []
+    seen: dict[int, tuple[int, int]] = {}
 
-    def pool_at(t: int) -> tuple[int, int]:
+    def pool_at(t: int) -> tuple[int, int]:  # free blocks and the longest free run, once per map (a stretch shares one)
         owners = s.pool_maps[at[t]]
-        best = here = 0
-        for o in owners:
-            here = here + 1 if o < 0 else 0
-            best = max(best, here)
-        return sum(1 for o in owners if o < 0), best
+        key = id(owners)  # the maps are alive in s.pool_maps, so an id names one map
+        if key not in seen:
+            seen[key] = (sum(1 for o in owners if o < 0), longest_free_run(owners))
+        return seen[key]
 
     if s.policy == "static":
-        starts = sorted(set(int(x) for x in run.start.tolist()))
-        for t0 in starts:
-            members = [i for i in range(len(s.requests)) if run.start[i] == t0]
-            end = max(int(run.release[i]) for i in members)
-            waiting = [i for i in range(len(s.requests)) if run.arrival[i] <= t0 < run.start[i]]
-            if len(members) == s.slots or not waiting:
-                continue
-            row = s.memory.blocks_for(
-                max(max(1, s.requests[i].prompt_tokens) for i in members + waiting[:1])
-                + (s.memory.reserve_tokens or max(r.output_tokens for r in s.requests))
-            )
-            for t in range(t0, end):
-                free, longest = pool_at(t)
-                for slot in range(len(members), s.slots):
-                    out.append(Wait(t, slot, waiting[0], row, free, longest))
-        return out
+        return _static_waits(s, run, pool_at)
+    idle = run.grid(run.drain) == IDLE
+    lowest_idle = idle.argmax(axis=0).tolist()  # the lowest empty slot at each step (where there is one)
+    any_idle = idle.any(axis=0).tolist()
+    starts: dict[int, list[int]] = {}  # request -> the steps its cells begin, in order
+    for i, _, lo, _, _ in run.cells.tolist() if run.cells is not None else []:
+        starts.setdefault(i, []).append(lo)
+    for begun in starts.values():
+        begun.sort()
+    latest: dict[int, Wait] = {}  # one request per step: a later head (after a preemption put another in front) wins
     blocked = sorted((int(s.pass_start[e.step]), e.request, e.tokens) for e in s.events if e.kind == "blocked")
     for t0, request, needed in blocked:
-        begun = [lo for i, _, lo, _, _ in (run.cells.tolist() if run.cells is not None else []) if i == request]
-        t1 = min((lo for lo in begun if lo >= t0), default=run.drain)
+        begun = starts.get(request, [])
+        k = bisect_left(begun, t0)
+        t1 = begun[k] if k < len(begun) else run.drain  # it waits until its next cell begins
         for t in range(t0, t1):
-            idle = [slot for slot in range(s.slots) if grid[slot, t] == 0]
-            if idle and t in at:
-                free, longest = pool_at(t)
-                out.append(Wait(t, idle[0], request, needed, free, longest))
-    # One request per step: a later head (after a preemption put another in front) replaces an earlier one.
-    latest: dict[int, Wait] = {}
-    for w in out:
-        latest[w.step] = w
+            if any_idle[t] and t in at:
+                latest[t] = Wait(t, lowest_idle[t], request, needed, *pool_at(t))
     return [latest[t] for t in sorted(latest)]
+
+
+def _static_waits(s: Schedule, run, pool_at) -> list[Wait]:
+    """Static: each step of a batch that formed with fewer rows than slots while requests waited, per empty slot."""
+    n = len(s.requests)
+    start, arrival, release = run.start.tolist(), run.arrival.tolist(), run.release.tolist()
+    prompt = [max(1, r.prompt_tokens) for r in s.requests]
+    reserve = s.memory.reserve_tokens or max((r.output_tokens for r in s.requests), default=1)
+    batches: dict[int, list[int]] = {}  # batch start -> its members, in request order
+    for i in range(n):
+        batches.setdefault(start[i], []).append(i)
+    by_arrival = sorted(range(n), key=arrival.__getitem__)
+    waiting: list[int] = []  # a heap of request indices that have arrived, some since started (dropped lazily)
+    nxt, out = 0, []
+    for t0 in sorted(batches):
+        while nxt < n and arrival[by_arrival[nxt]] <= t0:
+            heapq.heappush(waiting, by_arrival[nxt])
+            nxt += 1
+        while waiting and start[waiting[0]] <= t0:  # started by t0: never waiting again
+            heapq.heappop(waiting)
+        members = batches[t0]
+        if len(members) == s.slots or not waiting:
+            continue
+        head = waiting[0]  # the lowest-numbered request waiting at t0
+        row = s.memory.blocks_for(max(prompt[i] for i in members + [head]) + reserve)
+        for t in range(t0, max(release[i] for i in members)):
+            free, longest = pool_at(t)
+            for slot in range(len(members), s.slots):
+                out.append(Wait(t, slot, head, row, free, longest))
+    return out

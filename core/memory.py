@@ -10,10 +10,12 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, insort
 from dataclasses import dataclass
+from operator import itemgetter
 
 from .limits import check_range
 
 ALLOCATIONS = ("paged", "contiguous")
+_length = itemgetter(1)  # of a free run (start, length)
 MAX_KV_BLOCKS = 100_000_000
 MAX_BLOCK_SIZE = 65_536
 
@@ -69,10 +71,27 @@ def pool_for(memory_gb: float, weights_gb: float, kv_mb_per_token: float, block_
     return int(tokens // block_size)
 
 
-class KVPool:
-    """The pool's bookkeeping: who owns which blocks. Unlimited pools only count."""
+def longest_free_run(owners) -> int:
+    """Return the longest run of consecutive free blocks (owner < 0) in a block map: what one reservation can use."""
+    best = here = 0
+    for owner in owners:
+        if owner < 0:
+            here += 1
+            if here > best:
+                best = here
+        else:
+            here = 0
+    return best
 
-    def __init__(self, config: MemoryConfig):
+
+class KVPool:
+    """The pool's bookkeeping: who owns which blocks. Unlimited pools only count.
+
+    `track_blocks` False keeps a paged pool to counts (no block ids, no `owners()`): what the scheduler asks needs
+    only counts, and block ids cost a heap operation per block.
+    """
+
+    def __init__(self, config: MemoryConfig, track_blocks: bool = True):
         self.config = config
         self.block_size = config.block_size
         self.size = config.kv_blocks  # None: unlimited
@@ -82,9 +101,11 @@ class KVPool:
         # Contiguous: where each request's run starts, and the free runs as sorted (start, length) pairs.
         self.run_start: dict[int, int] = {}
         self.free_runs: list[tuple[int, int]] = [(0, self.size)] if self.size is not None else []
+        self._largest: int | None = self.size  # the longest free run, None once a change makes it stale
         # Paged: which blocks each request holds, taken lowest-numbered first from a heap of free block ids.
+        self.track = track_blocks and self.size is not None and not self.contiguous
         self.blocks: dict[int, list[int]] = {}
-        self.free_ids: list[int] = list(range(self.size)) if self.size is not None and not self.contiguous else []
+        self.free_ids: list[int] = list(range(self.size)) if self.track else []
 
     @property
     def free(self) -> int | None:
@@ -93,28 +114,37 @@ class KVPool:
 
     def can_allocate(self, request: int, tokens: int) -> bool:
         """Return whether a request not holding blocks can be given the blocks for `tokens` tokens."""
-        need = self.config.blocks_for(tokens)
         if self.size is None:
             return True
+        need = -(-tokens // self.block_size)  # blocks_for, inlined: it runs once per admission
         if self.contiguous:
-            return any(length >= need for _, length in self.free_runs)
+            return need <= (self._largest if self._largest is not None else self.largest_free_run())
         return need <= self.size - self.used
 
     def allocate(self, request: int, tokens: int) -> None:
         """Give a request that holds nothing the blocks for `tokens` tokens (contiguous: one run, first fit)."""
-        if request in self.held or not self.can_allocate(request, tokens):
-            raise RuntimeError(f"cannot allocate {self.config.blocks_for(tokens)} blocks for request {request}")
-        need = self.config.blocks_for(tokens)
-        if self.contiguous and self.size is not None:
-            k = next(k for k, (_, length) in enumerate(self.free_runs) if length >= need)
-            start, length = self.free_runs[k]
+        need = -(-tokens // self.block_size)
+        size = self.size
+        if request in self.held or (
+            size is not None and need > (self.largest_free_run() if self.contiguous else size - self.used)
+        ):
+            raise RuntimeError(f"cannot allocate {need} blocks for request {request}")
+        if self.contiguous and size is not None:
+            runs = self.free_runs
+            k = 0
+            while runs[k][1] < need:  # first fit (can_allocate saw a run long enough)
+                k += 1
+            start, length = runs[k]
             if length == need:
-                del self.free_runs[k]
+                del runs[k]
             else:
-                self.free_runs[k] = (start + need, length - need)
+                runs[k] = (start + need, length - need)
             self.run_start[request] = start
-        elif self.size is not None:
-            self.blocks[request] = [heapq.heappop(self.free_ids) for _ in range(need)]
+            if length == self._largest:  # only cutting a longest run can shorten the longest run
+                self._largest = None
+        elif self.track:
+            pop, free_ids = heapq.heappop, self.free_ids
+            self.blocks[request] = [pop(free_ids) for _ in range(need)]
         self.held[request] = need
         self.used += need
 
@@ -127,14 +157,31 @@ class KVPool:
 
     def append(self, request: int, tokens: int) -> None:
         """Grow a request's blocks to hold `tokens` tokens."""
-        if not self.can_append(request, tokens):
-            raise RuntimeError(f"no free block for request {request}")
         extra = -(-tokens // self.block_size) - self.held[request]
-        if extra > 0:
-            self.held[request] += extra
-            self.used += extra
-            if self.size is not None:
-                self.blocks[request] += [heapq.heappop(self.free_ids) for _ in range(extra)]
+        if extra <= 0:
+            return
+        if self.size is not None and (self.contiguous or extra > self.size - self.used):
+            raise RuntimeError(f"no free block for request {request}")
+        self.held[request] += extra
+        self.used += extra
+        if self.track:
+            self.blocks[request] += [heapq.heappop(self.free_ids) for _ in range(extra)]
+
+    def can_grow(self, count: int) -> bool:
+        """Return whether `count` running requests can each take one more block (paged)."""
+        return self.size is None or (not self.contiguous and count <= self.size - self.used)
+
+    def grow(self, requests) -> None:
+        """Give each of `requests` one more block, in the order given (paged; block ids lowest first)."""
+        if self.size is not None and (self.contiguous or len(requests) > self.size - self.used):
+            raise RuntimeError(f"no {len(requests)} free blocks to grow by")
+        held = self.held
+        for request in requests:
+            held[request] += 1
+        self.used += len(requests)
+        if self.track:
+            for request in requests:
+                self.blocks[request].append(heapq.heappop(self.free_ids))
 
     def release(self, request: int) -> None:
         """Return every block a request holds (contiguous: its run becomes a hole, merged with free neighbours)."""
@@ -149,9 +196,12 @@ class KVPool:
             if k and sum(self.free_runs[k - 1]) == start:  # and with the run before
                 start = self.free_runs.pop(k - 1)[0]
             insort(self.free_runs, (start, end - start))
-        elif self.size is not None:
+            if self._largest is not None and end - start > self._largest:
+                self._largest = end - start  # a merged hole can only lengthen the longest run
+        elif self.track:
+            push, free_ids = heapq.heappush, self.free_ids
             for block in self.blocks.pop(request):
-                heapq.heappush(self.free_ids, block)
+                push(free_ids, block)
 
     def largest_free_run(self) -> int:
         """Return the longest run of consecutive free blocks (paged: every free block counts)."""
@@ -159,12 +209,16 @@ class KVPool:
             return 0
         if not self.contiguous:
             return self.size - self.used
-        return max((length for _, length in self.free_runs), default=0)
+        if self._largest is None:  # stale after an allocation: the runs are few (one per hole), so a scan is cheap
+            self._largest = max(map(_length, self.free_runs), default=0)
+        return self._largest
 
     def owners(self) -> list[int]:
         """Return the owner of every block, -1 when free: the pool as it lies, holes and all."""
         if self.size is None:
             raise ValueError("an unlimited pool has no block map")
+        if not self.contiguous and not self.track:
+            raise ValueError("this paged pool counts blocks only (track_blocks=False): it has no block map")
         out = [-1] * self.size
         if self.contiguous:
             for request, start in self.run_start.items():

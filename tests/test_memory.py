@@ -291,3 +291,154 @@ def test_the_worked_examples_fixture_is_its_requests():
 
     fixture = Path(__file__).parent / "fixtures" / "memory.csv"
     assert list(load_trace(fixture)) == memory_requests()
+
+
+def _memory_waits_reference(s):
+    """memory_waits written plainly: every step of every wait scanned, the grid and the pool map read cell by cell."""
+    from core.engine import Wait
+
+    run = as_run(s)
+    grid = run.grid(run.drain)
+    at = {int(start): p for p, start in enumerate(s.pass_start.tolist())}
+    n = len(s.requests)
+
+    def pool_at(t):
+        owners = s.pool_maps[at[t]]
+        runs = "".join("." if o < 0 else "x" for o in owners).split("x")
+        return sum(1 for o in owners if o < 0), max(len(r) for r in runs)
+
+    out = []
+    if s.policy == "static":
+        for t0 in sorted(set(run.start.tolist())):
+            members = [i for i in range(n) if run.start[i] == t0]
+            waiting = [i for i in range(n) if run.arrival[i] <= t0 < run.start[i]]
+            if len(members) == s.slots or not waiting:
+                continue
+            widest = max(max(1, s.requests[i].prompt_tokens) for i in members + waiting[:1])
+            row = s.memory.blocks_for(widest + (s.memory.reserve_tokens or max(r.output_tokens for r in s.requests)))
+            for t in range(t0, max(int(run.release[i]) for i in members)):
+                for slot in range(len(members), s.slots):
+                    out.append(Wait(t, slot, waiting[0], row, *pool_at(t)))
+        return out
+    cells = run.cells.tolist() if run.cells is not None else []
+    for e in sorted((int(s.pass_start[e.step]), e.request, e.tokens) for e in s.events if e.kind == "blocked"):
+        t0, request, needed = e
+        t1 = min((lo for i, _, lo, _, _ in cells if i == request and lo >= t0), default=run.drain)
+        for t in range(t0, t1):
+            idle = [slot for slot in range(s.slots) if grid[slot, t] == 0]
+            if idle and t in at:
+                out.append(Wait(t, idle[0], request, needed, *pool_at(t)))
+    latest = {w.step: w for w in out}  # a later head at the same step replaces an earlier one
+    return [latest[t] for t in sorted(latest)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    memory_traffic,
+    st.integers(1, 5),
+    st.sampled_from(["continuous", "static", "chunked"]),
+    st.sampled_from(["paged", "contiguous"]),
+    st.integers(0, 6),
+    st.sampled_from([1, 4, 16]),
+)
+def test_memory_waits_equal_a_plain_scan(reqs, slots, policy, allocation, extra, block_size):
+    """memory_waits (one sweep over the cells, each pool map read once) equals the step-by-step scan."""
+    memory = _pool_for(reqs, allocation, extra, block_size)
+    budget = slots + 2 if policy == "chunked" else None
+    s = schedule(reqs, slots, policy, memory, token_budget=budget, record_pool=True)
+    from core.engine import memory_waits
+
+    assert memory_waits(s) == _memory_waits_reference(s)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-1, 3), max_size=40))
+def test_longest_free_run_is_the_longest_stretch_of_free_blocks(owners):
+    """The longest run of -1s in a block map, as splitting its picture at held blocks measures it."""
+    from core.memory import longest_free_run
+
+    runs = "".join("." if o < 0 else "x" for o in owners).split("x")
+    assert longest_free_run(owners) == max(len(r) for r in runs)
+    assert longest_free_run(tuple(owners)) == longest_free_run(owners)
+
+
+@settings(max_examples=100, deadline=None)
+@given(memory_traffic, st.integers(1, 5), st.sampled_from(["continuous", "chunked"]), st.integers(0, 6))
+def test_recording_the_pool_changes_no_decision(reqs, slots, policy, extra):
+    """Block ids are kept only with record_pool; with or without them the schedule is the same, field for field."""
+    memory = _pool_for(reqs, "paged", extra, 4)
+    budget = slots + 2 if policy == "chunked" else None
+    plain = schedule(reqs, slots, policy, memory, token_budget=budget)
+    recorded = schedule(reqs, slots, policy, memory, token_budget=budget, record_pool=True)
+    for f in dataclasses.fields(plain):
+        if f.name != "pool_maps":
+            a, b = getattr(plain, f.name), getattr(recorded, f.name)
+            assert (a.tobytes() == b.tobytes()) if isinstance(a, np.ndarray) else a == b, f.name
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    memory_traffic,
+    st.integers(1, 5),
+    st.sampled_from(["continuous", "chunked"]),
+    st.sampled_from(["paged", "contiguous"]),
+    st.sampled_from([1, 4, 16]),
+)
+def test_an_unlimited_pool_counts_what_each_admission_was_given(reqs, slots, policy, allocation, block_size):
+    """Unlimited: at each pass the pool holds, per running request, its prompt plus one token (or its reservation)."""
+    memory = MemoryConfig(block_size=block_size, allocation=allocation)
+    s = schedule(reqs, slots, policy, memory, token_budget=slots + 3 if policy == "chunked" else None)
+    reserve = max(r.output_tokens for r in reqs) if allocation == "contiguous" else 1
+    held = [memory.blocks_for(max(1, r.prompt_tokens) + reserve) for r in reqs]
+    for p in range(s.passes):
+        running = [i for i in range(len(reqs)) if s.start_pass[i] <= p < s.finish_pass[i]]
+        assert s.pass_blocks[p] == sum(held[i] for i in running)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    memory_traffic,
+    st.integers(1, 5),
+    st.sampled_from(["continuous", "static", "chunked"]),
+    st.sampled_from(["paged", "contiguous"]),
+    st.integers(0, 4),
+    st.sampled_from([1, 2, 4, 16]),
+)
+def test_token_blocks_are_each_cells_tokens_pass_by_pass(reqs, slots, policy, allocation, extra, block_size):
+    """The blocks that hold tokens, summed cell by cell and pass by pass: prompt, tokens so far, plus one."""
+    memory = _pool_for(reqs, allocation, extra, block_size)
+    s = schedule(reqs, slots, policy, memory, token_budget=slots + 1 if policy == "chunked" else None)
+    from core.engine import GENERATING, PADDING, RECOMPUTE
+
+    expected = [0] * s.passes
+    cells = s.cells.tolist()
+    for request, _, lo, hi, state in cells:
+        if state == PADDING:  # a finished row holds no new tokens
+            continue
+        emitting = [c for c in cells if c[0] == request and c[3] <= lo and c[4] in (GENERATING, RECOMPUTE)]
+        emitted = sum(c[3] - c[2] for c in emitting)  # tokens out before this cell: one per G or R pass
+        for q in range(lo, hi):
+            expected[q] += memory.blocks_for(max(1, reqs[request].prompt_tokens) + emitted + (q - lo) + 1)
+    assert s.pass_token_blocks.tolist() == expected
+    if policy == "continuous" and allocation == "paged":
+        assert s.pass_blocks.tolist() == s.pass_token_blocks.tolist()  # paged holds exactly the blocks with tokens
+
+
+def test_growing_many_requests_at_once_is_growing_each_in_turn():
+    """grow() gives each request one block, lowest ids first in the order given; it refuses more than are free."""
+    memory = MemoryConfig(kv_blocks=8, block_size=4)
+    one_by_one, at_once, counting = KVPool(memory), KVPool(memory), KVPool(memory, track_blocks=False)
+    for pool in (one_by_one, at_once, counting):
+        pool.allocate(0, 4)
+        pool.allocate(1, 8)
+    one_by_one.append(1, 9)
+    one_by_one.append(0, 5)
+    assert at_once.can_grow(2) and not at_once.can_grow(6)
+    at_once.grow([1, 0])
+    counting.grow([1, 0])
+    assert at_once.owners() == one_by_one.owners() == [0, 1, 1, 1, 0, -1, -1, -1]
+    assert at_once.held == one_by_one.held == counting.held == {0: 2, 1: 3} and counting.used == 5
+    with pytest.raises(RuntimeError):
+        counting.grow([0, 1, 0, 1])  # four blocks asked, three free
+    with pytest.raises(ValueError, match="counts blocks only"):
+        counting.owners()
