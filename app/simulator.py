@@ -287,28 +287,24 @@ class App(pn.viewable.Viewer):
         )
 
     def __panel__(self):
-        text_pane = lambda text: pn.pane.HTML(text, sizing_mode="stretch_width", stylesheets=[CSS])  # noqa: E731
+        # Consecutive texts share one pane: each pane is a few Bokeh models a new session builds and sends.
+        text_pane = lambda *texts: pn.pane.HTML("".join(texts), sizing_mode="stretch_width", stylesheets=[CSS])  # noqa: E731
         simulator = pn.Column(
             self.widget(),
             self.settings(),
             text_pane(story.WHY),
             self.loop,
-            text_pane(chapter.restructured_loop_html()),
-            text_pane(BATCH_INTRO),
+            text_pane(chapter.restructured_loop_html(), BATCH_INTRO),
             self.batch,
             text_pane(chapter.build_batch_html()),
             self.head_to_head,
             text_pane(story.SPREAD),
             pn.FlexBox(*self.lesson_buttons, sizing_mode="stretch_width"),
-            text_pane(chapter.spread_argument_html()),
-            text_pane(story.ONE_SLOT),
+            text_pane(chapter.spread_argument_html(), story.ONE_SLOT),
             self.one_slot,
-            text_pane(chapter.affordable_html()),
-            text_pane(story.NOT_FIXED),
+            text_pane(chapter.affordable_html(), story.NOT_FIXED),
             self.replay,
-            text_pane(chapter.PRODUCTION),
-            text_pane(chapter.run_locally_html()),
-            text_pane(chapter.WHATS_NEXT),
+            text_pane(chapter.PRODUCTION, chapter.run_locally_html(), chapter.WHATS_NEXT),
             sizing_mode="stretch_width",
             css_classes=["bv-story"],
         )
