@@ -128,7 +128,7 @@ def continuous_html(run: Run, step: ContinuousStep) -> str:
         f'<section class="bv-batch" data-policy="continuous" data-step="{step.step}" data-cu-seqlens="{_attr(cu)}">'
         f'{head}<div class="bv-flat">{"".join(segments)}</div>{arrays}'
         f'<div class="bv-subtitle">Block tables (KV blocks of {BLOCK_SIZE} tokens; a request only ever adds '
-        f"blocks; nobody else's move)</div>{''.join(tables)}"
+        f"blocks; nobody else's blocks move)</div>{''.join(tables)}"
         f'<div class="bv-subtitle">KV block pool: {len(step.block_owner)} blocks, {free} free</div>'
         f'<div class="bv-pool">{pool}</div></section>'
     )

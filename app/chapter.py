@@ -66,10 +66,12 @@ def restructured_loop_html() -> str:
     code = _code_block(lines, block_of, "core/reference.py: simulate_per_step, the loop", "loop")
     return (
         "<h3>The loop, restructured</h3>"
-        "<p>This is the core's own per-step scheduler, the oracle the fast one is tested against. The two marked "
-        "steps, <b>retire</b> and <b>admit</b>, are the whole technique: under static batching they run only when "
-        "the batch is over (<code>batch_over</code>, every slot free); under continuous batching they run before "
-        "every forward pass. Nothing else changes.</p>" + code
+        "<p>This is the simulator's own scheduler, written one step at a time (the timelines above come from a "
+        "faster version that is tested to give exactly the same schedules). The two marked steps, <b>retire</b> "
+        "and <b>admit</b>, are the whole technique: under static batching a member retires only once every member "
+        "has finished (<code>batch_over</code>), and a new batch is admitted only when every slot is free; under "
+        "continuous batching both run before every forward pass. Nothing else changes. (The marks show where the "
+        "steps are, not what ran: the loop lit above the batch view shows what ran at the cursor.)</p>" + code
     )
 
 

@@ -60,7 +60,7 @@ class App(pn.viewable.Viewer):
         params.setdefault("state", SimState())
         super().__init__(**params)
         self.messages = Messages()
-        self.chapter_traffic = pn.widgets.Button(label="The chapter's traffic (12 requests)", visible=False)
+        self.chapter_traffic = pn.widgets.Button(label="The chapter's traffic (12 requests)")
         self.chapter_traffic.on_click(lambda _e: self.use_chapter_traffic())
         self.state.param.watch(self._on_traffic, "trace_name")
         self.measurements = Measurements()  # the replay writes its step times here; the knee view reads them
@@ -76,6 +76,7 @@ class App(pn.viewable.Viewer):
             self.use_chapter_traffic()  # the page opens on the chapter's own twelve requests
         if query:
             self._apply_query(query)
+        self.chapter_traffic.visible = self.state.trace_name != CHAPTER_NAME  # a way back from any other traffic
         self.controls = Controls(state=self.state)
         # The first screen draws itself in the browser (assets/renderer.js) from the state's runs.
         self.chapter_widget = ChapterWidget(self.state, theme=self.theme, sizing_mode="stretch_width")

@@ -100,7 +100,7 @@ LOOPS = {
     "static": (
         ("head", "while serving:"),
         ("retire", _code("if every member finished: retire all", "the whole batch leaves at once")),
-        ("admit", _code("if every slot is free: admit a batch", "up to `slots` waiting requests")),
+        ("admit", _code("if every slot is free: admit a batch", "up to one waiting request per slot")),
         ("build", _code("batch = pad(members)", "finished members stay as padding")),
         ("forward", _code("forward(batch)", "one token per row, padding included")),
     ),

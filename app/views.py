@@ -91,8 +91,20 @@ def h2h_rows(static: Metrics, continuous: Metrics, static_loss: Losses, continuo
 
 
 # The first screen's rows and their short labels; the full table, with the long labels, is further down.
-COMPACT = {"completed": "Completed", "utilisation": "GPU utilisation", "avg_latency_all": "Avg latency, all (steps)"}
+COMPACT = {
+    "completed": "Completed",
+    "utilisation": "GPU utilisation",
+    "drain": "All done at step",
+    "avg_latency_all": "Avg latency, all, each to its finish (steps)",
+}
 COMPACT_TIMED = {"drain_ms": "All done at (ms)", "tokens_per_s": "Tokens/s", "e2e_mean": "Avg latency, all (ms)"}
+
+
+def compact_caption(window: int | None) -> str:
+    """Return the first screen's head-to-head caption: what it counts (the window's steps, or each drain on a clock)."""
+    if window is None:
+        return "Head to head, same traffic, each mode to its drain"
+    return f"Head to head, same traffic (completed and utilisation over steps 0–{window - 1})"
 
 
 def _short(rows: list[tuple], labels: dict[str, str]) -> list[tuple]:
@@ -200,13 +212,13 @@ class HeadToHeadView(pn.viewable.Viewer):
             static, continuous = (timed_metrics(run) for run in s.timed_runs())
             rows = h2h_timed_rows(static, continuous, result.static.requests)
             self.table.object = _h2h_table(rows)
-            self.compact.object = _h2h_table(_short(rows, COMPACT_TIMED), "Head to head, same traffic")
+            self.compact.object = _h2h_table(_short(rows, COMPACT_TIMED), compact_caption(None))
             self.bar_data.data = head_to_head_timed_data(static, continuous)
             set_head_to_head_groups(self.bars.object, H2H_TIMED_GROUPS)
             return
         rows = h2h_rows(result.static, result.continuous, *loss)
         self.table.object = _h2h_table(rows)
-        self.compact.object = _h2h_table(_short(rows, COMPACT), "Head to head, same traffic")
+        self.compact.object = _h2h_table(_short(rows, COMPACT), compact_caption(s.window))
         set_head_to_head_groups(self.bars.object, H2H_GROUPS)
         self.bar_data.data = head_to_head_data(result.static, result.continuous)
 

@@ -72,18 +72,18 @@ def _timed_arrays(run: TimedRun) -> dict:
 
 def h2h_compact(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, TimedRun] | None) -> str:
     """Return the first screen's head-to-head table (three rows), as app/views.py's HeadToHeadView builds it."""
-    from .views import COMPACT, COMPACT_TIMED, _h2h_table, _short, h2h_rows, h2h_timed_rows
+    from .views import COMPACT, COMPACT_TIMED, _h2h_table, _short, compact_caption, h2h_rows, h2h_timed_rows
 
     if timed is not None:
         rows = h2h_timed_rows(*(timed_metrics(run) for run in timed), len(static.requests))
-        return _h2h_table(_short(rows, COMPACT_TIMED), "Head to head, same traffic")
+        return _h2h_table(_short(rows, COMPACT_TIMED), compact_caption(None))
     rows = h2h_rows(
         compute_metrics(static, window),
         compute_metrics(continuous, window),
         losses(static, window),
         losses(continuous, window),
     )
-    return _h2h_table(_short(rows, COMPACT), "Head to head, same traffic")
+    return _h2h_table(_short(rows, COMPACT), compact_caption(window))
 
 
 @lru_cache(maxsize=RUN_CACHE_SIZE)

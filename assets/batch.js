@@ -219,7 +219,7 @@ function _bContinuous(view, w, t) {
     `<div class="bv-batch-title">Continuous, step ${t}: one ragged batch of ${plural(rows, "row")}, ` +
     `${plural(total, "token")}, no padding</div><div class="bv-flat">${segments}</div>${arrays}` +
     `<div class="bv-subtitle">Block tables (KV blocks of ${cfg.block_size} tokens; a request only ever adds ` +
-    `blocks; nobody else's move)</div>${tables}` +
+    `blocks; nobody else's blocks move)</div>${tables}` +
     `<div class="bv-subtitle">KV block pool: ${w.poolSize} blocks, ${free} free</div>` +
     `<div class="bv-pool">${pool}</div></section>` + _bSource(cfg, t, notes);
 }

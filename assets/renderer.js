@@ -101,7 +101,7 @@ function windowMetrics(view, policy) {
     all += r.finish[i] - view.arrival[i];
   }
   const useful = clipped(r.start, r.finish, W), cells = W * r.slots;
-  return { completed: `${done}/${n}`, utilisation: pct(cells ? useful / cells : 0),
+  return { completed: `${done}/${n}`, utilisation: pct(cells ? useful / cells : 0), drain: `${r.drain}`,
            avg_latency_all: n ? fixed(all / n, 1) : "–" };
 }
 
@@ -109,12 +109,13 @@ function windowMetrics(view, policy) {
 export function h2hCompactHtml(view) {
   if (view.h2h_compact) return view.h2h_compact;  // on a clock the server sends its timed table
   const m = { static: windowMetrics(view, "static"), continuous: windowMetrics(view, "continuous") };
-  const rows = [["completed", "Completed"], ["utilisation", "GPU utilisation"],
-                ["avg_latency_all", "Avg latency, all (steps)"]];
+  const rows = [["completed", "Completed"], ["utilisation", "GPU utilisation"], ["drain", "All done at step"],
+                ["avg_latency_all", "Avg latency, all, each to its finish (steps)"]];
   const body = rows.map(([key, label]) => `<tr><th scope="row">${label}</th>` +
     `<td data-h2h="static-${key}">${m.static[key]}</td><td data-h2h="continuous-${key}">${m.continuous[key]}</td>` +
     "</tr>").join("");
-  return '<table class="bv-h2h"><caption>Head to head, same traffic</caption>' +
+  return '<table class="bv-h2h"><caption>Head to head, same traffic (completed and utilisation over steps ' +
+    `0–${view.window - 1})</caption>` +
     '<thead><tr><td></td><th scope="col">static</th><th scope="col">continuous</th></tr></thead>' +
     `<tbody>${body}</tbody></table>`;
 }
@@ -242,7 +243,7 @@ export function clockLoopHtml(view, loops, policy, k) {
 }
 
 // ---- the slot timeline, on a canvas ------------------------------------------------------------------------------
-const MARGIN = { left: 56, right: 16, top: 26, bottom: 40 };
+const MARGIN = { left: 56, right: 16, top: 38, bottom: 40 };
 export const rowPx = (slots) => (slots <= 8 ? 30 : 22);
 export const frameHeight = (slots) => (slots <= 8 ? Math.max(30 * slots, 60) : 22 * slots);
 
@@ -312,8 +313,8 @@ export class Timeline {
     return [box.left + this.x(x), box.top + this.y(y)];
   }
 
-  /** Draw `policy`'s run of `view`, revealed up to `cursor` (x units: steps, or ms on a clock). */
-  draw(view, policy, cursor, hover) {
+  /** Draw `policy`'s run of `view`, revealed up to `cursor` (x units: steps, or ms on a clock), `mark` above it. */
+  draw(view, policy, cursor, hover, mark) {
     const r = view.runs[policy], c = this.colours, slots = r.slots;
     const onClock = view.clock === "ms";
     this.end = onClock ? view.end_ms : view.window;
@@ -397,7 +398,14 @@ export class Timeline {
     g.font = "600 13px system-ui, sans-serif";
     g.textBaseline = "alphabetic";
     g.textAlign = "left";
-    g.fillText(title, MARGIN.left, 17);
+    g.fillText(title, MARGIN.left, 15);
+    if (mark) {  // what the cursor stands for, over the column it means: "step 20" over step 20's column
+      const [text, at] = mark, mx = this.x(Math.min(at, this.end));
+      g.font = "600 11px system-ui, sans-serif";
+      const half = g.measureText(text).width / 2 + 6;
+      g.textAlign = "center";
+      g.fillText(`${text} ▾`, Math.min(Math.max(mx, x0 + half), x1 - half), MARGIN.top - 4);
+    }
     g.font = "11px system-ui, sans-serif";
     g.textAlign = "right";
     g.textBaseline = "middle";
@@ -492,7 +500,7 @@ export function mountWidget(root, host) {
   const stepInput = el("input", { type: "range", min: 0, max: 63, step: 1, name: "step", "aria-label": "Step" });
   stepInput.addEventListener("input", () => { stop(); go(Number(stepInput.value), false); });
   stepInput.addEventListener("change", () => host.onStep(w.step, true));
-  player.appendChild(stepInput);
+  player.appendChild(el("label", { class: "bv-range bv-step-range" }, el("span", { text: "Step" }), stepInput));
   const panel = el("div", { class: "bv-panel", "data-part": "playback", "aria-live": "off" });
   const compact = el("div", { class: "bv-h2h-compact" });
   const status = el("div", { class: "bv-status" }, panel, compact);
@@ -539,10 +547,11 @@ export function mountWidget(root, host) {
     if (!v) return;
     const t = Math.max(0, Math.min(w.step, w.last()));
     const mode = w.settings.mode;
-    timelines[0].draw(v, mode, cursorX(t), w.hover);
+    const mark = v.clock === "ms" ? [`t = ${thousands(cursorX(t), 1)} ms`, cursorX(t)] : [`step ${t}`, t + 0.5];
+    timelines[0].draw(v, mode, cursorX(t), w.hover, mark);
     timelines[1].host.hidden = false;
     timelines[1].canvas.hidden = !v.both;
-    if (v.both) timelines[1].draw(v, other(), cursorX(t), w.hover);
+    if (v.both) timelines[1].draw(v, other(), cursorX(t), w.hover, mark);
     panel.innerHTML = v.clock === "ms" ? clockPlaybackHtml(v, mode, t) : playbackHtml(v, mode, t);
     const loop = v.clock === "ms" ? clockLoopHtml(v, cfg.loops, mode, t) : loopHtml(v, cfg.loops, mode, t);
     host.onLoop?.(loop, t);
