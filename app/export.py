@@ -36,22 +36,20 @@ from .quiz import INTRO as QUIZ_INTRO
 from .quiz import questions_data
 from .style import CSS
 from .views import _h2h_table, _latency, h2h_rows
+from .widget import RENDERER_JS
 from .widget_data import renderer_config
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
-RENDERER_JS = ASSETS / "renderer.js"
 GLUE_JS = ASSETS / "export_glue.js"
 QUIZ_JS = ASSETS / "quiz.js"
-BATCH_JS = ASSETS / "batch.js"  # the batch at the cursor, once ported (app/batch_data.py gives its config)
 MODES = ("continuous", "static")
 SLOTS = range(1, 17)
 SEEDS = range(0, 100)
-PLAY_INTERVAL_MS = 16  # one frame, as on the served page (app/widget.py INTERVAL_MS)
+PLAY_INTERVAL_MS = 16  # one frame (the served page plays at a learner's 120 ms, app/widget.py INTERVAL_MS)
 SCRIPT_BODY = re.compile(r"(<script\b[^>]*>).*?(</script>)", re.DOTALL | re.IGNORECASE)
 LINKED_SCRIPT = re.compile(r"<script\b[^>]*\bsrc=", re.IGNORECASE)
 EXTERNAL = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=[^>]*>", re.IGNORECASE)
 IN_APP_LINK = re.compile(r'<a href="(\?[^"]*)">(.*?)</a>', re.DOTALL)
-IMPORT_LINE = re.compile(r"^import\b[^\n]*\n", re.MULTILINE)
 
 # ?tab= on the file URL, as on the served page (app/simulator.py TABS, less the Memory tab, which needs its engine).
 TABS = {
@@ -225,17 +223,6 @@ def offline_links(text: str) -> str:
     return IN_APP_LINK.sub(keep, text)
 
 
-def _batch_part() -> tuple[str, dict] | None:
-    """Return the batch view's script and config (assets/batch.js, app/batch_data.py), or None if either is missing."""
-    try:
-        from .batch_data import batch_config
-    except ImportError:
-        return None
-    if not BATCH_JS.exists():
-        return None
-    return BATCH_JS.read_text(encoding="utf-8"), batch_config()
-
-
 def batch_intro() -> str:
     """Return the served batch view's heading and paragraph (app/batch_view.py INTRO)."""
     from .batch_view import INTRO
@@ -307,12 +294,9 @@ def _exercises() -> tuple[str, list[str], str]:
     return script, list(divs), bundle.scripts(tag=True)
 
 
-def _module(batch: tuple[str, dict] | None) -> str:
-    """Return the page's one module: the renderer, the batch view (where present), the quiz and the export host."""
-    parts = [RENDERER_JS.read_text(encoding="utf-8")]
-    if batch is not None:
-        parts.append(IMPORT_LINE.sub("", batch[0]))  # one inline module: its imports are already in scope
-    parts += [QUIZ_JS.read_text(encoding="utf-8"), GLUE_JS.read_text(encoding="utf-8")]
+def _module() -> str:
+    """Return the page's one module: the served page's renderer (with the batch view), the quiz and the export host."""
+    parts = [RENDERER_JS, QUIZ_JS.read_text(encoding="utf-8"), GLUE_JS.read_text(encoding="utf-8")]
     code = "\n".join(parts)
     if re.search(r"</script|<!--", code, re.IGNORECASE):
         raise RuntimeError("a page script holds '</script' or '<!--', which would end it early")
@@ -327,12 +311,10 @@ def _json(value) -> str:
 def build_page(config: TrafficConfig | None = None, window: int = 64, title: str = "batchviz") -> str:
     """Return the static page's HTML: the served page's tabs, widget, story, exercises and quiz, no server."""
     config = config or TrafficConfig()
-    batch = _batch_part()
     theme = palette.THEMES["light"]
     data = {
         **precompute_all(config, window),
-        # batch.js reads its constants as the renderer config's `batch` part, as on the served page.
-        "config": {**renderer_config(theme, PLAY_INTERVAL_MS), **({"batch": batch[1]} if batch else {})},
+        "config": renderer_config(theme, PLAY_INTERVAL_MS),  # with batch.js's constants, as on the served page
         "defaults": {"mode": "continuous", "slots": CHAPTER_SLOTS, "seed": config.seed, "window": window},
         "worked_slots": worked.SLOTS,
         "slots_end": SLOTS.stop - 1,
@@ -370,7 +352,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
         '<div id="bv-widget" class="bv-widget"></div>'
         f'<div id="bv-worked" hidden>{_worked_html()}</div>'
         f'<div class="bv-choices" role="group" aria-label="Traffic">{traffic}</div>'
-        f'<div class="bv-story">{story_html(batch is not None)}</div>'
+        f'<div class="bv-story">{story_html(batch=True)}</div>'
     )
     variables = "; ".join(f"{k}: {v}" for k, v in palette.css_variables(theme).items())
     page = (
@@ -388,7 +370,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
         + panel("quiz", '<div id="bv-quiz"></div>')
         + "\n</main>\n</div>\n"
         f'<script type="application/json" id="bv-data">{_json(data)}</script>\n'
-        f'<script type="module">{_module(batch)}</script>\n'
+        f'<script type="module">{_module()}</script>\n'
         f"{bokeh_js}\n{script}\n</body>\n</html>\n"
     )
     page = drop_linked_scripts(page)

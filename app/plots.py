@@ -1,4 +1,7 @@
-"""Pure plot builders: a Run to the slot-timeline figure's data and figure, and the head-to-head bars."""
+"""Pure Bokeh plot builders: a Run's slot-timeline figure (the notebook's), and the head-to-head bars.
+
+The page's own timelines are drawn in the browser by assets/renderer.js.
+"""
 
 from __future__ import annotations
 

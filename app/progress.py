@@ -1,4 +1,4 @@
-"""Per-step text for playback: computed once in Python so the browser only indexes by step (no round trip)."""
+"""Per-step text for playback, built in Python: the oracle that assets/renderer.js's texts are tested against."""
 
 from __future__ import annotations
 
@@ -77,8 +77,7 @@ def playback_texts(run: Run, window: int) -> tuple[str, ...]:
 def playback_panel(table: dict[str, list[str]]) -> list[str]:
     """Return, per step, the readout, stats, waste meter and decision log as one HTML block.
 
-    Playback swaps this one block per frame: each Bokeh Div update costs a re-layout (about 5 ms here), so one
-    block instead of four keeps playback near 30 frames per second.
+    assets/renderer.js's playbackHtml writes the same block at each step (tests/browser/test_renderer.py).
     """
     return [
         f'<div class="bv-readout">{r}</div>{s}<div class="bv-waste-row">{w}</div><div class="bv-log">{g}</div>'

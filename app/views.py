@@ -191,8 +191,6 @@ class HeadToHeadView(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
-        # The first screen's three rows (completed, utilisation, latency over every request); the full table below.
-        self.compact = pn.pane.HTML(stylesheets=[CSS], styles={"flex": "0 0 auto"}, css_classes=["bv-h2h-compact"])
         result = self.state.comparison()
         self.bar_data = ColumnDataSource(head_to_head_data(result.static, result.continuous))
         self.bars = pn.pane.Bokeh(
@@ -212,13 +210,11 @@ class HeadToHeadView(pn.viewable.Viewer):
             static, continuous = (timed_metrics(run) for run in s.timed_runs())
             rows = h2h_timed_rows(static, continuous, result.static.requests)
             self.table.object = _h2h_table(rows)
-            self.compact.object = _h2h_table(_short(rows, COMPACT_TIMED), compact_caption(None))
             self.bar_data.data = head_to_head_timed_data(static, continuous)
             set_head_to_head_groups(self.bars.object, H2H_TIMED_GROUPS)
             return
         rows = h2h_rows(result.static, result.continuous, *loss)
         self.table.object = _h2h_table(rows)
-        self.compact.object = _h2h_table(_short(rows, COMPACT), compact_caption(s.window))
         set_head_to_head_groups(self.bars.object, H2H_GROUPS)
         self.bar_data.data = head_to_head_data(result.static, result.continuous)
 
