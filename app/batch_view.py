@@ -201,9 +201,7 @@ class BatchView(pn.viewable.Viewer):
         self.div = Div(name="batch", stylesheets=[CSS], sizing_mode="stretch_width")
         self._walker: ContinuousBatches | None = None
         self._refresh()
-        self.state.param.watch(
-            lambda *_e: on_document(self._refresh), ["step", "static_run", "continuous_run", "mode", "window", "clock"]
-        )
+        self.state.param.watch(lambda *_e: on_document(self._refresh), ["step", "runs", "mode", "window", "clock"])
 
     def html(self) -> str:
         """Return both batches at the cursor's step, the mode shown first."""
@@ -214,12 +212,12 @@ class BatchView(pn.viewable.Viewer):
                 "is a time, not a step: switch the time axis to steps to see the batch each step builds.</p></div>"
             )
         t = inspected_step(s.step, s.window)
-        if self._walker is None or self._walker.run is not s.continuous_run:
-            self._walker = ContinuousBatches(s.continuous_run)
+        if self._walker is None or self._walker.run is not s.runs["continuous"]:
+            self._walker = ContinuousBatches(s.runs["continuous"])
         ragged = self._walker.at(t)
         parts = {
-            "continuous": continuous_html(s.continuous_run, ragged) + build_batch_at(ragged.batch, t),
-            "static": static_html(s.static_run, static_step(s.static_run, t)),
+            "continuous": continuous_html(s.runs["continuous"], ragged) + build_batch_at(ragged.batch, t),
+            "static": static_html(s.runs["static"], static_step(s.runs["static"], t)),
         }
         first, second = (s.mode, "static" if s.mode == "continuous" else "continuous")
         return f'<div class="bv-batches" data-batch-step="{t}">{parts[first]}{parts[second]}</div>'

@@ -26,8 +26,7 @@ from .url import query_value
 from .words import plural
 
 MAX_BLOCKS = 24
-RECOMPUTE_COLOR = "#F0E442"  # Okabe-Ito yellow: recomputing after a preemption (purple is static's mode colour)
-MEMORY_COLOR = "#4D4D4D"  # dark grey: blocks held, in the pool and in the KV bars (never a slot state)
+RECOMPUTE_COLOR, MEMORY_COLOR = palette.RECOMPUTE_COLOR, palette.MEMORY_COLOR
 TITLES = {
     "paged": "Continuous batching, paged KV cache",
     "contiguous": "Continuous batching, contiguous KV cache",

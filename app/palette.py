@@ -9,6 +9,8 @@ FUTURE_COLOR = "#FFFFFF"  # not yet played: the playback curtain
 PADDING_HATCH = "#A86F00"  # darker orange: nearer to orange than to any other state colour
 LABEL_COLOR = "#FFFFFF"
 HIGHLIGHT_COLOR = "#000000"  # outline of the request under the mouse, in every timeline
+RECOMPUTE_COLOR = "#F0E442"  # Okabe-Ito yellow: recomputing after a preemption (purple is static's mode colour)
+MEMORY_COLOR = "#4D4D4D"  # dark grey: KV blocks held, in the pools and the KV strips (never a slot state)
 
 LEGEND = {
     "G": ("generating a token", GENERATING_COLOR),
@@ -64,6 +66,35 @@ CAPTIONS = {
         "free slots at once. No padding; a slot is idle only when nobody is waiting."
     ),
 }
+
+
+# On a limited KV pool memory decides too: a slot may stand empty while the next request's KV does not fit.
+CAPTIONS_MEMORY = {
+    "static": (
+        "Static batching: a batch forms only when every slot is free and every member's whole rectangle of KV "
+        "(the longest prompt plus the longest answer, per row) fits the pool; it runs until its longest request "
+        "finishes. Newcomers wait for the whole batch."
+    ),
+    "continuous": (
+        "Continuous batching: between forward passes, finished requests leave and waiting ones take the free "
+        "slots, in arrival order, while the next one's KV fits; a request that needs a block when none is free "
+        "preempts the one admitted last, which later recomputes its KV."
+    ),
+}
+MEMORY_LEGEND = (
+    ("recomputing its KV after a preemption, then its next token", RECOMPUTE_COLOR, ""),
+    ("a slot empty while the next request waits for memory", "#FFFFFF", "⊘"),
+    ("KV blocks held, under each timeline", MEMORY_COLOR, ""),
+)
+
+
+def memory_legend_html() -> str:
+    """Return the legend's memory entries, shown beside the states when the pool is limited."""
+    items = [
+        f'<span class="bv-legend-item"><span class="bv-swatch" style="background:{color}">{mark}</span>{words}</span>'
+        for words, color, mark in MEMORY_LEGEND
+    ]
+    return '<div class="bv-legend bv-legend-memory">' + "".join(items) + "</div>"
 
 
 def legend_html() -> str:

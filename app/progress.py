@@ -8,6 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from core import GENERATING, IDLE, PADDING, Run
+from core.run import RECOMPUTE
 from core.timed import TimedRun
 
 from .words import plural
@@ -35,19 +36,37 @@ def stats_html(completed: int, total: int, useful: int, utilisation: float, avg_
     return f'<div class="bv-stats">{cells}</div>'
 
 
-def progress_table(run: Run, window: int) -> dict[str, list[str]]:
-    """Return, for each step t = 0..window-1, the readout, live stats, waste meter and decision-log texts.
+def kv_html(run: Run, t: int, pool: int | None, held: int, peak: int, preemptions: int) -> str:
+    """Return the KV line at step t: blocks held (static: reserved) of the pool, the peak so far, preemptions."""
+    verb = "reserved" if run.policy == "static" else "held"
+    of, size = (f" of {pool}" if pool else ""), run.schedule.memory.block_size
+    tail = f'; <b data-kv="preemptions">{preemptions}</b> {"preemption" if preemptions == 1 else "preemptions"} so far'
+    return (
+        f'<span class="bv-kv">KV cache at step {t}: <b data-kv="held">{held}</b>{of} blocks of {size} tokens {verb}, '
+        f'peak so far <b data-kv="peak">{peak}</b>' + (tail if pool else " (unlimited pool)") + "</span>"
+    )
+
+
+def progress_table(run: Run, window: int, pool: int | None = None) -> dict[str, list[str]]:
+    """Return, for each step t = 0..window-1, the readout, live stats, waste meter, KV and decision-log texts.
 
     Step t is the pass at the cursor: the stats and the waste meter count steps 0..t, the log says what was decided
-    before step t ran (what the lit loop shows), and the readout states that meaning once.
+    before step t ran (what the lit loop shows), and the readout states that meaning once. A run from the memory
+    engine also says what its KV cache holds at t, of `pool` blocks (None: unlimited).
     """
     grid = run.grid(window)
-    useful, padding, idle = (_cumulative_cells(grid, state) for state in (GENERATING, PADDING, IDLE))
+    useful, padding, idle, recompute = (
+        _cumulative_cells(grid, state) for state in (GENERATING, PADDING, IDLE, RECOMPUTE)
+    )
+    useful = useful + recompute  # a readmission pass recomputes the KV and emits the next token: a useful token
+    kv = run.schedule.blocks_by_step() if run.schedule is not None else None
+    preempt_steps = np.array(sorted(d.step for d in run.log if d.kind == "preempt"), dtype=np.int64)
     latency = run.finish - run.arrival
     order = np.argsort(run.finish, kind="stable")
     finish_sorted, latency_sorted = run.finish[order], latency[order]
     latency_cum = np.concatenate([[0], np.cumsum(latency_sorted)])
-    table: dict[str, list[str]] = {"readout": [], "stats": [], "waste": [], "log": []}
+    table: dict[str, list[str]] = {"readout": [], "stats": [], "waste": [], "kv": [], "log": []}
+    peak = 0
     for t in range(window):
         ran = t + 1  # steps 0..t have run
         done = int(np.searchsorted(finish_sorted, ran, side="right"))
@@ -64,14 +83,19 @@ def progress_table(run: Run, window: int) -> dict[str, list[str]]:
             f'<span class="bv-waste">Waste so far: <b data-waste="padding">{padding[ran]}</b> padding + '
             f'<b data-waste="idle">{idle[ran]}</b> idle slot-steps{done_note}</span>'
         )
+        if kv is not None:
+            held = int(kv[t]) if t < len(kv) else 0
+            peak = max(peak, held)
+            preempted = int(np.searchsorted(preempt_steps, t, side="right"))
+            table["kv"].append(kv_html(run, t, pool, held, peak, preempted))
         table["log"].append(html.escape(run.describe_step(t)))
     return table
 
 
 @lru_cache(maxsize=256)
-def playback_texts(run: Run, window: int) -> tuple[str, ...]:
+def playback_texts(run: Run, window: int, pool: int | None = None) -> tuple[str, ...]:
     """Return the per-step HTML blocks of a run over a window; runs are shared between sessions, so are these."""
-    return tuple(playback_panel(progress_table(run, window)))
+    return tuple(playback_panel(progress_table(run, window, pool)))
 
 
 def playback_panel(table: dict[str, list[str]]) -> list[str]:
@@ -79,9 +103,12 @@ def playback_panel(table: dict[str, list[str]]) -> list[str]:
 
     assets/renderer.js's playbackHtml writes the same block at each step (tests/browser/test_renderer.py).
     """
+    kv = table.get("kv") or [""] * len(table["log"])
     return [
-        f'<div class="bv-readout">{r}</div>{s}<div class="bv-waste-row">{w}</div><div class="bv-log">{g}</div>'
-        for r, s, w, g in zip(table["readout"], table["stats"], table["waste"], table["log"])
+        f'<div class="bv-readout">{r}</div>{s}<div class="bv-waste-row">{w}</div>'
+        + (f'<div class="bv-kv-row">{k}</div>' if k else "")
+        + f'<div class="bv-log">{g}</div>'
+        for r, s, w, k, g in zip(table["readout"], table["stats"], table["waste"], kv, table["log"])
     ]
 
 

@@ -96,7 +96,7 @@ class App(pn.viewable.Viewer):
             self._button(label, slots=story.LESSON_SLOTS, **values) for label, values in story.LESSONS.values()
         ]
         self.worked_box = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS], visible=False)
-        self.state.param.watch(self._show_worked, ["static_run", "continuous_run"])
+        self.state.param.watch(self._show_worked, ["runs"])
         self._show_worked()
         self.one_slot = self._button("Try slots = 1", slots=1)
 
@@ -194,7 +194,7 @@ class App(pn.viewable.Viewer):
         s = self.state
         shown = s.trace_name == WORKED_NAME and s.slots == worked.SLOTS and s.batch_timeout == worked.BATCH_TIMEOUT
         if shown:
-            self.worked_box.object = story.worked_html(worked.worked_figures(s.static_run, s.continuous_run))
+            self.worked_box.object = story.worked_html(worked.worked_figures(s.runs["static"], s.runs["continuous"]))
         self.worked_box.visible = shown
 
     def _clear_trace(self, _event=None) -> None:
@@ -272,15 +272,17 @@ class App(pn.viewable.Viewer):
         clock_card = card("On a clock", self.controls.on_a_clock())
         clock_card.collapsed = self.state.clock != "ms"
         more_card = card("More traffic", self.controls.more_traffic())
+        memory_card = card("Memory and timeout", self.controls.scheduler())
         s = self.state  # a deep link that set one of these opens its card
-        more_card.collapsed = all(
-            getattr(s, name) == s.param[name].default for name in (*MORE_TRAFFIC, "batch_timeout", "both")
-        )
+        unset = lambda *names: all(getattr(s, name) == s.param[name].default for name in names)  # noqa: E731
+        more_card.collapsed = unset(*MORE_TRAFFIC, "both")
+        memory_card.collapsed = unset("kv_blocks", "allocation", "batch_timeout")
         return pn.FlexBox(
             self.worked,
             self.chapter_traffic,
             self.reset_trace,
             more_card,
+            memory_card,
             clock_card,
             self.trace_card,
             gap="8px",

@@ -1,4 +1,4 @@
-"""The app's state: the inputs (param, with bounds and docs) and both runs derived from them on the same traffic."""
+"""The app's state: the inputs (param, with bounds and docs) and each mode's run derived from them on one traffic."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from functools import lru_cache
 
 import param
 
-from core import Request, Run, TrafficConfig, generate, simulate
+from core import Request, Run, TrafficConfig, generate
+from core.engine import MAX_RECORDED_BLOCKS, as_run, schedule, smallest_pool
 from core.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
+from core.memory import ALLOCATIONS, MemoryConfig
 from core.metrics import Comparison, compare
 from core.timed import TimedRun, simulate_timed
 from core.traffic import LENGTH_KINDS
@@ -20,6 +22,9 @@ RUN_CACHE_SIZE = 512
 CHAPTER_NAME = "the chapter's traffic"
 GENERATOR_TAKES_OVER = {CHAPTER_NAME}
 GENERATOR_PARAMS = ("seed", "requests", "lengths", "mean_tokens", "arrival_window")
+MODES = ("static", "continuous")  # the simulator's policies, keys of `SimState.runs` (core.policies has more)
+BLOCK_SIZE = 16  # tokens per KV block in the simulator's pool (DESIGN.md's default, vLLM's)
+MAX_POOL = MAX_RECORDED_BLOCKS  # the largest limited pool the simulator draws block by block
 
 
 @lru_cache(maxsize=RUN_CACHE_SIZE)
@@ -27,11 +32,55 @@ def _generated(config: TrafficConfig) -> tuple[Request, ...]:
     return tuple(generate(config))
 
 
+def requests_of(traffic: TrafficConfig | tuple[Request, ...]) -> tuple[Request, ...]:
+    """Return the requests of a generator config (cached) or of a tuple of requests."""
+    return _generated(traffic) if isinstance(traffic, TrafficConfig) else traffic
+
+
+def least_pool(traffic: TrafficConfig | tuple[Request, ...], allocation: str = "paged") -> int:
+    """Return the smallest pool (blocks) every request of the traffic fits in, under every mode shown."""
+    requests, memory = requests_of(traffic), MemoryConfig(block_size=BLOCK_SIZE, allocation=allocation)
+    return max(smallest_pool(requests, memory, policy) for policy in MODES)
+
+
+def pool_memory(traffic: TrafficConfig | tuple[Request, ...], kv_blocks: int, allocation: str) -> MemoryConfig:
+    """Return the pool the runs use: `kv_blocks` blocks (raised to the least that fits), or 0 for unlimited.
+
+    Unlimited is a pool nobody can exhaust (every request at its largest at once), so each run still counts the
+    blocks it holds at every step while deciding exactly what an unlimited pool decides.
+    """
+    requests = requests_of(traffic)
+    if kv_blocks:
+        blocks = max(kv_blocks, least_pool(traffic, allocation))
+    else:
+        room = MemoryConfig(block_size=BLOCK_SIZE, allocation=allocation)
+        blocks = max(len(requests), 1) * least_pool(traffic, allocation) + room.blocks_for(1)
+    return MemoryConfig(kv_blocks=blocks, block_size=BLOCK_SIZE, allocation=allocation)
+
+
 @lru_cache(maxsize=RUN_CACHE_SIZE)
-def shared_runs(traffic: TrafficConfig | tuple[Request, ...], slots: int, timeout: int) -> tuple[Run, Run]:
-    """Return (static, continuous) for a generator config or a tuple of requests; shared by every session."""
-    requests = _generated(traffic) if isinstance(traffic, TrafficConfig) else traffic
-    return simulate(requests, slots, "static", timeout), simulate(requests, slots, "continuous")
+def shared_runs(
+    traffic: TrafficConfig | tuple[Request, ...],
+    slots: int,
+    timeout: int,
+    kv_blocks: int = 0,
+    allocation: str = "paged",
+) -> dict[str, Run]:
+    """Return each mode's run (policy -> Run) for a traffic and a KV pool (0: unlimited); shared by every session."""
+    requests, memory = requests_of(traffic), pool_memory(traffic, kv_blocks, allocation)
+    return {
+        policy: as_run(
+            schedule(
+                requests,
+                slots,
+                policy,
+                memory,
+                batch_timeout=timeout if policy == "static" else 0,
+                record_pool=bool(kv_blocks),
+            )
+        )
+        for policy in MODES
+    }
 
 
 def arrival_step_ms(accelerator: str, model: str) -> float:
@@ -82,9 +131,12 @@ class SimState(param.Parameterized):
     model_shape = param.Selector(default=DEFAULT_MODEL_SHAPE, objects=list(MODEL_SHAPES), doc="On a clock: the model")
     trace = param.List(default=None, allow_None=True, item_type=Request, doc="Uploaded requests (None: generator)")
     trace_name = param.String(default="", doc="Name of the uploaded trace")
+    kv_blocks = param.Integer(
+        default=0, bounds=(0, MAX_POOL), doc=f"KV pool in blocks of {BLOCK_SIZE} tokens (0: unlimited)"
+    )
+    allocation = param.Selector(default="paged", objects=list(ALLOCATIONS), doc="How requests take KV blocks")
 
-    static_run = param.ClassSelector(class_=Run, doc="Static batching on the traffic shown")
-    continuous_run = param.ClassSelector(class_=Run, doc="Continuous batching on the traffic shown")
+    runs = param.Dict(doc="Each mode's run on the traffic shown, on one KV pool: policy -> Run")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -110,20 +162,33 @@ class SimState(param.Parameterized):
 
     def traffic(self) -> list[Request]:
         """Return the requests shown: the uploaded trace, or the seeded generator's."""
-        return list(self.static_run.requests)
+        return list(self.runs["continuous"].requests)
 
     def use_trace(self, requests: list[Request], name: str) -> None:
-        """Show an uploaded trace; both runs are computed first, so a failure leaves everything as it was."""
-        shared_runs(self.traffic_key(requests), self.slots, self.batch_timeout)  # raises before anything changes
+        """Show an uploaded trace; every run is computed first, so a failure leaves everything as it was."""
+        shared_runs(self.traffic_key(requests), self.slots, self.batch_timeout, self.kv_blocks, self.allocation)
         self.param.update(trace=list(requests), trace_name=name)
 
+    @property
+    def pool(self) -> int | None:
+        """Return the pool the runs use, in blocks (the learner's, raised to the least that fits), or None."""
+        return self.runs["continuous"].schedule.memory.kv_blocks if self.kv_blocks else None
+
     @param.depends(
-        "slots", "seed", "requests", "lengths", "mean_tokens", "arrival_window", "batch_timeout", "trace", watch=True
+        "slots",
+        "seed",
+        "requests",
+        "lengths",
+        "mean_tokens",
+        "arrival_window",
+        "batch_timeout",
+        "trace",
+        "kv_blocks",
+        "allocation",
+        watch=True,
     )
     def _recompute(self) -> None:
-        static, continuous = shared_runs(self.traffic_key(), self.slots, self.batch_timeout)
-        with param.parameterized.batch_call_watchers(self):
-            self.static_run, self.continuous_run = static, continuous
+        self.runs = shared_runs(self.traffic_key(), self.slots, self.batch_timeout, self.kv_blocks, self.allocation)
 
     @param.depends(*GENERATOR_PARAMS, watch=True)
     def _leave_fixed_traffic(self) -> None:
@@ -140,12 +205,12 @@ class SimState(param.Parameterized):
     @property
     def run(self) -> Run:
         """Return the run of the mode shown."""
-        return self.static_run if self.mode == "static" else self.continuous_run
+        return self.runs[self.mode]
 
     @property
     def other_run(self) -> Run:
         """Return the run of the mode not shown (drawn beneath it when `both` is on)."""
-        return self.continuous_run if self.mode == "static" else self.static_run
+        return self.runs["continuous" if self.mode == "static" else "static"]
 
     def timed_runs(self) -> tuple[TimedRun, TimedRun]:
         """Return (static, continuous) on a clock under the chosen preset, on the traffic shown."""
@@ -153,4 +218,4 @@ class SimState(param.Parameterized):
 
     def comparison(self) -> Comparison:
         """Return static vs continuous, each measured over the window shown."""
-        return compare(self.static_run, self.continuous_run, self.window)
+        return compare(self.runs["static"], self.runs["continuous"], self.window)

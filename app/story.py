@@ -117,9 +117,13 @@ def _names(run: Run, indices: list[int]) -> str:
     return html.escape(shown)
 
 
-def _loop_html(run, start, finish, release, t: int, index: int, title: str) -> str:
-    """Return the loop at step (or pass) t: start/finish/release are per-request indices on the same axis as t."""
-    retired, admitted = np.flatnonzero(release == t).tolist(), np.flatnonzero(start == t).tolist()
+def _loop_html(run, start, finish, release, t: int, index: int, title: str, who=None) -> str:
+    """Return the loop at step (or pass) t: start/finish/release are per-stay indices on the same axis as t.
+
+    A stay is a request's time in a slot (`who` names its request; None: one stay per request, in order).
+    """
+    who = np.arange(len(start)) if who is None else who
+    retired, admitted = who[release == t].tolist(), who[start == t].tolist()
     running = int(((start <= t) & (t < release)).sum())
     padding = int(((finish <= t) & (t < release)).sum())
     notes = {
@@ -147,9 +151,10 @@ def loop_texts(run: Run, window: int) -> tuple[str, ...]:
     The retire and admit lines light only when that step retired or admitted someone, the batch lines whenever
     anything runs.
     """
+    stays = run.stays  # a preempted request leaves at its preemption and joins again when readmitted
+    who, start, finish, release = stays[:, 0], stays[:, 2], stays[:, 3], stays[:, 4]
     return tuple(
-        _loop_html(run, run.start, run.finish, run.release, t, t, f"The scheduling loop, step {t}")
-        for t in range(window)
+        _loop_html(run, start, finish, release, t, t, f"The scheduling loop, step {t}", who) for t in range(window)
     )
 
 

@@ -24,6 +24,8 @@ URL_KEYS = {
     "clock": "clock",
     "accelerator": "accelerator",
     "model": "model_shape",
+    "kv_blocks": "kv_blocks",
+    "allocation": "allocation",
 }
 MAX_SHOWN = 40  # characters of a bad value repeated in a message
 BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}

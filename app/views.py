@@ -23,7 +23,7 @@ from .plots import (
     head_to_head_timed_data,
     set_head_to_head_groups,
 )
-from .state import SimState
+from .state import BLOCK_SIZE, SimState
 from .style import CSS
 
 
@@ -136,6 +136,14 @@ def _slider(state: SimState, name: str, label: str, end: int) -> pn.widgets.IntS
     return slider
 
 
+MEMORY_NOTE = (
+    '<p class="bv-muted">With a pool, memory decides who runs: under each timeline a strip shows the blocks held at '
+    "each step; <b>paged</b> requests take a block at a time as they grow, <b>contiguous</b> ones reserve one "
+    "unbroken run for their prompt and the longest answer at admission. The pool is raised to the least the "
+    "traffic fits in. The clock view runs on an unlimited pool.</p>"
+)
+
+
 class Controls(pn.viewable.Viewer):
     """The settings behind the disclosures: the rest of the traffic, the static timeout, both timelines, the clock.
 
@@ -165,8 +173,17 @@ class Controls(pn.viewable.Viewer):
         s = self.state
         return pn.Column(
             *self.generator,
-            pn.widgets.IntSlider.from_param(s.param.batch_timeout, label="Static batch timeout (steps)"),
             pn.widgets.Checkbox.from_param(s.param.both, label="Show both modes on one time axis"),
+        )
+
+    def scheduler(self) -> pn.Column:
+        """Return what the schedulers obey beside the slots: the KV pool, how requests take it, the static timeout."""
+        s = self.state
+        return pn.Column(
+            _slider(s, "kv_blocks", f"KV pool, blocks of {BLOCK_SIZE} tokens (0: unlimited)", 64),
+            pn.widgets.RadioButtonGroup.from_param(s.param.allocation, label="KV allocation"),
+            pn.pane.HTML(MEMORY_NOTE, sizing_mode="stretch_width", stylesheets=[CSS]),
+            pn.widgets.IntSlider.from_param(s.param.batch_timeout, label="Static batch timeout (steps)"),
         )
 
     def on_a_clock(self) -> pn.Column:
@@ -179,7 +196,7 @@ class Controls(pn.viewable.Viewer):
         )
 
     def __panel__(self):
-        return pn.Column(self.more_traffic(), self.on_a_clock())
+        return pn.Column(self.more_traffic(), self.scheduler(), self.on_a_clock())
 
 
 class HeadToHeadView(pn.viewable.Viewer):
@@ -199,13 +216,13 @@ class HeadToHeadView(pn.viewable.Viewer):
         self._refresh()
         self.state.param.watch(
             lambda *_e: on_document(self._refresh),
-            ["static_run", "continuous_run", "window", "clock", "accelerator", "model_shape"],
+            ["runs", "window", "clock", "accelerator", "model_shape"],
         )
 
     def _refresh(self, *_events) -> None:
         s = self.state
         result = s.comparison()
-        loss = (losses(s.static_run, s.window), losses(s.continuous_run, s.window))
+        loss = (losses(s.runs["static"], s.window), losses(s.runs["continuous"], s.window))
         if s.clock == "ms":  # on a clock every figure is in ms: the step rows would mix units
             static, continuous = (timed_metrics(run) for run in s.timed_runs())
             rows = h2h_timed_rows(static, continuous, result.static.requests)

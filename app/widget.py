@@ -103,7 +103,7 @@ class ChapterWidget(JSComponent):
         self._send()
         state.param.watch(
             self._send,
-            ["static_run", "continuous_run", "mode", "window", "clock", "accelerator", "model_shape", "both"],
+            ["runs", "mode", "window", "clock", "accelerator", "model_shape", "both"],
         )
         state.param.watch(self._from_state, ["mode", "slots", "seed", "step"])
         self.param.watch(self._to_state, ["mode", "slots", "seed", "step"])
@@ -123,13 +123,13 @@ class ChapterWidget(JSComponent):
             traffic = s.traffic_key()
         return ViewKey(
             traffic, slots, s.batch_timeout, s.window, s.clock, s.accelerator, s.model_shape, s.both,
-            s.generator_applies, self._slots_end,
+            s.generator_applies, self._slots_end, s.kv_blocks, s.allocation,
         )  # fmt: skip
 
     def _ahead(self) -> dict[str, str]:
         """Return the neighbouring settings' views (seed and slots one either side), for small traffic on steps."""
         s = self.state
-        if s.clock != "steps" or len(s.static_run.requests) > AHEAD_MAX_REQUESTS:
+        if s.clock != "steps" or len(s.runs["static"].requests) > AHEAD_MAX_REQUESTS:
             return {}
         out = {}
         for slots in (s.slots - 1, s.slots + 1):

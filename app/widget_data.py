@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from core import Request, Run, TrafficConfig, compute_metrics
+from core.engine import memory_waits
 from core.losses import losses
 from core.timed import TimedRun, timed_metrics
 
@@ -34,15 +35,25 @@ class ViewKey:
     both: bool
     generator: bool  # whether the seed slider applies (generated traffic, or the chapter's, which it replaces)
     slots_end: int  # the slots slider's top: 16, or 64 once a URL asked beyond
+    kv_blocks: int = 0  # the KV pool asked for, in blocks (0: unlimited)
+    allocation: str = "paged"
 
     def label(self) -> str:
         """Return a short fingerprint the browser compares (drawn ahead vs confirmed)."""
         return f"{hash(self) & 0xFFFFFFFFFFFF:x}"
 
 
-def run_arrays(run: Run) -> dict:
-    """Return a run as the renderer reads it: per-request start, finish, slot, release (it derives the log)."""
-    return {
+LOG_KINDS = ("finish", "release", "preempt", "admit", "wait")  # the renderer's kind numbers (assets/renderer.js)
+
+
+def run_arrays(run: Run, limited: bool = False) -> dict:
+    """Return a run as the renderer reads it: per-request start, finish, slot, release (it derives the log).
+
+    A run from the memory engine adds the blocks held at each step; one whose requests were preempted adds its
+    drawn cells and stays; on a `limited` pool, memory's decisions (as numbers: the renderer writes the words) and
+    each slot-step a request waited for memory.
+    """
+    out = {
         "policy": run.policy,
         "slots": run.slots,
         "drain": run.drain,
@@ -51,6 +62,18 @@ def run_arrays(run: Run) -> dict:
         "slot": run.slot.tolist(),
         "release": run.release.tolist(),
     }
+    if run.schedule is not None:
+        out["kv"] = run.schedule.blocks_by_step().tolist()
+    if run.cells is not None:
+        out["cells"] = run.cells[:, :5].ravel().tolist()
+        out["stays"] = run.stays.ravel().tolist()
+    if limited:
+        kinds = {k: n for n, k in enumerate(LOG_KINDS)}
+        out["log"] = [
+            x for d in run.log for x in (d.step, kinds[d.kind], d.request, d.slot, d.tokens, d.other, d.free, d.longest)
+        ]
+        out["waits"] = [x for w in memory_waits(run.schedule) for x in (w.step, w.slot)]
+    return out
 
 
 def _timed_arrays(run: TimedRun) -> dict:
@@ -89,8 +112,10 @@ def h2h_compact(static: Run, continuous: Run, window: int, timed: tuple[TimedRun
 @lru_cache(maxsize=RUN_CACHE_SIZE)
 def view_json(key: ViewKey) -> str:
     """Return the view of `key` as JSON: ids, arrivals, both runs, the compact head-to-head, and on a clock frames."""
-    static, continuous = shared_runs(key.traffic, key.slots, key.timeout)
-    runs = {"static": run_arrays(static), "continuous": run_arrays(continuous)}
+    shown = shared_runs(key.traffic, key.slots, key.timeout, key.kv_blocks, key.allocation)
+    static, continuous = shown["static"], shown["continuous"]
+    pool = continuous.schedule.memory.kv_blocks if key.kv_blocks else None
+    runs = {policy: run_arrays(run, pool is not None) for policy, run in shown.items()}
     view = {
         "key": key.label(),
         "window": key.window,
@@ -105,6 +130,10 @@ def view_json(key: ViewKey) -> str:
         "prompt": [r.prompt_tokens for r in static.requests],
         "output": [r.output_tokens for r in static.requests],
         "runs": runs,
+        "pool": pool,
+        "pool_asked": key.kv_blocks or None,
+        "block_size": continuous.schedule.memory.block_size,
+        "allocation": key.allocation,
     }
     timed = None
     if key.clock == "ms":
@@ -130,10 +159,14 @@ def renderer_config(theme: palette.Theme, interval_ms: int) -> dict:
             "hatch": palette.PADDING_HATCH,
             "label": palette.LABEL_COLOR,
             "highlight": theme.text,
+            "recompute": palette.RECOMPUTE_COLOR,
+            "memory": palette.MEMORY_COLOR if theme.name == "light" else "#9A9A9A",
         },
         "loops": {policy: [list(line) for line in lines] for policy, lines in LOOPS.items()},
         "captions": palette.CAPTIONS,
+        "captions_memory": palette.CAPTIONS_MEMORY,
         "legend": palette.legend_html(),
+        "legend_memory": palette.memory_legend_html(),
         "interval_ms": interval_ms,
         "batch": batch_config(),
     }

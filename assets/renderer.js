@@ -4,15 +4,15 @@
 
 // ---- formatting as Python's: exact ties round to even there, up in JavaScript's toFixed --------------------------
 export function fixed(x, digits) {
-  const v = x * 10 ** digits;
-  const f = Math.floor(v);
-  if (v - f === 0.5) return ((f % 2 === 0 ? f : f + 1) / 10 ** digits).toFixed(digits);
-  return x.toFixed(digits);
+  // toFixed rounds the double's exact value, as Python does, except that an exact tie goes up: find those from the
+  // exact expansion (9.95 is 9.9499999… and no tie; 0.25 is one) and round them to even.
+  const exact = x.toFixed(Math.min(100, digits + 60)), cut = exact.length - (60 + (digits ? 0 : 1));
+  if (!/^50*$/.test(exact.slice(cut).replace(".", ""))) return x.toFixed(digits);
+  const f = Math.floor(x * 10 ** digits);
+  return ((f % 2 === 0 ? f : f + 1) / 10 ** digits).toFixed(digits);
 }
 export function pct(x) {
-  const v = x * 100;
-  const f = Math.floor(v);
-  return (v - f === 0.5 ? (f % 2 === 0 ? f : f + 1) : Math.round(v)) + "%";
+  return fixed(x * 100, 0) + "%";  // Python's "{:.0%}" multiplies the double by 100, then rounds as "{:.0f}"
 }
 const ESC = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;" };
 export const escape = (s) => String(s).replace(/[&<>"']/g, (c) => ESC[c]);
@@ -44,15 +44,46 @@ export function statsHtml(completed, total, useful, util, avg) {
   return `<div class="bv-stats">${cells}</div>`;
 }
 
-const KINDS = ["finish", "release", "admit"];
+// A run's cells and stays. The memory engine sends them when a request was preempted (it then has several stays,
+// and recompute cells); otherwise each request is one stay: generating from start to finish, padding to release.
+const [GEN, PAD, REC, PRE] = [1, 2, 3, 4];
+const chunks = (flat, width) => {
+  const out = [];
+  for (let k = 0; k < flat.length; k += width) out.push(flat.slice(k, k + width));
+  return out;
+};
+export function cellsOf(r) {
+  if (r._cells) return r._cells;
+  if (r.cells) return (r._cells = chunks(r.cells, 5));
+  const out = [];
+  for (let i = 0; i < r.start.length; i++) {
+    out.push([i, r.slot[i], r.start[i], r.finish[i], GEN]);
+    if (r.release[i] > r.finish[i]) out.push([i, r.slot[i], r.finish[i], r.release[i], PAD]);
+  }
+  return (r._cells = out);
+}
+function staysOf(r) {
+  if (r._stays) return r._stays;
+  if (r.stays) return (r._stays = chunks(r.stays, 5));
+  return (r._stays = r.start.map((s, i) => [i, r.slot[i], s, r.finish[i], r.release[i]]));
+}
+/** Return the slot-steps before t of the cells in `states` (GEN, PAD, REC, PRE). */
+function cellsBefore(r, states, t) {
+  let n = 0;
+  for (const [, , lo, hi, state] of cellsOf(r)) if (states.includes(state)) n += Math.max(Math.min(hi, t) - Math.min(lo, t), 0);
+  return n;
+}
 
-/** Return a run's decisions as flat [step, kind, request, slot] quads, ordered as core/run.py's Run.log. */
+// core/run.py's Decision kinds, numbered as app/widget_data.py's LOG_KINDS.
+const KINDS = ["finish", "release", "preempt", "admit", "wait"];
+
+/** Return a run's decisions as flat [step, kind, request, slot, tokens, other, free, longest] rows (Run.log). */
 export function deriveLog(r) {
   const items = [];
   for (let i = 0; i < r.start.length; i++) {
-    items.push([r.finish[i], 0, i, r.slot[i]]);
-    if (r.release[i] > r.finish[i]) items.push([r.release[i], 1, i, r.slot[i]]);
-    items.push([r.start[i], 2, i, r.slot[i]]);
+    items.push([r.finish[i], 0, i, r.slot[i], 0, -1, 0, 0]);
+    if (r.release[i] > r.finish[i]) items.push([r.release[i], 1, i, r.slot[i], 0, -1, 0, 0]);
+    items.push([r.start[i], 3, i, r.slot[i], 0, -1, 0, 0]);
   }
   // Python's sort is stable on (step, kind, slot): ties keep insertion order, as they do here (Array.sort is stable).
   items.sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[3] - b[3]);
@@ -62,22 +93,45 @@ export function deriveLog(r) {
 export function describeStep(r, ids, t) {
   const parts = [];
   const log = (r.log ??= deriveLog(r));
-  for (let k = 0; k < log.length; k += 4) {
+  for (let k = 0; k < log.length; k += 8) {
     if (log[k] !== t) continue;
     const kind = KINDS[log[k + 1]], i = log[k + 2], slot = log[k + 3], name = ids[i];
-    if (kind === "admit") parts.push(`${name} admitted to slot ${slot}`);
-    else if (kind === "release") parts.push(`slot ${slot} released (${name}'s padding ends)`);
-    else if (r.release[i] > t) parts.push(`${name} finished, slot ${slot} now padding`);
+    const [tokens, other, free, longest] = log.slice(k + 4, k + 8);
+    if (kind === "admit") {
+      parts.push(r.start[i] < t ? `${name} readmitted to slot ${slot}, recomputing its KV` :
+        `${name} admitted to slot ${slot}`);
+    } else if (kind === "release") parts.push(`slot ${slot} released (${name}'s padding ends)`);
+    else if (kind === "preempt") {
+      parts.push(`no free block for ${other >= 0 ? ids[other] : "another request"}; ${name} preempted from slot ` +
+        `${slot}, ${plural(tokens, "token")} to recompute`);
+    } else if (kind === "wait") {
+      const why = free >= tokens && tokens > longest ? `, the longest run ${longest}` : "";
+      parts.push(`${name} waits for memory: needs ${plural(tokens, "block")}, ${free} free${why}`);
+    } else if (r.release[i] > t) parts.push(`${name} finished, slot ${slot} now padding`);
     else parts.push(`${name} finished, slot ${slot} freed`);
   }
   return `step ${t}: ` + (parts.length ? parts.join("; ") : "no change");
 }
 
+/** Return step t's KV line (app/progress.py's kv_html): blocks held (static: reserved), the peak, preemptions. */
+export function kvHtml(view, r, t) {
+  const held = t < r.kv.length ? r.kv[t] : 0;
+  let peak = 0, preemptions = 0;
+  for (let s = 0; s <= Math.min(t, r.kv.length - 1); s++) peak = Math.max(peak, r.kv[s]);
+  const log = (r.log ??= deriveLog(r));
+  for (let k = 0; k < log.length; k += 8) if (log[k + 1] === 2 && log[k] <= t) preemptions++;
+  const verb = r.policy === "static" ? "reserved" : "held", pool = view.pool;
+  const tail = pool ? `; <b data-kv="preemptions">${preemptions}</b> ` +
+    `${preemptions === 1 ? "preemption" : "preemptions"} so far` : " (unlimited pool)";
+  return `<span class="bv-kv">KV cache at step ${t}: <b data-kv="held">${held}</b>${pool ? ` of ${pool}` : ""} ` +
+    `blocks of ${view.block_size} tokens ${verb}, peak so far <b data-kv="peak">${peak}</b>${tail}</span>`;
+}
+
 /** Return step t's readout, stats, waste meter and log as one block: app/progress.py's playback_texts(run)[t]. */
 export function playbackHtml(view, policy, t) {
   const r = view.runs[policy], W = view.window, ran = t + 1, n = r.start.length;
-  const useful = clipped(r.start, r.finish, ran), padding = clipped(r.finish, r.release, ran);
-  const idle = ran * r.slots - useful - padding;
+  const useful = cellsBefore(r, [GEN, REC], ran), padding = cellsBefore(r, [PAD], ran);
+  const idle = ran * r.slots - useful - padding - cellsBefore(r, [PRE], ran);
   let done = 0, latency = 0;
   for (let i = 0; i < n; i++) if (r.finish[i] <= ran) { done++; latency += r.finish[i] - view.arrival[i]; }
   const readout = `<span class="bv-step" data-step="${t}">step ${t}</span>` +
@@ -88,7 +142,8 @@ export function playbackHtml(view, policy, t) {
   const waste = `<span class="bv-waste">Waste so far: <b data-waste="padding">${padding}</b> padding + ` +
     `<b data-waste="idle">${idle}</b> idle slot-steps${note}</span>`;
   const log = escape(describeStep(r, view.ids, t));
-  return `<div class="bv-readout">${readout}</div>${stats}<div class="bv-waste-row">${waste}</div>` +
+  const kv = r.kv ? `<div class="bv-kv-row">${kvHtml(view, r, t)}</div>` : "";
+  return `<div class="bv-readout">${readout}</div>${stats}<div class="bv-waste-row">${waste}</div>${kv}` +
     `<div class="bv-log">${log}</div>`;
 }
 
@@ -100,7 +155,7 @@ function windowMetrics(view, policy) {
     if (r.finish[i] <= W) done++;
     all += r.finish[i] - view.arrival[i];
   }
-  const useful = clipped(r.start, r.finish, W), cells = W * r.slots;
+  const useful = cellsBefore(r, [GEN, REC], W), cells = W * r.slots;
   return { completed: `${done}/${n}`, utilisation: pct(cells ? useful / cells : 0), drain: `${r.drain}`,
            avg_latency_all: n ? fixed(all / n, 1) : "–" };
 }
@@ -121,7 +176,7 @@ export function h2hCompactHtml(view) {
 }
 
 // ---- the scheduling loop at the cursor, its executed lines lit (app/story.py's loop_texts) ------------------------
-function names(ids, indices) {
+function names(ids, indices) {  // indices: requests
   const shown = indices.slice(0, 4).map((i) => ids[i]).join(", ") +
     (indices.length > 4 ? ` and ${indices.length - 4} more` : "");
   return escape(shown);
@@ -129,18 +184,20 @@ function names(ids, indices) {
 
 /** Return the loop at step t with the lines that step executed lit; `loops` holds each policy's (key, code) lines. */
 export function loopHtml(view, loops, policy, t) {
-  const r = view.runs[policy];
-  return loopAt(view.ids, loops[policy], policy, r.start, r.finish, r.release, t, t,
-    `The scheduling loop, step ${t}`);
+  const stays = staysOf(view.runs[policy]);  // a preempted request leaves, and joins again when readmitted
+  const col = (k) => stays.map((s) => s[k]);
+  return loopAt(view.ids, loops[policy], policy, col(2), col(3), col(4), t, t,
+    `The scheduling loop, step ${t}`, col(0));
 }
 
-// The loop at index t of start/finish/release (steps, or passes on a clock): app/story.py's _loop_html.
-function loopAt(ids, lines, policy, start, finish, release, t, index, title) {
+// The loop at index t of per-stay start/finish/release (steps, or passes on a clock), `who` each stay's request:
+// app/story.py's _loop_html.
+function loopAt(ids, lines, policy, start, finish, release, t, index, title, who = null) {
   const retired = [], admitted = [];
   let running = 0, padding = 0;
   for (let i = 0; i < start.length; i++) {
-    if (release[i] === t) retired.push(i);
-    if (start[i] === t) admitted.push(i);
+    if (release[i] === t) retired.push(who ? who[i] : i);
+    if (start[i] === t) admitted.push(who ? who[i] : i);
     if (start[i] <= t && t < release[i]) running++;
     if (finish[i] <= t && t < release[i]) padding++;
   }
@@ -257,16 +314,30 @@ export function niceTicks(end, target = 7) {
   return ticks;
 }
 
-/** The rectangles a run draws over [0, end): generating and padding, each [left, right, slot, request]. */
+/** The rectangles a run draws over [0, end): generating, padding, recomputing, each [left, right, slot, request]. */
 export function intervals(view, policy) {
   const r = view.runs[policy], W = view.clock === "ms" ? Infinity : view.window;
   const start = r.start_ms ?? r.start, finish = r.finish_ms ?? r.finish, release = r.release_ms ?? r.release;
-  const gen = [], pad = [];
+  const gen = [], pad = [], rec = [];
+  if (r.cells && view.clock !== "ms") {  // preempted: its cells, recompute passes their own state
+    const into = { [GEN]: gen, [PAD]: pad, [REC]: rec, [PRE]: gen };
+    for (const [i, slot, lo, hi, state] of cellsOf(r)) if (lo < W) into[state].push([lo, Math.min(hi, W), slot, i]);
+    return { gen, pad, rec };
+  }
   for (let i = 0; i < start.length; i++) {
     if (start[i] < W) gen.push([start[i], Math.min(finish[i], W), r.slot[i], i]);
     if (release[i] > finish[i] && finish[i] < W) pad.push([finish[i], Math.min(release[i], W), r.slot[i], i]);
   }
-  return { gen, pad };
+  return { gen, pad, rec };
+}
+
+const KV = { gap: 8, bars: 26, text: 16 };  // the KV strip under a timeline: gap above, bars, its words
+/** Return the KV strip's scale in blocks: the pool, or on an unlimited pool the larger peak of the runs drawn. */
+function kvScale(view) {
+  if (view.pool) return view.pool;
+  let peak = 1;
+  for (const r of Object.values(view.runs)) for (const b of r.kv ?? []) peak = Math.max(peak, b);
+  return peak;
 }
 
 export class Timeline {
@@ -289,7 +360,7 @@ export class Timeline {
   hit(e) {
     if (!this.geom) return null;
     const box = this.canvas.getBoundingClientRect(), x = e.clientX - box.left, y = e.clientY - box.top;
-    for (const [lo, hi, slot, i] of this.geom.gen) {
+    for (const [lo, hi, slot, i] of this.geom.gen.concat(this.geom.rec)) {
       const [x0, x1] = [this.x(lo), this.x(hi)], [y0, y1] = [this.y(slot), this.y(slot + 1)];
       if (x >= x0 && x < x1 && y >= y0 && y < y1) return i;
     }
@@ -319,7 +390,9 @@ export class Timeline {
     const onClock = view.clock === "ms";
     this.end = onClock ? view.end_ms : view.window;
     const width = Math.max(this.host.clientWidth || 320, 240), frameH = frameHeight(slots);
-    const height = MARGIN.top + frameH + MARGIN.bottom, dpr = window.devicePixelRatio || 1;
+    const kv = !onClock && r.kv ? r.kv : null;  // blocks held per step (the memory engine's runs, on steps)
+    const height = MARGIN.top + frameH + MARGIN.bottom + (kv ? KV.gap + KV.bars + KV.text : 0);
+    const dpr = window.devicePixelRatio || 1;
     if (this.canvas.width !== Math.round(width * dpr) || this.canvas.height !== Math.round(height * dpr)) {
       this.canvas.width = Math.round(width * dpr);
       this.canvas.height = Math.round(height * dpr);
@@ -370,11 +443,39 @@ export class Timeline {
         g.fillText(view.ids[i], this.x(lo + (onClock ? 0.003 * this.end : 0.12)), top + 0.06 * this.rowH);
       }
     }
+    for (const [lo, hi, slot, i] of this.geom.rec) {  // recomputing after a preemption: yellow, a bold dark letter
+      const [a, b, top, h] = [this.px(lo), this.px(hi), this.py(slot), this.py(slot + 1) - this.py(slot)];
+      g.fillStyle = c.recompute;
+      g.fillRect(a, top, b - a, h);
+      g.strokeStyle = "#FFFFFF";
+      g.lineWidth = 1;
+      g.strokeRect(a + 0.5, top + 0.5, Math.max(b - a - 1, 0), h - 1);
+      g.fillStyle = "#000000";
+      g.font = `bold ${fontPx}px system-ui, sans-serif`;
+      g.fillText(view.ids[i], this.x(lo + 0.12), top + 0.06 * this.rowH);
+      g.font = `${fontPx}px system-ui, sans-serif`;
+    }
+    const waits = onClock ? [] : r.waits ?? [];
+    g.textAlign = "center";
+    g.textBaseline = "middle";
+    for (let k = 0; k < waits.length; k += 2) {  // a slot empty while the next request waits for memory: ⊘
+      const t = waits[k], slot = waits[k + 1];
+      if (t >= this.end) continue;
+      const [a, b, top, h] = [this.px(t), this.px(t + 1), this.py(slot), this.py(slot + 1) - this.py(slot)];
+      g.strokeStyle = c.text;
+      g.lineWidth = 1;
+      g.setLineDash([2, 2]);
+      g.strokeRect(a + 1.5, top + 1.5, Math.max(b - a - 3, 0), h - 3);
+      g.setLineDash([]);
+      if (b - a >= 7) { g.fillStyle = c.text; g.fillText("⊘", (a + b) / 2, top + h / 2); }
+    }
+    g.textAlign = "left";
+    g.textBaseline = "top";
     this.drawnHover = hover ?? null;  // the request outlined in this drawing (read by the hover tests)
     if (hover !== null && hover !== undefined) {
       g.strokeStyle = c.highlight;
       g.lineWidth = 3;
-      for (const [lo, hi, slot, i] of this.geom.gen) {
+      for (const [lo, hi, slot, i] of this.geom.gen.concat(this.geom.rec)) {
         if (i === hover) g.strokeRect(this.px(lo) + 1.5, this.py(slot) + 1.5, this.px(hi) - this.px(lo) - 3, this.py(slot + 1) - this.py(slot) - 3);
       }
     }
@@ -426,6 +527,34 @@ export class Timeline {
       g.fillText(onClock ? thousands(tick, 0) : String(tick), px, base + 7);
     }
     g.fillText(onClock ? "time (ms)" : "step (one forward pass)", x0 + (x1 - x0) / 2, base + 22);
+    if (kv) this.drawKV(view, r, kv, cursor, base + MARGIN.bottom + KV.gap, x0, x1);
+  }
+
+  /** Draw the KV strip: the blocks held at each step played, on the pool's scale (or the larger peak's). */
+  drawKV(view, r, kv, cursor, top, x0, x1) {
+    const g = this.canvas.getContext("2d"), c = this.colours, scale = kvScale(view);
+    g.fillStyle = c.idle;
+    g.fillRect(x0, top, x1 - x0, KV.bars);
+    g.fillStyle = c.memory;
+    const shown = Math.min(Math.floor(cursor), kv.length, this.end);
+    for (let t = 0; t < shown; t++) {
+      const h = Math.round((KV.bars * kv[t]) / scale);
+      if (h > 0) g.fillRect(this.px(t), top + KV.bars - h, Math.max(this.px(t + 1) - this.px(t), 1), h);
+    }
+    this.kvTop = top;  // read by the pixel tests
+    this.kvScale = scale;
+    g.fillStyle = c.text;
+    g.font = "11px system-ui, sans-serif";
+    g.textAlign = "right";
+    g.textBaseline = "middle";
+    g.fillText("KV", MARGIN.left - 6, top + KV.bars / 2);
+    g.textAlign = "left";
+    g.textBaseline = "top";
+    const verb = r.policy === "static" ? "reserved (whole rows)" : "held";
+    const of = view.pool ? `, of a pool of ${view.pool}` +
+      (view.pool_asked && view.pool_asked < view.pool ? ` (raised from ${view.pool_asked}: the least this traffic fits)` : "")
+      : ` (unlimited pool; full height ${scale})`;
+    g.fillText(`KV blocks ${verb} at each step${of}`, x0, top + KV.bars + 3);
   }
 }
 
@@ -585,7 +714,12 @@ export function mountWidget(root, host) {
     stepInput.max = String(w.last());
     stepInput.value = String(Math.min(w.step, w.last()));
     compact.innerHTML = h2hCompactHtml(v);
-    caption.textContent = cfg.captions[s.mode];
+    caption.textContent = (v.pool && cfg.captions_memory ? cfg.captions_memory : cfg.captions)[s.mode];
+    const memoryLegend = Boolean(v.pool && cfg.legend_memory);
+    if (legend.dataset.memory !== String(memoryLegend)) {
+      legend.dataset.memory = String(memoryLegend);
+      legend.innerHTML = cfg.legend + (memoryLegend ? cfg.legend_memory : "");
+    }
   }
 
   function show(view, settings) {

@@ -100,6 +100,14 @@ class Schedule:
         """Return when the last request finishes, on the schedule's clock."""
         return float(self.pass_end[self.finish_pass - 1].max()) if len(self.requests) else 0.0
 
+    def blocks_by_step(self) -> np.ndarray:
+        """Return the blocks held (reserved, under contiguous or static) at each step 0..drain-1 (step clock)."""
+        if self.cost != "unit":
+            raise ValueError("blocks_by_step needs a step-clock schedule (cost None)")
+        out = np.zeros(int(self.drain), dtype=np.int64)
+        out[self.pass_start.astype(np.int64)] = self.pass_blocks  # one pass per step while anything runs
+        return out
+
     def memory_metrics(self) -> dict:
         """Return preemptions, recomputed tokens, peak blocks, KV use and (contiguous) fragmentation."""
         out = {
@@ -137,21 +145,32 @@ def _validate(slots, policy, batch_timeout, token_budget, memory):
         raise ValueError(f"token_budget applies to the chunked policy only, not {policy.name}")
 
 
+def _sizes(requests: Sequence[Request], memory: MemoryConfig, policy: str) -> tuple[bool, list[int]]:
+    """Return whether requests reserve (contiguous, static rows) and the tokens each must hold at its peak."""
+    reserving = memory.allocation == "contiguous" or policy == "static"
+    extra = memory.reserve_tokens or max((r.output_tokens for r in requests), default=1)
+    return reserving, [(r.prompt_tokens or 1) + (extra if reserving else r.output_tokens) for r in requests]
+
+
+def smallest_pool(requests: Sequence[Request], memory: MemoryConfig, policy: str = "continuous") -> int:
+    """Return the fewest blocks of `memory.block_size` in which every request fits under `policy` (at least 1)."""
+    _, sizes = _sizes(requests, memory, policy)
+    return max(memory.blocks_for(max(sizes)) if sizes else 1, 1)
+
+
 def check_fits(requests: Sequence[Request], memory: MemoryConfig, policy: str = "continuous") -> None:
     """Refuse, before anything runs, a request that could never fit the pool, naming it and both sizes."""
     if memory.unlimited:
         return
     reserve = memory.reserve_tokens
     longest = max((r.output_tokens for r in requests), default=1)
-    reserving = memory.allocation == "contiguous" or policy == "static"
+    reserving, sizes = _sizes(requests, memory, policy)
     if reserving and reserve is not None and reserve < longest:
         raise LimitError(
             f"reserve_tokens {reserve:,} is below the longest output in the traffic ({longest:,} tokens): a "
             "contiguous reservation or a static row cannot grow; reserve at least that"
         )
     pool = memory.kv_blocks
-    extra = reserve or longest
-    sizes = [(r.prompt_tokens or 1) + (extra if reserving else r.output_tokens) for r in requests]
     if not sizes or memory.blocks_for(max(sizes)) <= pool:  # the common case: one pass over the sizes, no loop
         return
     for r, tokens in zip(requests, sizes):

@@ -40,6 +40,7 @@ def memory_runs(blocks: int = BLOCKS) -> dict[str, Schedule]:
         for mode, (policy, alloc) in MODES.items()
     }
 
+
 # The smallest pool the example runs on: the widest prompt plus the longest answer, in blocks (a static row, or a
 # contiguous reservation, must fit whole).
 MIN_BLOCKS = max(-(-(prompt + max(OUTPUTS)) // BLOCK_SIZE) for prompt in PROMPTS)

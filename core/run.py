@@ -20,9 +20,15 @@ class Decision:
     """One scheduler decision taken before a step: a request finished, was admitted, or its slot released."""
 
     step: int
-    kind: str  # "finish" | "admit" | "release"
+    kind: str  # "finish" | "release" | "preempt" | "admit" | "wait" (the last two only under a limited KV pool)
     request: int  # index into Run.requests
     slot: int
+    # Memory's decisions only. preempt: `tokens` generated tokens to recompute, `other` the request that needed the
+    # block. wait: `tokens` blocks needed, `free` free blocks, `longest` the longest run of free blocks.
+    tokens: int = 0
+    other: int = -1
+    free: int = 0
+    longest: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,18 +99,67 @@ class Run:
         return [row.tobytes().decode() for row in chars]
 
     @cached_property
+    def stays(self) -> np.ndarray:
+        """Return every stay in a slot as rows (request, slot, start, finish, release), by request then start.
+
+        One per request, unless the memory engine preempted it: then one per admission, the earlier ones ending at
+        their preemption. A stay runs from start to finish and pads until release.
+        """
+        n = len(self.requests)
+        if self.cells is None:
+            return np.stack([np.arange(n), self.slot, self.start, self.finish, self.release], axis=1).astype(np.int64)
+        rows: list[list[int]] = []
+        for i, slot, lo, hi, state in sorted(self.cells[:, :5].tolist(), key=lambda c: (c[0], c[2])):
+            last = rows[-1] if rows and rows[-1][0] == i else None
+            if state == PADDING and last is not None:
+                last[4] = hi
+            elif last is not None and last[1] == slot and last[3] == lo:  # the same stay: recompute, then tokens
+                last[3] = last[4] = hi
+            else:
+                rows.append([i, slot, lo, hi, hi])
+        return np.array(rows, dtype=np.int64).reshape(-1, 5)
+
+    @cached_property
     def log(self) -> list[Decision]:
-        """Return every decision, ordered by step, then finishes, releases and admissions, then slot."""
-        order = {"finish": 0, "release": 1, "admit": 2}
+        """Return every decision, by step, then finishes, releases, preemptions, admissions and waits, then slot."""
+        order = {"finish": 0, "release": 1, "preempt": 2, "admit": 3, "wait": 4}
+        preempts = self._preemptions()
         items = []
-        for i in range(len(self.requests)):
-            slot = int(self.slot[i])
-            items.append(Decision(int(self.finish[i]), "finish", i, slot))
-            if self.release[i] > self.finish[i]:
-                items.append(Decision(int(self.release[i]), "release", i, slot))
-            items.append(Decision(int(self.start[i]), "admit", i, slot))
+        stays = self.stays.tolist()
+        for k, (i, slot, lo, hi, release) in enumerate(stays):
+            items.append(Decision(lo, "admit", i, slot))
+            if k + 1 < len(stays) and stays[k + 1][0] == i:  # a later stay follows: this one ended in a preemption
+                tokens, other = preempts[i].pop(0) if preempts.get(i) else (0, -1)
+                items.append(Decision(hi, "preempt", i, slot, tokens, other))
+                continue
+            items.append(Decision(hi, "finish", i, slot))
+            if release > hi:
+                items.append(Decision(release, "release", i, slot))
+        items += self._memory_waits()
         items.sort(key=lambda d: (d.step, order[d.kind], d.slot))
         return items
+
+    def _preemptions(self) -> dict[int, list[tuple[int, int]]]:
+        """Return per request its preemptions in order, as (tokens to recompute, the request needing the block)."""
+        out: dict[int, list[tuple[int, int]]] = {}
+        for e in getattr(self.schedule, "events", ()):
+            if e.kind == "preempt":
+                out.setdefault(e.request, []).append((e.tokens, e.needed_by))
+        return out
+
+    def _memory_waits(self) -> list[Decision]:
+        """Return one decision per step a request waited for memory while a slot stood empty (limited pools)."""
+        s = self.schedule
+        if s is None or getattr(s, "pool_maps", None) is None or s.cost != "unit":
+            return []
+        from .engine import memory_waits  # the engine builds Runs: imported here, not at the top
+
+        seen, out = set(), []
+        for w in memory_waits(s):
+            if (w.step, w.request) not in seen:  # static lists a wait per empty slot: the lowest speaks for all
+                seen.add((w.step, w.request))
+                out.append(Decision(w.step, "wait", w.request, w.slot, w.needed, -1, w.free, w.longest_run))
+        return out
 
     @cached_property
     def _log_steps(self) -> np.ndarray:
@@ -119,9 +174,23 @@ class Run:
     def _describe(self, d: Decision) -> str:
         name = self.requests[d.request].id
         if d.kind == "admit":
+            again = self.start[d.request] < d.step  # admitted before: preempted since, its KV to recompute
+            if again:
+                return f"{name} readmitted to slot {d.slot}, recomputing its KV"
             return f"{name} admitted to slot {d.slot}"
         if d.kind == "release":
             return f"slot {d.slot} released ({name}'s padding ends)"
+        if d.kind == "preempt":
+            needer = self.requests[d.other].id if d.other >= 0 else "another request"
+            tokens = _count(d.tokens, "token")
+            return f"no free block for {needer}; {name} preempted from slot {d.slot}, {tokens} to recompute"
+        if d.kind == "wait":
+            why = f", the longest run {d.longest}" if d.free >= d.tokens > d.longest else ""
+            return f"{name} waits for memory: needs {_count(d.tokens, 'block')}, {d.free} free{why}"
         if self.release[d.request] > d.step:
             return f"{name} finished, slot {d.slot} now padding"
         return f"{name} finished, slot {d.slot} freed"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"

@@ -149,7 +149,7 @@ def test_build_batch_beside_the_batch_says_what_each_line_produced():
 
     state = SimState(seed=4, step=9)
     text = BatchView(state=state).div.text
-    batch = ContinuousBatches(state.continuous_run).at(9).batch
+    batch = ContinuousBatches(state.runs["continuous"]).at(9).batch
     notes = dict(re.findall(r'data-note="(\w+)">([^<]*)<', text))
     assert f"{len(batch.token_ids)} new tokens" in notes["token_ids"]
     assert str(batch.cu_seqlens.tolist()[:12])[1:-1] in notes["cu_seqlens"]

@@ -253,13 +253,13 @@ def test_export_story_loop_and_batch_read_back_offline(page, page_errors, offlin
         "one-slot-identical", "worked-figures",
     }  # fmt: skip
     state = SimState(trace=chapter_traffic(), trace_name=CHAPTER_NAME, step=20)
-    assert page.inner_html("#bv-loop") == _normalised(page, story.loop_texts(state.continuous_run, 64)[20])
+    assert page.inner_html("#bv-loop") == _normalised(page, story.loop_texts(state.runs["continuous"], 64)[20])
     assert page.inner_html("#bv-batch") == _normalised(page, BatchView(state=state).html())
     page.locator("[data-mode=static]").click()
     with param.parameterized.discard_events(state):
         state.mode = "static"
     assert page.inner_html("#bv-batch") == _normalised(page, BatchView(state=state).html())
-    assert page.inner_html("#bv-loop") == _normalised(page, story.loop_texts(state.static_run, 64)[20])
+    assert page.inner_html("#bv-loop") == _normalised(page, story.loop_texts(state.runs["static"], 64)[20])
 
 
 def test_export_hover_outlines_the_request_in_the_batch_view(page, page_errors, offline, exported):

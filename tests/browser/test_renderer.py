@@ -21,12 +21,21 @@ EXPOSE = (
     "\nwindow.__R = { playbackHtml, loopHtml, h2hCompactHtml, describeStep, niceTicks, clockPlaybackHtml,"
     " clockLoopHtml };"
 )
-CASES = [  # (name, traffic, slots, batch timeout, window)
-    ("chapter", tuple(chapter_traffic()), 4, 0, 64),
-    ("worked", tuple(worked.worked_example()), 4, worked.BATCH_TIMEOUT, worked.WINDOW),
-    *((f"seed{seed}-{slots}", TrafficConfig(seed=seed), slots, 0, 64) for seed in (0, 4, 37) for slots in (1, 4, 16)),
-    ("lesson-fixed-queued", TrafficConfig(seed=4, lengths="fixed", arrival_window=1), 4, 0, 64),
-    ("many", TrafficConfig(seed=4, requests=300), 32, 0, 200),
+CASES = [  # (name, traffic, slots, batch timeout, window, KV pool in blocks (0: unlimited), allocation)
+    ("chapter", tuple(chapter_traffic()), 4, 0, 64, 0, "paged"),
+    ("worked", tuple(worked.worked_example()), 4, worked.BATCH_TIMEOUT, worked.WINDOW, 0, "paged"),
+    *(
+        (f"seed{seed}-{slots}", TrafficConfig(seed=seed), slots, 0, 64, 0, "paged")
+        for seed in (0, 4, 37)
+        for slots in (1, 4, 16)
+    ),
+    ("lesson-fixed-queued", TrafficConfig(seed=4, lengths="fixed", arrival_window=1), 4, 0, 64, 0, "paged"),
+    ("many", TrafficConfig(seed=4, requests=300), 32, 0, 200, 0, "paged"),
+    # Memory decides: preemptions and recompute (paged), waits behind holes (contiguous), rectangles (static).
+    ("paged-10", TrafficConfig(seed=4), 4, 0, 96, 10, "paged"),
+    ("paged-raised", TrafficConfig(seed=4), 4, 0, 64, 3, "paged"),
+    ("contiguous-12", TrafficConfig(seed=4), 4, 0, 128, 12, "contiguous"),
+    ("paged-many", TrafficConfig(seed=4, requests=300), 32, 0, 200, 60, "paged"),
 ]
 
 
@@ -41,14 +50,19 @@ def renderer(browser):
     page.close()
 
 
-def _key(traffic, slots, timeout, window) -> ViewKey:
-    return ViewKey(traffic, slots, timeout, window, "steps", DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, True, True, 16)
+def _key(traffic, slots, timeout, window, kv_blocks=0, allocation="paged") -> ViewKey:
+    return ViewKey(
+        traffic, slots, timeout, window, "steps", DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, True, True, 16,
+        kv_blocks, allocation,
+    )  # fmt: skip
 
 
-@pytest.mark.parametrize("name, traffic, slots, timeout, window", CASES, ids=[c[0] for c in CASES])
-def test_every_steps_texts_equal_pythons(renderer, name, traffic, slots, timeout, window):
-    """Readout, stats, waste meter, decision log and the lit loop: the JS strings equal Python's, at every step."""
-    view = view_json(_key(traffic, slots, timeout, window))
+@pytest.mark.parametrize(
+    "name, traffic, slots, timeout, window, kv_blocks, allocation", CASES, ids=[c[0] for c in CASES]
+)
+def test_every_steps_texts_equal_pythons(renderer, name, traffic, slots, timeout, window, kv_blocks, allocation):
+    """Readout, stats, waste meter, KV line, decision log and lit loop: the JS strings equal Python's, every step."""
+    view = view_json(_key(traffic, slots, timeout, window, kv_blocks, allocation))
     loops = renderer_config(palette.THEMES["light"], 16)["loops"]
     got = renderer.evaluate(
         """([view, loops]) => {
@@ -65,11 +79,13 @@ def test_every_steps_texts_equal_pythons(renderer, name, traffic, slots, timeout
         }""",
         [view, loops],
     )
-    static, continuous = shared_runs(traffic, slots, timeout)
-    for run in (static, continuous):
-        assert got[run.policy]["panel"] == list(playback_texts(run, window)), run.policy
+    runs = shared_runs(traffic, slots, timeout, kv_blocks, allocation)
+    pool = json.loads(view)["pool"]
+    assert (pool is None) == (kv_blocks == 0)
+    for run in runs.values():
+        assert got[run.policy]["panel"] == list(playback_texts(run, window, pool)), run.policy
         assert got[run.policy]["loop"] == list(loop_texts(run, window)), run.policy
-    assert got["h2h"] == h2h_compact(static, continuous, window, None)
+    assert got["h2h"] == h2h_compact(runs["static"], runs["continuous"], window, None)
 
 
 def test_the_view_is_flat_arrays_the_size_of_the_traffic():
