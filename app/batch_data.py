@@ -49,4 +49,5 @@ def batch_config() -> dict:
         "note_limit": _default(chapter._short, "limit"),  # build_batch's notes
         "source": {"lines": lines, "marks": [marks.get(i) for i in range(len(lines))]},
         "clock_html": _clock_html(),
+        "pool_html": batch_view.POOL_NOTE,
     }

@@ -107,6 +107,23 @@ LOOPS = {
 }
 
 
+# On a limited KV pool memory decides too: admission waits for the head's KV, and a row short of a block preempts.
+LOOPS_MEMORY = {
+    "continuous": (
+        LOOPS["continuous"][0],
+        LOOPS["continuous"][1],
+        ("preempt", _code("preempt the newest if no block is free", "its blocks freed; it recomputes later")),
+        ("admit", _code("admit waiting while their KV fits", "in arrival order: a head that does not fit waits")),
+        *LOOPS["continuous"][3:],
+    ),
+    "static": (
+        *LOOPS["static"][:2],
+        ("admit", _code("if every slot is free: admit a batch", "as many rows as whole rectangles fit")),
+        *LOOPS["static"][3:],
+    ),
+}
+
+
 def _verb(subjects: list, verb: str) -> str:
     return verb + "s" if len(subjects) == 1 else verb
 
@@ -117,26 +134,38 @@ def _names(run: Run, indices: list[int]) -> str:
     return html.escape(shown)
 
 
-def _loop_html(run, start, finish, release, t: int, index: int, title: str, who=None) -> str:
+def _loop_html(run, start, finish, release, t: int, index: int, title: str, who=None, last=None, loops=LOOPS) -> str:
     """Return the loop at step (or pass) t: start/finish/release are per-stay indices on the same axis as t.
 
-    A stay is a request's time in a slot (`who` names its request; None: one stay per request, in order).
+    A stay is a request's time in a slot (`who` names its request; None: one stay per request, in order); a stay
+    that is not its request's `last` ended in a preemption, and the loop says so when it has a preempt line.
     """
     who = np.arange(len(start)) if who is None else who
-    retired, admitted = who[release == t].tolist(), who[start == t].tolist()
+    last = np.ones(len(start), dtype=bool) if last is None else last
+    leaving = release == t
+    retired, admitted = who[leaving & last].tolist(), who[start == t].tolist()
+    preempted = who[leaving & ~last].tolist()
     running = int(((start <= t) & (t < release)).sum())
     padding = int(((finish <= t) & (t < release)).sum())
     notes = {
         "retire": f"← {_names(run, retired)} {_verb(retired, 'leave')}" if retired else "",
         "admit": f"← {_names(run, admitted)} {_verb(admitted, 'join')}" if admitted else "",
+        "preempt": f"← {_names(run, preempted)} preempted" if preempted else "",
         "build": f"← {plural(running, 'row')}" + (f", {padding} of them padding" if padding else "") if running else "",
         "forward": "← nothing to run: the slots are idle" if not running else "",
     }
-    lit = {"head": True, "retire": bool(retired), "admit": bool(admitted), "build": running > 0, "forward": running > 0}
+    lit = {
+        "head": True,
+        "retire": bool(retired),
+        "preempt": bool(preempted),
+        "admit": bool(admitted),
+        "build": running > 0,
+        "forward": running > 0,
+    }
     lines = "".join(
         f'<div class="bv-code-line{" bv-lit" if lit[key] else ""}" data-line="{key}">'
         f'<span class="bv-code">{html.escape(code)}</span><span class="bv-note">{notes.get(key, "")}</span></div>'
-        for key, code in LOOPS[run.policy]
+        for key, code in loops[run.policy]
     )
     return (
         f'<div class="bv-loop" data-loop-step="{index}"><div class="bv-loop-title">{title} ({run.policy})</div>'
@@ -145,16 +174,19 @@ def _loop_html(run, start, finish, release, t: int, index: int, title: str, who=
 
 
 @lru_cache(maxsize=256)
-def loop_texts(run: Run, window: int) -> tuple[str, ...]:
+def loop_texts(run: Run, window: int, limited: bool = False) -> tuple[str, ...]:
     """Return, for each step t = 0..window-1 at the cursor, the scheduling loop with the lines step t executed lit.
 
     The retire and admit lines light only when that step retired or admitted someone, the batch lines whenever
-    anything runs.
+    anything runs. On a `limited` KV pool the loop has memory's lines: admission while the KV fits, preemption.
     """
     stays = run.stays  # a preempted request leaves at its preemption and joins again when readmitted
     who, start, finish, release = stays[:, 0], stays[:, 2], stays[:, 3], stays[:, 4]
+    last = np.append(who[1:] != who[:-1], True) if len(who) else np.ones(0, dtype=bool)  # stays run by request
+    loops = LOOPS_MEMORY if limited else LOOPS
     return tuple(
-        _loop_html(run, start, finish, release, t, t, f"The scheduling loop, step {t}", who) for t in range(window)
+        _loop_html(run, start, finish, release, t, t, f"The scheduling loop, step {t}", who, last, loops)
+        for t in range(window)
     )
 
 

@@ -15,7 +15,7 @@ from . import palette
 from .batch_data import batch_config
 from .plots import MIN_LABEL_CELLS
 from .state import RUN_CACHE_SIZE, shared_runs, shared_timed_runs
-from .story import LOOPS
+from .story import LOOPS, LOOPS_MEMORY
 
 POLICIES = ("static", "continuous")
 AHEAD_MAX_REQUESTS = 64  # neighbours are sent ahead only for traffic this small (each costs two runs)
@@ -162,7 +162,10 @@ def renderer_config(theme: palette.Theme, interval_ms: int) -> dict:
             "recompute": palette.RECOMPUTE_COLOR,
             "memory": palette.MEMORY_COLOR if theme.name == "light" else "#9A9A9A",
         },
-        "loops": {policy: [list(line) for line in lines] for policy, lines in LOOPS.items()},
+        "loops": {
+            **{policy: [list(line) for line in lines] for policy, lines in LOOPS.items()},
+            "memory": {policy: [list(line) for line in lines] for policy, lines in LOOPS_MEMORY.items()},
+        },
         "captions": palette.CAPTIONS,
         "captions_memory": palette.CAPTIONS_MEMORY,
         "legend": palette.legend_html(),

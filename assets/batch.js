@@ -273,6 +273,7 @@ const _bWalkers = new WeakMap();  // a view's continuous run -> its walker, so p
 export function batchHtml(view, config, mode, t) {
   const cfg = config.batch;
   if (view.clock === "ms") return cfg.clock_html;
+  if (view.pool) return cfg.pool_html;  // its block tables assume an unlimited pool (app/batch_view.py POOL_NOTE)
   const step = Math.max(0, Math.min(t, view.window - 1));
   let w = _bWalkers.get(view.runs.continuous);
   if (!w) _bWalkers.set(view.runs.continuous, (w = new _bWalker(view, cfg)));

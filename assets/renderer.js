@@ -186,17 +186,19 @@ function names(ids, indices) {  // indices: requests
 export function loopHtml(view, loops, policy, t) {
   const stays = staysOf(view.runs[policy]);  // a preempted request leaves, and joins again when readmitted
   const col = (k) => stays.map((s) => s[k]);
-  return loopAt(view.ids, loops[policy], policy, col(2), col(3), col(4), t, t,
-    `The scheduling loop, step ${t}`, col(0));
+  const last = stays.map((s, k) => k + 1 === stays.length || stays[k + 1][0] !== s[0]);  // else: preempted
+  const lines = (view.pool && loops.memory ? loops.memory : loops)[policy];
+  return loopAt(view.ids, lines, policy, col(2), col(3), col(4), t, t,
+    `The scheduling loop, step ${t}`, col(0), last);
 }
 
 // The loop at index t of per-stay start/finish/release (steps, or passes on a clock), `who` each stay's request:
 // app/story.py's _loop_html.
-function loopAt(ids, lines, policy, start, finish, release, t, index, title, who = null) {
-  const retired = [], admitted = [];
+function loopAt(ids, lines, policy, start, finish, release, t, index, title, who = null, last = null) {
+  const retired = [], admitted = [], preempted = [];
   let running = 0, padding = 0;
   for (let i = 0; i < start.length; i++) {
-    if (release[i] === t) retired.push(who ? who[i] : i);
+    if (release[i] === t) (last && !last[i] ? preempted : retired).push(who ? who[i] : i);
     if (start[i] === t) admitted.push(who ? who[i] : i);
     if (start[i] <= t && t < release[i]) running++;
     if (finish[i] <= t && t < release[i]) padding++;
@@ -205,11 +207,12 @@ function loopAt(ids, lines, policy, start, finish, release, t, index, title, who
   const notes = {
     retire: retired.length ? `← ${names(ids, retired)} ${verb(retired, "leave")}` : "",
     admit: admitted.length ? `← ${names(ids, admitted)} ${verb(admitted, "join")}` : "",
+    preempt: preempted.length ? `← ${names(ids, preempted)} preempted` : "",
     build: running ? `← ${plural(running, "row")}` + (padding ? `, ${padding} of them padding` : "") : "",
     forward: running ? "" : "← nothing to run: the slots are idle",
   };
-  const lit = { head: true, retire: retired.length > 0, admit: admitted.length > 0, build: running > 0,
-                forward: running > 0 };
+  const lit = { head: true, retire: retired.length > 0, preempt: preempted.length > 0, admit: admitted.length > 0,
+                build: running > 0, forward: running > 0 };
   const html = lines.map(([key, code]) =>
     `<div class="bv-code-line${lit[key] ? " bv-lit" : ""}" data-line="${key}">` +
     `<span class="bv-code">${escape(code)}</span><span class="bv-note">${notes[key] ?? ""}</span></div>`).join("");
@@ -455,22 +458,24 @@ export class Timeline {
       g.fillText(view.ids[i], this.x(lo + 0.12), top + 0.06 * this.rowH);
       g.font = `${fontPx}px system-ui, sans-serif`;
     }
+    // A slot empty while the next request waits for memory: a dashed edge and a ⊘ where the letters go (the
+    // cell's centre keeps its idle colour, which the pixel tests read).
     const waits = onClock ? [] : r.waits ?? [];
-    g.textAlign = "center";
-    g.textBaseline = "middle";
-    for (let k = 0; k < waits.length; k += 2) {  // a slot empty while the next request waits for memory: ⊘
+    this.drawnWaits = 0;
+    g.font = `${Math.min(fontPx, 10)}px system-ui, sans-serif`;
+    for (let k = 0; k < waits.length; k += 2) {
       const t = waits[k], slot = waits[k + 1];
-      if (t >= this.end) continue;
+      if (t >= Math.min(this.end, cursor)) continue;
       const [a, b, top, h] = [this.px(t), this.px(t + 1), this.py(slot), this.py(slot + 1) - this.py(slot)];
       g.strokeStyle = c.text;
       g.lineWidth = 1;
       g.setLineDash([2, 2]);
       g.strokeRect(a + 1.5, top + 1.5, Math.max(b - a - 3, 0), h - 3);
       g.setLineDash([]);
-      if (b - a >= 7) { g.fillStyle = c.text; g.fillText("⊘", (a + b) / 2, top + h / 2); }
+      if (b - a >= 8) { g.fillStyle = c.text; g.fillText("⊘", a + 2, top + 2); }
+      this.drawnWaits++;
     }
-    g.textAlign = "left";
-    g.textBaseline = "top";
+    g.font = `${fontPx}px system-ui, sans-serif`;
     this.drawnHover = hover ?? null;  // the request outlined in this drawing (read by the hover tests)
     if (hover !== null && hover !== undefined) {
       g.strokeStyle = c.highlight;
@@ -554,7 +559,9 @@ export class Timeline {
     const of = view.pool ? `, of a pool of ${view.pool}` +
       (view.pool_asked && view.pool_asked < view.pool ? ` (raised from ${view.pool_asked}: the least this traffic fits)` : "")
       : ` (unlimited pool; full height ${scale})`;
-    g.fillText(`KV blocks ${verb} at each step${of}`, x0, top + KV.bars + 3);
+    const long = `KV blocks ${verb} at each step${of}`;
+    const short = `KV blocks ${r.policy === "static" ? "reserved" : "held"}` + (view.pool ? ` of ${view.pool}` : "");
+    g.fillText(g.measureText(long).width <= x1 - x0 ? long : short, x0, top + KV.bars + 3);  // a phone: the short
   }
 }
 

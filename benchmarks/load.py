@@ -168,9 +168,13 @@ def _expected_generating(seed: int) -> dict:
     return run_arrays(simulate(generate(TrafficConfig(seed=seed)), 4, "continuous"))
 
 
+RUN_KEYS = ("policy", "slots", "drain", "start", "finish", "slot", "release")  # the timeline (KV aside)
+
+
 def shown_run(widget) -> dict:
-    """Return the continuous run of the view the widget's last payload carries."""
-    return json.loads(widget.payload)["view"]["runs"]["continuous"]
+    """Return the continuous run of the view the widget's last payload carries: its timeline's arrays."""
+    run = json.loads(widget.payload)["view"]["runs"]["continuous"]
+    return {key: run[key] for key in RUN_KEYS}
 
 
 class Watcher:

@@ -71,9 +71,7 @@ def test_another_preset_redraws_on_its_clock(page, page_errors, app_url):
     open_app(page, app_url, "?clock=ms&accelerator=a100-80gb&model=llama2-13b&slots=4&seed=4")
     runs = _core_runs("a100-80gb", "llama2-13b")
     end = max(r.drain_ms for r in runs.values())
-    page.wait_for_function(
-        f"Math.abs(window.__bvWidget.timelines[0].end - {end}) < 1e-6", timeout=15_000
-    )
+    page.wait_for_function(f"Math.abs(window.__bvWidget.timelines[0].end - {end}) < 1e-6", timeout=15_000)
     assert _edges_match(page, "timeline", runs["continuous"], 0) >= 1
 
 

@@ -84,7 +84,7 @@ def test_every_steps_texts_equal_pythons(renderer, name, traffic, slots, timeout
     assert (pool is None) == (kv_blocks == 0)
     for run in runs.values():
         assert got[run.policy]["panel"] == list(playback_texts(run, window, pool)), run.policy
-        assert got[run.policy]["loop"] == list(loop_texts(run, window)), run.policy
+        assert got[run.policy]["loop"] == list(loop_texts(run, window, pool is not None)), run.policy
     assert got["h2h"] == h2h_compact(runs["static"], runs["continuous"], window, None)
 
 

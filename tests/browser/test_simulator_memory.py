@@ -1,0 +1,103 @@
+"""The simulator on a KV pool, read back from the browser: recompute cells, waits, the KV strip, memory's words."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+from app import palette
+from app.progress import playback_texts
+from app.state import CHAPTER_NAME, SimState
+from app.story import loop_texts
+from core.chapter_traffic import chapter_traffic
+from core.run import STATE_CHARS
+
+from .helpers import open_app
+from .pixels import STATE_COLOURS, nearest_state
+
+MEMORY_COLOURS = {**STATE_COLOURS, "R": palette.RECOMPUTE_COLOR}
+KV_COLOURS = {"m": palette.MEMORY_COLOR, ".": palette.IDLE_COLOR}
+KV_JS = """([name, steps]) => {
+  const tl = window.__bvWidget.timelines[name === "timeline" ? 0 : 1], box = tl.canvas.getBoundingClientRect();
+  const out = [];
+  for (let t = 0; t < steps; t++) out.push(box.left + tl.x(t + 0.5));
+  return { xs: out, top: box.top + tl.kvTop, scale: tl.kvScale, waits: tl.drawnWaits };
+}"""
+CENTRES_JS = """([name, slots, steps]) => {
+  const tl = window.__bvWidget.timelines[name === "timeline" ? 0 : 1];
+  return [...Array(slots).keys()].map((s) => [...Array(steps).keys()].map((t) => tl.cellCentre(s, t)));
+}"""
+BARS = 26  # assets/renderer.js KV.bars
+
+
+def _page_state(**settings) -> SimState:
+    """Return the state a fresh page opens on (the chapter's traffic) with `settings`."""
+    state = SimState(**settings)
+    state.use_trace(chapter_traffic(), CHAPTER_NAME)
+    return state
+
+
+def _image(page) -> np.ndarray:
+    page.evaluate("window.scrollTo(0, 0)")
+    return np.asarray(Image.open(io.BytesIO(page.screenshot(full_page=True))).convert("RGB")).astype(float)
+
+
+def _expected_grid(run, step: int, window: int = 64) -> list[str]:
+    chars = np.frombuffer(STATE_CHARS.encode(), dtype=np.uint8)[run.grid(window)]
+    return [row.tobytes().decode()[: step + 1] + "-" * (window - step - 1) for row in chars]
+
+
+def test_a_tight_paged_pool_draws_the_engines_run(page, page_errors, app_url):
+    """?kv_blocks=10 at step 40: both timelines' cells, recompute included, and the KV bars are the engine's."""
+    open_app(page, app_url, "?kv_blocks=10&step=40")
+    state = _page_state(kv_blocks=10)
+    image = _image(page)
+    for name, run in (("timeline", state.runs["continuous"]), ("timeline-other", state.runs["static"])):
+        centres = page.evaluate(CENTRES_JS, [name, 4, 64])
+        drawn = ["".join(nearest_state(image[round(y), round(x)], MEMORY_COLOURS) for x, y in row) for row in centres]
+        assert drawn == _expected_grid(run, 40), name
+        kv = page.evaluate(KV_JS, [name, 41])
+        assert kv["scale"] == state.pool
+        blocks = run.schedule.blocks_by_step()
+        bottom = round(kv["top"]) + BARS - 1
+        for t, x in enumerate(kv["xs"]):  # the dark bar's height at each step's column, from the strip's bottom
+            column = image[round(kv["top"]) : bottom + 1, round(x)]
+            dark = int(
+                sum(nearest_state(p, {"m": palette.MEMORY_COLOR, ".": palette.IDLE_COLOR}) == "m" for p in column)
+            )
+            assert abs(dark - round(BARS * int(blocks[t]) / state.pool)) <= 1, (name, t)
+    assert "R" in "".join(_expected_grid(state.runs["continuous"], 40))  # the view does show a recompute
+
+
+def test_memorys_words_on_the_page_are_pythons(page, page_errors, app_url):
+    """The panel (KV line, log), the lit loop, the memory legend and caption, and the batch view's note."""
+    open_app(page, app_url, "?kv_blocks=10&step=26")
+    state = _page_state(kv_blocks=10)
+    run = state.runs["continuous"]
+    assert "preempted" in run.describe_step(26)
+    panel = page.locator(".bv-panel").first.inner_html()
+    assert panel == playback_texts(run, 64, state.pool)[26]
+    normalised = page.evaluate(  # the browser's serialisation of Python's string (' is not escaped back)
+        "(h) => { const d = document.createElement('div'); d.innerHTML = h; return d.firstChild.innerHTML; }",
+        loop_texts(run, 64, True)[26],
+    )
+    assert page.locator(".bv-loop").first.inner_html() == normalised
+    assert "preempted" in page.locator('.bv-loop [data-line="preempt"].bv-lit').first.inner_text()
+    assert page.locator(".bv-legend-memory").count() == 1
+    assert "preempts the one admitted last" in page.locator(".bv-caption").first.inner_text()
+    assert page.locator("[data-batch-step=pool]").count() == 1
+    waits = page.evaluate(KV_JS, ["timeline", 1])["waits"]
+    assert waits == sum(1 for d in run.log if d.kind == "wait" and d.step <= 26) > 0
+
+
+def test_the_default_page_shows_the_kv_held_without_memory_words(page, page_errors, app_url):
+    """Unlimited (the default): a KV strip on the larger peak's scale, no memory legend, the plain caption."""
+    open_app(page, app_url, "?step=63")
+    state = _page_state()
+    peak = max(int(run.schedule.blocks_by_step().max()) for run in state.runs.values())
+    assert page.evaluate(KV_JS, ["timeline", 1])["scale"] == peak
+    assert page.locator(".bv-legend-memory").count() == 0
+    assert "(unlimited pool)" in page.locator(".bv-kv").first.inner_text()
+    assert page.locator("[data-batch-step=pool]").count() == 0
