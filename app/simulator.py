@@ -10,7 +10,7 @@ import param
 from core import worked_example as worked
 from core.chapter_traffic import chapter_traffic
 
-from . import chapter, story
+from . import chapter, memory_lesson, story
 from .batch_view import INTRO as BATCH_INTRO
 from .exercises.knee import KneeView
 from .exercises.spread import SpreadView
@@ -99,6 +99,9 @@ class App(pn.viewable.Viewer):
         self.state.param.watch(self._show_worked, ["runs"])
         self._show_worked()
         self.one_slot = self._button("Try slots = 1", slots=1)
+        self.memory_buttons = [
+            self._memory_button(label, values) for label, values in memory_lesson.lesson_buttons().values()
+        ]
 
     def _button(self, label: str, **values) -> pn.widgets.Button:
         """Return a button that sets state values in one click (on generated traffic, for the lengths)."""
@@ -108,6 +111,18 @@ class App(pn.viewable.Viewer):
             if "lengths" in values and self.state.trace is not None:
                 self._clear_trace()  # lengths shape the generated traffic; a trace has its own
             self.state.param.update(**values)
+
+        button.on_click(click)
+        return button
+
+    def _memory_button(self, label: str, values: dict) -> pn.widgets.Button:
+        """Return a memory lesson's button: the chapter's traffic at the lesson's slots, on its pool."""
+        button = pn.widgets.Button(label=label)
+
+        def click(_event):
+            if self.state.trace_name != CHAPTER_NAME:
+                self.use_chapter_traffic()
+            self.state.param.update(slots=memory_lesson.SLOTS, clock="steps", **values)
 
         button.on_click(click)
         return button
@@ -305,6 +320,8 @@ class App(pn.viewable.Viewer):
             pn.FlexBox(*self.lesson_buttons, sizing_mode="stretch_width"),
             text_pane(chapter.spread_argument_html(), story.ONE_SLOT),
             self.one_slot,
+            text_pane(memory_lesson.lesson_html()),
+            pn.FlexBox(*self.memory_buttons, sizing_mode="stretch_width"),
             text_pane(chapter.affordable_html(), story.NOT_FIXED),
             self.replay,
             text_pane(chapter.PRODUCTION, chapter.run_locally_html(), chapter.WHATS_NEXT),

@@ -160,7 +160,7 @@ def renderer_config(theme: palette.Theme, interval_ms: int) -> dict:
             "label": palette.LABEL_COLOR,
             "highlight": theme.text,
             "recompute": palette.RECOMPUTE_COLOR,
-            "memory": palette.MEMORY_COLOR if theme.name == "light" else "#9A9A9A",
+            "memory": palette.MEMORY_COLOR,  # on the idle grey strip, in both themes
         },
         "loops": {
             **{policy: [list(line) for line in lines] for policy, lines in LOOPS.items()},

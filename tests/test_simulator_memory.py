@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from app import memory_lesson
 from app.progress import progress_table
 from app.state import SimState, least_pool, pool_memory, shared_runs
 from app.story import loop_texts
@@ -158,3 +159,32 @@ def test_pool_urls_are_checked():
         "URL: kv_blocks=99999 is out of range 0..1024; using 1024.",
         "URL: allocation='ring' is not allowed (use paged or contiguous); kept paged.",
     ]
+
+
+def _running_rows(run, window: int = 64) -> float:
+    grid = run.grid(window)
+    return float((grid != 0).sum(axis=0).mean())
+
+
+def test_the_memory_lessons_sentences_hold_on_its_runs():
+    """Each relation the lesson states is true of the runs its buttons show (the chapter's traffic, 4 slots)."""
+    f = memory_lesson.lesson()
+    traffic = tuple(chapter_traffic())
+    free = shared_runs(traffic, 4, 0)
+    assert f.pool == free["continuous"].schedule.blocks_by_step().max() < f.static_peak
+    paged = shared_runs(traffic, 4, 0, f.pool, "paged")
+    contiguous = shared_runs(traffic, 4, 0, f.pool, "contiguous")
+    # "Paged ... nothing changes": the same schedule as unlimited memory, request for request.
+    for name in ("start", "finish", "slot"):
+        assert np.array_equal(getattr(paged["continuous"], name), getattr(free["continuous"], name))
+    assert paged["continuous"].schedule.preemptions == 0 and f.paged_waits == 0
+    # "Contiguous ... fewer run at once", later, with waits beside empty slots, some of them holes.
+    assert _running_rows(contiguous["continuous"]) < _running_rows(paged["continuous"])
+    assert f.contiguous_drain == contiguous["continuous"].drain > f.paged_drain
+    assert 0 < f.contiguous_holes <= f.contiguous_waits
+    assert f.static_drain > f.unlimited_drain["static"] > f.paged_drain
+    # "Squeeze the pool ... paged continuous batching preempts."
+    assert f.tight_pool == least_pool(traffic) < f.pool and f.tight_preemptions > 0
+    html = memory_lesson.lesson_html()
+    for key in ("paged_drain", "contiguous_drain", "static_drain", "tight_drain"):
+        assert f'data-memory="{key}">{getattr(f, key)}</b>' in html

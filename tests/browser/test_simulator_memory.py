@@ -6,8 +6,9 @@ import io
 
 import numpy as np
 from PIL import Image
+from playwright.sync_api import expect
 
-from app import palette
+from app import memory_lesson, palette
 from app.progress import playback_texts
 from app.state import CHAPTER_NAME, SimState
 from app.story import loop_texts
@@ -101,3 +102,26 @@ def test_the_default_page_shows_the_kv_held_without_memory_words(page, page_erro
     assert page.locator(".bv-legend-memory").count() == 0
     assert "(unlimited pool)" in page.locator(".bv-kv").first.inner_text()
     assert page.locator("[data-batch-step=pool]").count() == 0
+
+
+def test_the_memory_lessons_buttons_show_what_its_text_says(page, page_errors, app_url):
+    """From other traffic, each button opens the chapter's traffic on its pool; the drains are the text's figures."""
+    open_app(page, app_url, "?seed=9&slots=7")
+    f = memory_lesson.lesson()
+    text = page.locator('[data-claim="memory-same-pool"]').first
+    text.scroll_into_view_if_needed()
+    cases = [
+        (f"A pool of {f.pool} blocks, paged", f.pool, f.paged_drain, f.static_drain),
+        ("The same pool, contiguous", f.pool, f.contiguous_drain, f.static_drain),
+        (f"{f.tight_pool} blocks: preemption", f.tight_pool, f.tight_drain, None),
+    ]
+    for label, pool, continuous_drain, static_drain in cases:
+        page.get_by_role("button", name=label).click()
+        expect(page.locator("[data-h2h=continuous-drain]").first).to_have_text(str(continuous_drain))
+        if static_drain is not None:
+            expect(page.locator("[data-h2h=static-drain]").first).to_have_text(str(static_drain))
+        assert page.evaluate(KV_JS, ["timeline", 1])["scale"] == pool
+        assert f"of {pool} blocks" in page.locator(".bv-kv").first.inner_text()
+    page.get_by_role("button", name="Unlimited memory").click()
+    expect(page.locator("[data-h2h=continuous-drain]").first).to_have_text(str(f.unlimited_drain["continuous"]))
+    expect(page.locator(".bv-kv").first).to_contain_text("(unlimited pool)")
