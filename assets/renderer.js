@@ -120,7 +120,8 @@ export function kvHtml(view, r, t) {
   for (let s = 0; s <= Math.min(t, r.kv.length - 1); s++) peak = Math.max(peak, r.kv[s]);
   const log = (r.log ??= deriveLog(r));
   for (let k = 0; k < log.length; k += 8) if (log[k + 1] === 2 && log[k] <= t) preemptions++;
-  const verb = r.policy === "static" ? "reserved" : "held", pool = view.pool;
+  const reserves = r.policy === "static" || view.allocation === "contiguous";  // room for the longest answer
+  const verb = reserves ? "reserved" : "held", pool = view.pool;
   const tail = pool ? `; <b data-kv="preemptions">${preemptions}</b> ` +
     `${preemptions === 1 ? "preemption" : "preemptions"} so far` : " (unlimited pool)";
   return `<span class="bv-kv">KV cache at step ${t}: <b data-kv="held">${held}</b>${pool ? ` of ${pool}` : ""} ` +
@@ -555,12 +556,13 @@ export class Timeline {
     g.fillText("KV", MARGIN.left - 6, top + KV.bars / 2);
     g.textAlign = "left";
     g.textBaseline = "top";
-    const verb = r.policy === "static" ? "reserved (whole rows)" : "held";
+    const verb = r.policy === "static" ? "reserved (whole rows)" : view.allocation === "contiguous" ?
+      "reserved (one run each)" : "held";
     const of = view.pool ? `, of a pool of ${view.pool}` +
       (view.pool_asked && view.pool_asked < view.pool ? ` (raised from ${view.pool_asked}: the least this traffic fits)` : "")
       : ` (unlimited pool; full height ${scale})`;
     const long = `KV blocks ${verb} at each step${of}`;
-    const short = `KV blocks ${r.policy === "static" ? "reserved" : "held"}` + (view.pool ? ` of ${view.pool}` : "");
+    const short = `KV blocks ${verb.split(" ")[0]}` + (view.pool ? ` of ${view.pool}` : "");
     g.fillText(g.measureText(long).width <= x1 - x0 ? long : short, x0, top + KV.bars + 3);  // a phone: the short
   }
 }
