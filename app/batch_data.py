@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from core.ragged import build_batch
 from core.step_batch import BLOCK_SIZE, VOCAB, token_id
 
-from . import batch_view, chapter
+from . import batch_view, chapter, pool_at
 
 
 def _default(fn, name: str) -> int:
@@ -49,5 +49,5 @@ def batch_config() -> dict:
         "note_limit": _default(chapter._short, "limit"),  # build_batch's notes
         "source": {"lines": lines, "marks": [marks.get(i) for i in range(len(lines))]},
         "clock_html": _clock_html(),
-        "pool_html": batch_view.POOL_NOTE,
+        "pool": {"titles": pool_at.TITLES, "too_big": pool_at.TOO_BIG},
     }

@@ -13,6 +13,7 @@ from core.step_batch import BLOCK_SIZE, ContinuousBatches, ContinuousStep, Stati
 
 from .chapter import build_batch_at
 from .loop import on_document
+from .pool_at import owners_by_step, pools_html
 from .state import SimState
 from .style import CSS
 from .words import plural
@@ -179,12 +180,6 @@ def static_html(run: Run, step: StaticStep) -> str:
     )
 
 
-POOL_NOTE = (
-    '<div class="bv-batches" data-batch-step="pool"><p class="bv-batch-empty">With a limited KV pool memory decides '
-    "who runs, and this view's block tables assume a pool that never runs out: set the pool to 0 (unlimited) to see "
-    "the batch each step builds. The KV strips under the timelines show the pool, and the Memory tab shows each "
-    "block's owner at every step.</p></div>"
-)
 INTRO = (
     "<h3>The batch at the cursor</h3><p>What the engine actually runs at this step. Continuous batching "
     "lays every running request's new tokens end to end in one flat buffer (a newcomer's whole prompt, "
@@ -217,9 +212,9 @@ class BatchView(pn.viewable.Viewer):
                 '<div class="bv-batches" data-batch-step="clock"><p class="bv-batch-empty">On a clock the cursor '
                 "is a time, not a step: switch the time axis to steps to see the batch each step builds.</p></div>"
             )
-        if s.kv_blocks:  # this view's pool is its own, never short: beside a limited pool it would contradict it
-            return POOL_NOTE
         t = inspected_step(s.step, s.window)
+        if s.kv_blocks:  # this view's block tables never run short: beside a limited pool, the engine's pool
+            return pools_html(s.runs, {m: owners_by_step(r) for m, r in s.runs.items()}, s.mode, t)
         if self._walker is None or self._walker.run is not s.runs["continuous"]:
             self._walker = ContinuousBatches(s.runs["continuous"])
         ragged = self._walker.at(t)

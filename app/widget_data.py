@@ -14,6 +14,7 @@ from core.timed import TimedRun, timed_metrics
 from . import palette
 from .batch_data import batch_config
 from .plots import MIN_LABEL_CELLS
+from .pool_at import owners_by_step
 from .state import RUN_CACHE_SIZE, shared_runs, shared_timed_runs
 from .story import LOOPS, LOOPS_MEMORY
 
@@ -73,6 +74,8 @@ def run_arrays(run: Run, limited: bool = False) -> dict:
             x for d in run.log for x in (d.step, kinds[d.kind], d.request, d.slot, d.tokens, d.other, d.free, d.longest)
         ]
         out["waits"] = [x for w in memory_waits(run.schedule) for x in (w.step, w.slot)]
+        owners = owners_by_step(run)  # each block's owner at each step, for the pool at the cursor
+        out["pool_at"] = None if owners is None else [o for at in owners for o in at]
     return out
 
 

@@ -273,12 +273,39 @@ const _bWalkers = new WeakMap();  // a view's continuous run -> its walker, so p
 export function batchHtml(view, config, mode, t) {
   const cfg = config.batch;
   if (view.clock === "ms") return cfg.clock_html;
-  if (view.pool) return cfg.pool_html;  // its block tables assume an unlimited pool (app/batch_view.py POOL_NOTE)
   const step = Math.max(0, Math.min(t, view.window - 1));
+  if (view.pool) return _bPools(view, cfg, mode, step);  // the engine's pool: these block tables never run short
   let w = _bWalkers.get(view.runs.continuous);
   if (!w) _bWalkers.set(view.runs.continuous, (w = new _bWalker(view, cfg)));
   if (w.last?.step !== step) w.last = { step, html: _bContinuous(view, w.at(step), step) };
   const parts = { continuous: w.last.html, static: _bStatic(view, cfg, step) };
   const [a, b] = mode === "continuous" ? ["continuous", "static"] : ["static", "continuous"];
   return `<div class="bv-batches" data-batch-step="${step}">${parts[a]}${parts[b]}</div>`;
+}
+
+// app/pool_at.py's pool_html: on a limited pool, each block's owner at the cursor, for one mode.
+function _bPool(view, cfg, r, step) {
+  const key = r.policy === "static" ? "static" : view.allocation, pool = view.pool;
+  const head = `<div class="bv-batch-title">${cfg.pool.titles[key]}: the KV pool at step ${step}</div>`;
+  if (!r.pool_at) return `<section class="bv-batch" data-kvpool="${key}">${head}${cfg.pool.too_big}</section>`;
+  const at = step < r.drain ? r.pool_at.slice(step * pool, (step + 1) * pool) : new Array(pool).fill(-1);
+  let free = 0, run = 0, longest = 0;
+  const boxes = at.map((o, b) => {
+    if (o < 0) { free++; longest = Math.max(longest, ++run); }
+    else run = 0;
+    return o >= 0 ? `<span class="bv-kvblock" title="block ${b}: ${escape(view.ids[o])}">${escape(view.ids[o])}</span>` :
+      `<span class="bv-kvblock bv-kvfree" title="block ${b}: free"></span>`;
+  }).join("");
+  let words = `${pool - free} of ${pool} blocks held, ${free} free`;
+  if (key !== "paged" && free) words += `, the longest free run ${longest}`;
+  return `<section class="bv-batch" data-kvpool="${key}">${head}<div class="bv-kvpool" role="img" ` +
+    `aria-label="${words}">${boxes}</div><p class="bv-muted">${words}</p></section>`;
+}
+
+function _bPools(view, cfg, mode, step) {
+  const order = [mode, ...Object.keys(view.runs).filter((m) => m !== mode)];
+  const parts = order.map((m) => _bPool(view, cfg, view.runs[m], step)).join("");
+  return `<div class="bv-batches" data-batch-step="${step}" data-pool-step="${step}"><p class="bv-muted">On a ` +
+    "limited KV pool memory decides who runs: here is each block's owner at the cursor (the ragged batch's " +
+    `own block tables assume a pool that never runs out; set the pool to 0 to see them).</p>${parts}</div>`;
 }

@@ -22,6 +22,10 @@ CASES = [  # (name, SimState settings)
     *GENERATED,
     # More rows than the view draws, a pool past what it draws, and arrays cut short: every truncation path.
     ("many", {"seed": 4, "requests": 300, "slots": 32, "window": 200}),
+    # A limited KV pool: the engine's pool at the cursor instead (paged, contiguous's runs, one too big to draw).
+    ("pool-paged", {"seed": 4, "kv_blocks": 10, "window": 96}),
+    ("pool-contiguous", {"seed": 4, "kv_blocks": 14, "allocation": "contiguous"}),
+    ("pool-too-big", {"seed": 4, "requests": 300, "slots": 32, "window": 40, "kv_blocks": 1000}),
 ]  # fmt: skip
 
 
@@ -41,7 +45,7 @@ def batch_page(browser):
 def _view(s: SimState) -> str:
     key = ViewKey(
         s.traffic_key(), s.slots, s.batch_timeout, s.window, s.clock, s.accelerator, s.model_shape, s.both,
-        s.generator_applies, 16,
+        s.generator_applies, 16, s.kv_blocks, s.allocation,
     )  # fmt: skip
     return view_json(key)
 

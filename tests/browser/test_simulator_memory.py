@@ -73,7 +73,7 @@ def test_a_tight_paged_pool_draws_the_engines_run(page, page_errors, app_url):
 
 
 def test_memorys_words_on_the_page_are_pythons(page, page_errors, app_url):
-    """The panel (KV line, log), the lit loop, the memory legend and caption, and the batch view's note."""
+    """The panel (KV line, log), the lit loop, the memory legend and caption, and the pool at the cursor."""
     open_app(page, app_url, "?kv_blocks=10&step=26")
     state = _page_state(kv_blocks=10)
     run = state.runs["continuous"]
@@ -88,7 +88,11 @@ def test_memorys_words_on_the_page_are_pythons(page, page_errors, app_url):
     assert "preempted" in page.locator('.bv-loop [data-line="preempt"].bv-lit').first.inner_text()
     assert page.locator(".bv-legend-memory").count() == 1
     assert "preempts the one admitted last" in page.locator(".bv-caption").first.inner_text()
-    assert page.locator("[data-batch-step=pool]").count() == 1
+    assert page.locator("[data-kvpool]").count() == 2  # the engine's pool at the cursor, both modes
+    owners = run.schedule.pool_maps[list(run.schedule.pass_start).index(26)]
+    held = sum(1 for o in owners if o >= 0)
+    words = page.locator('[data-kvpool="paged"] .bv-muted').first.inner_text()
+    assert words == f"{held} of {state.pool} blocks held, {state.pool - held} free"
     waits = page.evaluate(KV_JS, ["timeline", 1])["waits"]
     assert waits == sum(1 for d in run.log if d.kind == "wait" and d.step <= 26) > 0
 
@@ -101,7 +105,7 @@ def test_the_default_page_shows_the_kv_held_without_memory_words(page, page_erro
     assert page.evaluate(KV_JS, ["timeline", 1])["scale"] == peak
     assert page.locator(".bv-legend-memory").count() == 0
     assert "(unlimited pool)" in page.locator(".bv-kv").first.inner_text()
-    assert page.locator("[data-batch-step=pool]").count() == 0
+    assert page.locator("[data-kvpool]").count() == 0
 
 
 def test_the_memory_lessons_buttons_show_what_its_text_says(page, page_errors, app_url):

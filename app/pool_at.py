@@ -1,0 +1,72 @@
+"""The KV pool at the cursor on a limited pool, each block its owner's letter: the oracle of assets/batch.js's pool.
+
+On a limited pool the batch view's own block tables (which assume a pool that never runs out) step aside for the
+pool the memory engine kept: one box per block, at the cursor's step, for both modes, the mode shown first.
+"""
+
+from __future__ import annotations
+
+import html
+from functools import lru_cache
+
+from core import Run
+from core.memory import longest_free_run
+
+MAX_POOL_CELLS = 100_000  # blocks x steps sent to the browser per run; past it the page says the pool is too big
+TITLES = {"static": "Static batching (whole rows reserved)", "paged": "Continuous batching, paged",
+          "contiguous": "Continuous batching, contiguous (one run each)"}  # fmt: skip
+TOO_BIG = (
+    '<p class="bv-batch-empty">This pool is too large to draw block by block here; the KV strips under the '
+    "timelines count its blocks.</p>"
+)
+
+
+@lru_cache(maxsize=64)  # runs are shared and immutable (compared by identity): every session reads the same
+def owners_by_step(run: Run) -> list[tuple[int, ...]] | None:
+    """Return, for each step 0..drain-1, each block's owner (-1: free), or None when too big to send."""
+    s = run.schedule
+    if s is None or s.pool_maps is None or s.memory.kv_blocks * run.drain > MAX_POOL_CELLS:
+        return None
+    out = [(-1,) * s.memory.kv_blocks] * run.drain
+    for p, start in enumerate(s.pass_start.tolist()):
+        out[int(start)] = s.pool_maps[p]
+    return out
+
+
+def _key(run: Run) -> str:
+    return "static" if run.policy == "static" else run.schedule.memory.allocation
+
+
+def pool_html(run: Run, owners: list[tuple[int, ...]] | None, step: int) -> str:
+    """Return one mode's pool at `step`: a box per block with its owner's letter, and the counts in words."""
+    key = _key(run)
+    head = f'<div class="bv-batch-title">{TITLES[key]}: the KV pool at step {step}</div>'
+    if owners is None:
+        return f'<section class="bv-batch" data-kvpool="{key}">{head}{TOO_BIG}</section>'
+    at = owners[step] if step < len(owners) else (-1,) * run.schedule.memory.kv_blocks
+    names = [html.escape(r.id) for r in run.requests]
+    boxes = "".join(
+        f'<span class="bv-kvblock" title="block {b}: {names[o]}">{names[o]}</span>'
+        if o >= 0
+        else f'<span class="bv-kvblock bv-kvfree" title="block {b}: free"></span>'
+        for b, o in enumerate(at)
+    )
+    free = sum(1 for o in at if o < 0)
+    words = f"{len(at) - free} of {len(at)} blocks held, {free} free"
+    if key != "paged" and free:
+        words += f", the longest free run {longest_free_run(at)}"
+    return (
+        f'<section class="bv-batch" data-kvpool="{key}">{head}<div class="bv-kvpool" role="img" '
+        f'aria-label="{words}">{boxes}</div><p class="bv-muted">{words}</p></section>'
+    )
+
+
+def pools_html(runs: dict[str, Run], owners: dict[str, list | None], mode: str, step: int) -> str:
+    """Return both modes' pools at `step`, the mode shown first, under a line saying why the batch view left."""
+    order = [mode] + [m for m in runs if m != mode]
+    parts = "".join(pool_html(runs[m], owners[m], step) for m in order)
+    return (
+        f'<div class="bv-batches" data-batch-step="{step}" data-pool-step="{step}"><p class="bv-muted">On a '
+        "limited KV pool memory decides who runs: here is each block's owner at the cursor (the ragged batch's "
+        f"own block tables assume a pool that never runs out; set the pool to 0 to see them).</p>{parts}</div>"
+    )
