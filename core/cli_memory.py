@@ -41,7 +41,12 @@ def add_memory_args(parser: argparse.ArgumentParser, budget: bool = True) -> Non
     )
     if not budget:  # compare runs static and continuous, which take no budget
         return
-    g.add_argument(
+    add_token_budget_arg(g)
+
+
+def add_token_budget_arg(parser) -> None:
+    """Add --token-budget, chunked prefill's tokens per pass (the replay takes it without the pool flags)."""
+    parser.add_argument(
         "--token-budget",
         type=bounded_int(1, MAX_TOKEN_BUDGET),
         default=None,

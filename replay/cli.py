@@ -17,7 +17,7 @@ from core.cli_args import (
     file_name,
     load_requests,
 )
-from core.cli_memory import MAX_TOKEN_BUDGET, token_budget
+from core.cli_memory import add_token_budget_arg, token_budget
 from core.limits import show_name
 
 ENABLE = "the replay needs torch: pip install torch==2.13.0 (the CPU build) then pip install -e '.[replay]'"
@@ -50,12 +50,7 @@ def _add_replay(sub) -> None:
         help="what runs beside static: continuous batching, or chunked prefill under --token-budget, the core's "
         "chunked schedule pass for pass (default continuous)",
     )
-    p.add_argument(
-        "--token-budget",
-        type=bounded_int(1, MAX_TOKEN_BUDGET),
-        default=None,
-        help="--policy chunked: tokens one pass may process, decoding rows first (default: none; chunked needs it)",
-    )
+    add_token_budget_arg(p)
     online = p.add_argument_group("online (in real time)")
     online.add_argument(
         "--online",
