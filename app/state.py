@@ -83,6 +83,11 @@ def shared_runs(
     }
 
 
+def generated_label(requests: int, lengths: str) -> str:
+    """Return the words naming generated traffic (its seed is the slider beside them)."""
+    return f"Traffic: generated, {requests} requests, {lengths} lengths"
+
+
 def arrival_step_ms(accelerator: str, model: str) -> float:
     """Return how long one arrival step lasts on a clock: a one-row decode pass on the preset (~5 ms on an H100).
 
@@ -168,6 +173,13 @@ class SimState(param.Parameterized):
         """Show an uploaded trace; every run is computed first, so a failure leaves everything as it was."""
         shared_runs(self.traffic_key(requests), self.slots, self.batch_timeout, self.kv_blocks, self.allocation)
         self.param.update(trace=list(requests), trace_name=name)
+
+    def traffic_label(self) -> str:
+        """Return which traffic is shown, in words, for beside the seed: the chapter's, a trace's, or generated."""
+        n = len(self.runs["continuous"].requests)
+        if self.trace is not None:
+            return f"Traffic: {self.trace_name or 'a trace'}, {n} requests"
+        return generated_label(n, self.lengths)
 
     @property
     def pool(self) -> int | None:

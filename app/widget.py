@@ -12,7 +12,7 @@ from panel.custom import JSComponent
 from core import TrafficConfig
 
 from . import palette
-from .state import GENERATOR_TAKES_OVER, SimState
+from .state import GENERATOR_TAKES_OVER, SimState, generated_label
 from .style import CSS
 from .widget_data import AHEAD_MAX_REQUESTS, ViewKey, renderer_config, view_json
 
@@ -119,11 +119,12 @@ class ChapterWidget(JSComponent):
                 arrival_window=s.arrival_window,
                 mean_tokens=s.mean_tokens,
             )
+            label = generated_label(s.requests, s.lengths)
         else:
-            traffic = s.traffic_key()
+            traffic, label = s.traffic_key(), s.traffic_label()
         return ViewKey(
             traffic, slots, s.batch_timeout, s.window, s.clock, s.accelerator, s.model_shape, s.both,
-            s.generator_applies, self._slots_end, s.kv_blocks, s.allocation,
+            s.generator_applies, self._slots_end, s.kv_blocks, s.allocation, label,
         )  # fmt: skip
 
     def _ahead(self) -> dict[str, str]:

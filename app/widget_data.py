@@ -38,6 +38,7 @@ class ViewKey:
     slots_end: int  # the slots slider's top: 16, or 64 once a URL asked beyond
     kv_blocks: int = 0  # the KV pool asked for, in blocks (0: unlimited)
     allocation: str = "paged"
+    traffic_label: str = ""  # which traffic, in words (SimState.traffic_label)
 
     def label(self) -> str:
         """Return a short fingerprint the browser compares (drawn ahead vs confirmed)."""
@@ -137,6 +138,7 @@ def view_json(key: ViewKey) -> str:
         "pool_asked": key.kv_blocks or None,
         "block_size": continuous.schedule.memory.block_size,
         "allocation": key.allocation,
+        "traffic_label": key.traffic_label,
     }
     timed = None
     if key.clock == "ms":

@@ -619,7 +619,8 @@ export function mountWidget(root, host) {
   });
   const slots = range("Batch slots", "slots", 1, 16, 4);
   const seed = range("Traffic seed", "seed", 0, 99, 0);
-  const controls = el("div", { class: "bv-controls" }, modeGroup, slots.box, seed.box);
+  const traffic = el("span", { class: "bv-traffic", "aria-live": "polite" });  // which traffic the view shows
+  const controls = el("div", { class: "bv-controls" }, modeGroup, slots.box, seed.box, traffic);
   const player = el("div", { class: "bv-player", role: "group", "aria-label": "Playback" });
   const buttons = MOVES.map((move) => {
     if (move === null) {
@@ -720,6 +721,7 @@ export function mountWidget(root, host) {
     seed.input.value = String(s.seed);
     seed.out.textContent = String(s.seed);
     seed.box.hidden = !v.generator;
+    traffic.textContent = v.traffic_label ?? "";
     stepInput.max = String(w.last());
     stepInput.value = String(Math.min(w.step, w.last()));
     compact.innerHTML = h2hCompactHtml(v);

@@ -195,7 +195,7 @@ def test_export_has_the_worked_example(page, page_errors, offline, exported):
     expect(page.locator(".bv-step")).to_have_text("step 63")
 
 
-MEMORY_KEYS = ("pool", "pool_asked", "block_size", "allocation")
+MEMORY_KEYS = ("pool", "pool_asked", "block_size", "allocation", "traffic_label")  # served only
 
 
 def test_export_views_are_the_served_pages_views(page, page_errors, offline, exported):
