@@ -66,8 +66,10 @@ def restructured_loop_html() -> str:
     code = _code_block(lines, block_of, "core/reference.py: simulate_per_step, the loop", "loop")
     return (
         "<h3>The loop, restructured</h3>"
-        "<p>This is the simulator's own scheduler, written one step at a time (the timelines above come from a "
-        "faster version that is tested to give exactly the same schedules). The two marked steps, <b>retire</b> "
+        "<p>This is the simulator's own scheduler, written one step at a time (the timelines above come from the "
+        "core's memory engine, <code>core/engine.py</code>, tested to give exactly this loop's schedules with "
+        "unlimited memory; on a limited KV pool it adds memory's rules, which the lit loop above shows). The two "
+        "marked steps, <b>retire</b> "
         "and <b>admit</b>, are the whole technique: under static batching a member retires only once every member "
         "has finished (<code>batch_over</code>), and a new batch is admitted only when every slot is free; under "
         "continuous batching both run before every forward pass. Nothing else changes. (The marks show where the "

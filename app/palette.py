@@ -71,9 +71,9 @@ CAPTIONS = {
 # On a limited KV pool memory decides too: a slot may stand empty while the next request's KV does not fit.
 CAPTIONS_MEMORY = {
     "static": (
-        "Static batching: a batch forms only when every slot is free and every member's whole rectangle of KV "
-        "(the longest prompt plus the longest answer, per row) fits the pool; it runs until its longest request "
-        "finishes. Newcomers wait for the whole batch."
+        "Static batching reserves KV for whole rows, whatever the allocation: a batch forms only when every slot is "
+        "free, with as many members as whole rows fit the pool (each row the batch's longest prompt plus the cap on "
+        "answer length, here the traffic's longest answer); it runs until its longest request finishes."
     ),
     "continuous": (
         "Continuous batching: between forward passes, finished requests leave and waiting ones take the free "
@@ -83,8 +83,8 @@ CAPTIONS_MEMORY = {
 }
 MEMORY_LEGEND = (
     ("recomputing its KV after a preemption, then its next token", RECOMPUTE_COLOR, ""),
-    ("a slot empty while the next request waits for memory", "#FFFFFF", "⊘"),
-    ("KV blocks held, under each timeline", MEMORY_COLOR, ""),
+    ("the slot the next request would take, empty while it waits for memory", "#FFFFFF", "⊘"),
+    ("KV blocks held (static, contiguous: reserved), under each timeline", MEMORY_COLOR, ""),
 )
 
 

@@ -12,6 +12,7 @@ from core.engine import MAX_RECORDED_BLOCKS, as_run, schedule, smallest_pool
 from core.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from core.memory import ALLOCATIONS, MemoryConfig
 from core.metrics import Comparison, compare
+from core.step_batch import BLOCK_SIZE as STEP_BLOCK_SIZE
 from core.timed import TimedRun, simulate_timed
 from core.traffic import LENGTH_KINDS
 
@@ -23,7 +24,8 @@ CHAPTER_NAME = "the chapter's traffic"
 GENERATOR_TAKES_OVER = {CHAPTER_NAME}
 GENERATOR_PARAMS = ("seed", "requests", "lengths", "mean_tokens", "arrival_window")
 MODES = ("static", "continuous")  # the simulator's policies, keys of `SimState.runs` (core.policies has more)
-BLOCK_SIZE = 16  # tokens per KV block in the simulator's pool (DESIGN.md's default, vLLM's)
+# Tokens per KV block in the simulator's pool: the batch view's block tables' size, so the page has one block size.
+BLOCK_SIZE = STEP_BLOCK_SIZE
 MAX_POOL = MAX_RECORDED_BLOCKS  # the largest limited pool the simulator draws block by block
 
 

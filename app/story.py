@@ -108,14 +108,19 @@ LOOPS = {
 
 
 # On a limited KV pool memory decides too: admission waits for the head's KV, and a row short of a block preempts.
-LOOPS_MEMORY = {
+ADMIT_WHILE_FITS = (
+    "admit",
+    _code("admit waiting while their KV fits", "in arrival order: a head that does not fit waits"),
+)
+LOOPS_MEMORY = {  # keyed by policy, and "contiguous" for continuous batching's contiguous reservations
     "continuous": (
         LOOPS["continuous"][0],
         LOOPS["continuous"][1],
-        ("preempt", _code("preempt the newest if no block is free", "its blocks freed; it recomputes later")),
-        ("admit", _code("admit waiting while their KV fits", "in arrival order: a head that does not fit waits")),
+        ("preempt", _code("preempt the last admitted", "when a row needs a block and none is free")),
+        ADMIT_WHILE_FITS,
         *LOOPS["continuous"][3:],
     ),
+    "contiguous": (*LOOPS["continuous"][:2], ADMIT_WHILE_FITS, *LOOPS["continuous"][3:]),  # reserved: no growth
     "static": (
         *LOOPS["static"][:2],
         ("admit", _code("if every slot is free: admit a batch", "as many rows as whole rectangles fit")),
@@ -134,12 +139,16 @@ def _names(run: Run, indices: list[int]) -> str:
     return html.escape(shown)
 
 
-def _loop_html(run, start, finish, release, t: int, index: int, title: str, who=None, last=None, loops=LOOPS) -> str:
+def _loop_html(
+    run, start, finish, release, t: int, index: int, title: str, who=None, last=None, lines=None, waiting=()
+) -> str:
     """Return the loop at step (or pass) t: start/finish/release are per-stay indices on the same axis as t.
 
     A stay is a request's time in a slot (`who` names its request; None: one stay per request, in order); a stay
-    that is not its request's `last` ended in a preemption, and the loop says so when it has a preempt line.
+    that is not its request's `last` ended in a preemption, and the loop says so when it has a preempt line;
+    `waiting` names the requests that waited for memory at t (the admit line says so).
     """
+    lines = LOOPS[run.policy] if lines is None else lines
     who = np.arange(len(start)) if who is None else who
     last = np.ones(len(start), dtype=bool) if last is None else last
     leaving = release == t
@@ -149,7 +158,10 @@ def _loop_html(run, start, finish, release, t: int, index: int, title: str, who=
     padding = int(((finish <= t) & (t < release)).sum())
     notes = {
         "retire": f"← {_names(run, retired)} {_verb(retired, 'leave')}" if retired else "",
-        "admit": f"← {_names(run, admitted)} {_verb(admitted, 'join')}" if admitted else "",
+        "admit": "; ".join(
+            ([f"← {_names(run, admitted)} {_verb(admitted, 'join')}"] if admitted else [])
+            + ([f"← {_names(run, list(waiting))} {_verb(list(waiting), 'wait')} for memory"] if waiting else [])
+        ),
         "preempt": f"← {_names(run, preempted)} preempted" if preempted else "",
         "build": f"← {plural(running, 'row')}" + (f", {padding} of them padding" if padding else "") if running else "",
         "forward": "← nothing to run: the slots are idle" if not running else "",
@@ -158,14 +170,14 @@ def _loop_html(run, start, finish, release, t: int, index: int, title: str, who=
         "head": True,
         "retire": bool(retired),
         "preempt": bool(preempted),
-        "admit": bool(admitted),
+        "admit": bool(admitted) or bool(waiting),
         "build": running > 0,
         "forward": running > 0,
     }
     lines = "".join(
         f'<div class="bv-code-line{" bv-lit" if lit[key] else ""}" data-line="{key}">'
         f'<span class="bv-code">{html.escape(code)}</span><span class="bv-note">{notes.get(key, "")}</span></div>'
-        for key, code in loops[run.policy]
+        for key, code in lines
     )
     return (
         f'<div class="bv-loop" data-loop-step="{index}"><div class="bv-loop-title">{title} ({run.policy})</div>'
@@ -183,9 +195,18 @@ def loop_texts(run: Run, window: int, limited: bool = False) -> tuple[str, ...]:
     stays = run.stays  # a preempted request leaves at its preemption and joins again when readmitted
     who, start, finish, release = stays[:, 0], stays[:, 2], stays[:, 3], stays[:, 4]
     last = np.append(who[1:] != who[:-1], True) if len(who) else np.ones(0, dtype=bool)  # stays run by request
-    loops = LOOPS_MEMORY if limited else LOOPS
+    if not limited:
+        lines, waits = LOOPS[run.policy], {}
+    else:
+        contiguous = run.policy == "continuous" and run.schedule.memory.allocation == "contiguous"
+        lines, waits = LOOPS_MEMORY["contiguous" if contiguous else run.policy], {}
+        for d in run.log:
+            if d.kind == "wait":
+                waits.setdefault(d.step, []).append(d.request)
     return tuple(
-        _loop_html(run, start, finish, release, t, t, f"The scheduling loop, step {t}", who, last, loops)
+        _loop_html(
+            run, start, finish, release, t, t, f"The scheduling loop, step {t}", who, last, lines, waits.get(t, ())
+        )
         for t in range(window)
     )
 

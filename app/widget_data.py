@@ -71,6 +71,7 @@ def run_arrays(run: Run, limited: bool = False) -> dict:
         out["stays"] = run.stays.ravel().tolist()
     if limited:
         kinds = {k: n for n, k in enumerate(LOG_KINDS)}
+        out["pool"] = run.schedule.memory.kv_blocks
         out["log"] = [
             x for d in run.log for x in (d.step, kinds[d.kind], d.request, d.slot, d.tokens, d.other, d.free, d.longest)
         ]

@@ -104,6 +104,9 @@ export function describeStep(r, ids, t) {
     else if (kind === "preempt") {
       parts.push(`no free block for ${other >= 0 ? ids[other] : "another request"}; ${name} preempted from slot ` +
         `${slot}, ${plural(tokens, "token")} to recompute`);
+    } else if (kind === "wait" && other >= 0) {  // static: `other` rows of `tokens` blocks would be needed
+      parts.push(`${name} waits for memory: with it the batch would be ${other} rows of ${plural(tokens, "block")}, ` +
+        `${other * tokens} blocks, and the pool holds ${r.pool}`);
     } else if (kind === "wait") {
       const why = free >= tokens && tokens > longest ? `, the longest run ${longest}` : "";
       parts.push(`${name} waits for memory: needs ${plural(tokens, "block")}, ${free} free${why}`);
@@ -188,14 +191,18 @@ export function loopHtml(view, loops, policy, t) {
   const stays = staysOf(view.runs[policy]);  // a preempted request leaves, and joins again when readmitted
   const col = (k) => stays.map((s) => s[k]);
   const last = stays.map((s, k) => k + 1 === stays.length || stays[k + 1][0] !== s[0]);  // else: preempted
-  const lines = (view.pool && loops.memory ? loops.memory : loops)[policy];
+  const memory = view.pool && loops.memory;
+  const key = policy === "continuous" && view.allocation === "contiguous" ? "contiguous" : policy;
+  const lines = memory ? loops.memory[key] : loops[policy];
+  const waiting = [], log = memory ? (view.runs[policy].log ??= deriveLog(view.runs[policy])) : [];
+  for (let k = 0; k < log.length; k += 8) if (log[k] === t && log[k + 1] === 4) waiting.push(log[k + 2]);
   return loopAt(view.ids, lines, policy, col(2), col(3), col(4), t, t,
-    `The scheduling loop, step ${t}`, col(0), last);
+    `The scheduling loop, step ${t}`, col(0), last, waiting);
 }
 
 // The loop at index t of per-stay start/finish/release (steps, or passes on a clock), `who` each stay's request:
 // app/story.py's _loop_html.
-function loopAt(ids, lines, policy, start, finish, release, t, index, title, who = null, last = null) {
+function loopAt(ids, lines, policy, start, finish, release, t, index, title, who = null, last = null, waiting = []) {
   const retired = [], admitted = [], preempted = [];
   let running = 0, padding = 0;
   for (let i = 0; i < start.length; i++) {
@@ -207,12 +214,13 @@ function loopAt(ids, lines, policy, start, finish, release, t, index, title, who
   const verb = (list, v) => (list.length === 1 ? v + "s" : v);
   const notes = {
     retire: retired.length ? `← ${names(ids, retired)} ${verb(retired, "leave")}` : "",
-    admit: admitted.length ? `← ${names(ids, admitted)} ${verb(admitted, "join")}` : "",
+    admit: [...(admitted.length ? [`← ${names(ids, admitted)} ${verb(admitted, "join")}`] : []),
+            ...(waiting.length ? [`← ${names(ids, waiting)} ${verb(waiting, "wait")} for memory`] : [])].join("; "),
     preempt: preempted.length ? `← ${names(ids, preempted)} preempted` : "",
     build: running ? `← ${plural(running, "row")}` + (padding ? `, ${padding} of them padding` : "") : "",
     forward: running ? "" : "← nothing to run: the slots are idle",
   };
-  const lit = { head: true, retire: retired.length > 0, preempt: preempted.length > 0, admit: admitted.length > 0,
+  const lit = { head: true, retire: retired.length > 0, preempt: preempted.length > 0, admit: admitted.length > 0 || waiting.length > 0,
                 build: running > 0, forward: running > 0 };
   const html = lines.map(([key, code]) =>
     `<div class="bv-code-line${lit[key] ? " bv-lit" : ""}" data-line="${key}">` +
@@ -435,6 +443,7 @@ export class Timeline {
     g.font = `${fontPx}px system-ui, sans-serif`;
     g.textBaseline = "top";
     const minLabel = onClock ? 0.04 * Math.max(this.end, 1e-9) : view.min_label_cells;
+    const resumed = new Set(this.geom.rec.map(([, hi, slot, i]) => `${i}:${slot}:${hi}`));  // its letter is on R
     for (const [lo, hi, slot, i] of this.geom.gen) {
       const [a, b, top, h] = [this.px(lo), this.px(hi), this.py(slot), this.py(slot + 1) - this.py(slot)];
       g.fillStyle = c.generating;
@@ -442,7 +451,7 @@ export class Timeline {
       g.strokeStyle = "#FFFFFF";
       g.lineWidth = 1;
       g.strokeRect(a + 0.5, top + 0.5, Math.max(b - a - 1, 0), h - 1);
-      if (hi - lo >= minLabel) {
+      if (hi - lo >= minLabel && !resumed.has(`${i}:${slot}:${lo}`)) {
         g.fillStyle = c.label;
         g.fillText(view.ids[i], this.x(lo + (onClock ? 0.003 * this.end : 0.12)), top + 0.06 * this.rowH);
       }
@@ -454,9 +463,11 @@ export class Timeline {
       g.strokeStyle = "#FFFFFF";
       g.lineWidth = 1;
       g.strokeRect(a + 0.5, top + 0.5, Math.max(b - a - 1, 0), h - 1);
-      g.fillStyle = "#000000";
       g.font = `bold ${fontPx}px system-ui, sans-serif`;
-      g.fillText(view.ids[i], this.x(lo + 0.12), top + 0.06 * this.rowH);
+      if (g.measureText(view.ids[i]).width + 2 <= b - a) {  // a letter only where it fits the cell
+        g.fillStyle = "#000000";
+        g.fillText(view.ids[i], this.x(lo + 0.12), top + 0.06 * this.rowH);
+      }
       g.font = `${fontPx}px system-ui, sans-serif`;
     }
     // A slot empty while the next request waits for memory: a dashed edge and a ⊘ where the letters go (the
@@ -562,7 +573,7 @@ export class Timeline {
       (view.pool_asked && view.pool_asked < view.pool ? ` (raised from ${view.pool_asked}: the least this traffic fits)` : "")
       : ` (unlimited pool; full height ${scale})`;
     const long = `KV blocks ${verb} at each step${of}`;
-    const short = `KV blocks ${verb.split(" ")[0]}` + (view.pool ? ` of ${view.pool}` : "");
+    const short = `KV blocks ${verb.split(" ")[0]}` + (view.pool ? ` (pool: ${view.pool})` : "");
     g.fillText(g.measureText(long).width <= x1 - x0 ? long : short, x0, top + KV.bars + 3);  // a phone: the short
   }
 }

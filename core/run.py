@@ -154,12 +154,18 @@ class Run:
             return []
         from .engine import memory_waits  # the engine builds Runs: imported here, not at the top
 
-        seen, out = set(), []
-        for w in memory_waits(s):
-            if (w.step, w.request) not in seen:  # static lists a wait per empty slot: the lowest speaks for all
-                seen.add((w.step, w.request))
-                out.append(Decision(w.step, "wait", w.request, w.slot, w.needed, -1, w.free, w.longest_run))
-        return out
+        waits = memory_waits(s)
+        if self.policy == "static":  # said once, when a batch formed short: one more row did not fit the pool
+            starts = set(self.start.tolist())
+            empty: dict[int, list] = {}
+            for w in waits:
+                if w.step in starts:
+                    empty.setdefault(w.step, []).append(w)
+            return [
+                Decision(t, "wait", ws[0].request, ws[0].slot, ws[0].needed, self.slots - len(ws) + 1)
+                for t, ws in sorted(empty.items())
+            ]
+        return [Decision(w.step, "wait", w.request, w.slot, w.needed, -1, w.free, w.longest_run) for w in waits]
 
     @cached_property
     def _log_steps(self) -> np.ndarray:
@@ -184,6 +190,12 @@ class Run:
             needer = self.requests[d.other].id if d.other >= 0 else "another request"
             tokens = _count(d.tokens, "token")
             return f"no free block for {needer}; {name} preempted from slot {d.slot}, {tokens} to recompute"
+        if d.kind == "wait" and d.other >= 0:  # static: `other` rows of `tokens` blocks each would be needed
+            pool = self.schedule.memory.kv_blocks
+            return (
+                f"{name} waits for memory: with it the batch would be {d.other} rows of {_count(d.tokens, 'block')}, "
+                f"{d.other * d.tokens} blocks, and the pool holds {pool}"
+            )
         if d.kind == "wait":
             why = f", the longest run {d.longest}" if d.free >= d.tokens > d.longest else ""
             return f"{name} waits for memory: needs {_count(d.tokens, 'block')}, {d.free} free{why}"

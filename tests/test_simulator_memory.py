@@ -7,7 +7,7 @@ import pytest
 
 from app import memory_lesson
 from app.progress import progress_table
-from app.state import SimState, least_pool, pool_memory, shared_runs
+from app.state import BLOCK_SIZE, SimState, least_pool, pool_memory, shared_runs
 from app.story import loop_texts
 from app.url import parse_query
 from core import TrafficConfig, generate, simulate
@@ -42,10 +42,10 @@ def test_the_least_pool_fits_every_mode_and_one_less_does_not(traffic):
     """least_pool is the smallest pool every mode shown can run the traffic on."""
     requests, least = _requests(traffic), least_pool(traffic)
     for policy in ("static", "continuous"):
-        schedule(requests, 4, policy, MemoryConfig(kv_blocks=least))
+        schedule(requests, 4, policy, MemoryConfig(kv_blocks=least, block_size=BLOCK_SIZE))
     with pytest.raises(ValueError, match="needs"):
         for policy in ("static", "continuous"):
-            schedule(requests, 4, policy, MemoryConfig(kv_blocks=least - 1))
+            schedule(requests, 4, policy, MemoryConfig(kv_blocks=least - 1, block_size=BLOCK_SIZE))
 
 
 def test_a_pool_below_the_least_is_raised_and_the_state_says_which():
@@ -59,7 +59,7 @@ def test_a_pool_below_the_least_is_raised_and_the_state_says_which():
 
 
 def test_a_limited_pool_runs_the_memory_engine():
-    """On 10 blocks (paged) the runs are the engine's on the pool used, and the continuous one preempts."""
+    """Asking 10 blocks (paged): the runs are the engine's on the pool used, and the continuous one preempts."""
     state = SimState(kv_blocks=10)
     memory = pool_memory(state.traffic_key(), 10, "paged")
     for policy, run in state.runs.items():
@@ -115,22 +115,34 @@ def test_the_victim_is_the_one_admitted_last():
 @pytest.mark.parametrize("allocation", ["paged", "contiguous"])
 def test_waits_in_the_log_are_the_engines_waits(allocation):
     """Each step a request waits for memory beside an empty slot is one 'waits for memory' decision."""
-    for run in shared_runs(TrafficConfig(seed=4), 4, 0, 12, allocation).values():
-        waits = {(w.step, w.request, w.needed, w.free) for w in memory_waits(run.schedule)}
-        logged = {(d.step, d.request, d.tokens, d.free) for d in run.log if d.kind == "wait"}
-        assert logged == waits and logged, run.policy
+    runs = shared_runs(TrafficConfig(seed=4), 4, 0, 12, allocation)
+    run = runs["continuous"]
+    waits = {(w.step, w.request, w.needed, w.free) for w in memory_waits(run.schedule)}
+    logged = {(d.step, d.request, d.tokens, d.free) for d in run.log if d.kind == "wait"}
+    assert logged == waits and logged
+    # Static says it once, as its batch forms short: one more row (the head's) would not fit the pool.
+    static = runs["static"]
+    pool = static.schedule.memory.kv_blocks
+    said = [d for d in static.log if d.kind == "wait"]
+    assert said and {d.step for d in said} == {w.step for w in memory_waits(static.schedule)} & set(
+        static.start.tolist()
+    )
+    for d in said:
+        rows = int((static.start == d.step).sum()) + 1
+        assert d.other == rows and rows * d.tokens > pool
 
 
 def test_the_kv_line_counts_the_engines_blocks_and_preemptions():
     """The KV line's held blocks are the engine's at each step, its peak their running maximum."""
     run = _preempting_run()
-    table = progress_table(run, 96, 10)
+    pool = run.schedule.memory.kv_blocks
+    table = progress_table(run, 96, pool)
     kv = run.schedule.blocks_by_step()
     preempt_steps = [d.step for d in run.log if d.kind == "preempt"]
     for t in (0, 20, 31, 60, 95):
         held = int(kv[t]) if t < len(kv) else 0
         line = table["kv"][t]
-        assert f'<b data-kv="held">{held}</b> of 10 blocks' in line
+        assert f'<b data-kv="held">{held}</b> of {pool} blocks' in line
         assert f'<b data-kv="peak">{int(kv[: t + 1].max())}</b>' in line
         assert f'<b data-kv="preemptions">{sum(s <= t for s in preempt_steps)}</b>' in line
 

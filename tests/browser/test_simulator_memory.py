@@ -13,6 +13,7 @@ from app.progress import playback_texts
 from app.state import CHAPTER_NAME, SimState
 from app.story import loop_texts
 from core.chapter_traffic import chapter_traffic
+from core.engine import memory_waits
 from core.run import STATE_CHARS
 
 from .helpers import open_app
@@ -51,16 +52,17 @@ def _expected_grid(run, step: int, window: int = 64) -> list[str]:
 
 
 def test_a_tight_paged_pool_draws_the_engines_run(page, page_errors, app_url):
-    """?kv_blocks=10 at step 40: both timelines' cells, recompute included, and the KV bars are the engine's."""
-    open_app(page, app_url, "?kv_blocks=10&step=40")
+    """?kv_blocks=10 (raised to the least pool), step 63: both timelines, recompute included, and the KV bars."""
+    open_app(page, app_url, "?kv_blocks=10&step=63")
     state = _page_state(kv_blocks=10)
     image = _image(page)
     for name, run in (("timeline", state.runs["continuous"]), ("timeline-other", state.runs["static"])):
         centres = page.evaluate(CENTRES_JS, [name, 4, 64])
         drawn = ["".join(nearest_state(image[round(y), round(x)], MEMORY_COLOURS) for x, y in row) for row in centres]
-        assert drawn == _expected_grid(run, 40), name
-        kv = page.evaluate(KV_JS, [name, 41])
+        assert drawn == _expected_grid(run, 63), name
+        kv = page.evaluate(KV_JS, [name, 64])
         assert kv["scale"] == state.pool
+        assert kv["waits"] == sum(1 for w in memory_waits(run.schedule) if w.step < 64) > 0  # each ⊘ drawn
         blocks = run.schedule.blocks_by_step()
         bottom = round(kv["top"]) + BARS - 1
         for t, x in enumerate(kv["xs"]):  # the dark bar's height at each step's column, from the strip's bottom
@@ -69,32 +71,32 @@ def test_a_tight_paged_pool_draws_the_engines_run(page, page_errors, app_url):
                 sum(nearest_state(p, {"m": palette.MEMORY_COLOR, ".": palette.IDLE_COLOR}) == "m" for p in column)
             )
             assert abs(dark - round(BARS * int(blocks[t]) / state.pool)) <= 1, (name, t)
-    assert "R" in "".join(_expected_grid(state.runs["continuous"], 40))  # the view does show a recompute
+    assert "R" in "".join(_expected_grid(state.runs["continuous"], 63))  # the view does show a recompute
 
 
 def test_memorys_words_on_the_page_are_pythons(page, page_errors, app_url):
     """The panel (KV line, log), the lit loop, the memory legend and caption, and the pool at the cursor."""
-    open_app(page, app_url, "?kv_blocks=10&step=26")
     state = _page_state(kv_blocks=10)
     run = state.runs["continuous"]
-    assert "preempted" in run.describe_step(26)
+    t = next(d.step for d in run.log if d.kind == "preempt")  # the first preemption
+    open_app(page, app_url, f"?kv_blocks=10&step={t}")
     panel = page.locator(".bv-panel").first.inner_html()
-    assert panel == playback_texts(run, 64, state.pool)[26]
+    assert panel == playback_texts(run, 64, state.pool)[t]
     normalised = page.evaluate(  # the browser's serialisation of Python's string (' is not escaped back)
         "(h) => { const d = document.createElement('div'); d.innerHTML = h; return d.firstChild.innerHTML; }",
-        loop_texts(run, 64, True)[26],
+        loop_texts(run, 64, True)[t],
     )
     assert page.locator(".bv-loop").first.inner_html() == normalised
     assert "preempted" in page.locator('.bv-loop [data-line="preempt"].bv-lit').first.inner_text()
     assert page.locator(".bv-legend-memory").count() == 1
     assert "preempts the one admitted last" in page.locator(".bv-caption").first.inner_text()
     assert page.locator("[data-kvpool]").count() == 2  # the engine's pool at the cursor, both modes
-    owners = run.schedule.pool_maps[list(run.schedule.pass_start).index(26)]
+    owners = run.schedule.pool_maps[list(run.schedule.pass_start).index(t)]
     held = sum(1 for o in owners if o >= 0)
     words = page.locator('[data-kvpool="paged"] .bv-muted').first.inner_text()
     assert words == f"{held} of {state.pool} blocks held, {state.pool - held} free"
     waits = page.evaluate(KV_JS, ["timeline", 1])["waits"]
-    assert waits == sum(1 for d in run.log if d.kind == "wait" and d.step <= 26) > 0
+    assert waits == sum(1 for w in memory_waits(run.schedule) if w.step <= t)
 
 
 def test_the_default_page_shows_the_kv_held_without_memory_words(page, page_errors, app_url):
