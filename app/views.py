@@ -139,8 +139,8 @@ def _slider(state: SimState, name: str, label: str, end: int) -> pn.widgets.IntS
 MEMORY_NOTE = (
     '<p class="bv-muted">With a pool, memory decides who runs: under each timeline a strip shows the blocks held at '
     "each step; <b>paged</b> requests take a block at a time as they grow, <b>contiguous</b> ones reserve one "
-    "unbroken run for their prompt and the longest answer at admission. The pool is raised to the least the "
-    "traffic fits in. The clock view runs on an unlimited pool.</p>"
+    "unbroken run for their prompt and the cap on answer length at admission; static reserves whole rows. A pool "
+    "smaller than the least the traffic fits in is raised to it. The clock view runs on an unlimited pool.</p>"
 )
 
 
