@@ -169,7 +169,7 @@ def affordable_html() -> str:
         "<p>Retiring a request must free its KV memory at once, and admitting one must find memory without moving "
         "anyone else. A paged KV cache gives both: memory comes in small fixed-size blocks from anywhere in a pool "
         "(the batch view's block pool shows them). With one contiguous cache per request, a request retired "
-        "mid-batch would leave a hole of its size that a newcomer of another size could not use.</p>"
+        "mid-batch would leave a hole of its size that a larger newcomer could not use.</p>"
         f'<div class="bv-cards">{body}</div>'
         '<p>The <a href="?tab=memory">Memory tab</a> runs the same requests on one small pool, paged against '
         "contiguous against static, and shows the block manager deciding who runs.</p>"
@@ -221,7 +221,7 @@ WHATS_NEXT = (
     "<p>Requests are now admitted every step, but on what basis, and how many? The next chapter builds the "
     "scheduler that decides. What this page already shows of it: how large a batch can get before each step is too "
     'slow for a latency target (<a href="?tab=knee">Exercise 1, the knee</a>), and what a long prompt\'s prefill '
-    'does to the decoders beside it (<a href="?clock=ms">the clock view</a>, where a prefill pass is wider). What '
-    "happens when KV memory runs out mid-generation (preemption), or when a huge prompt arrives (chunked prefill), "
-    "is the next part of this project.</p>"
+    'does to the decoders beside it (<a href="?clock=ms">the clock view</a>, where a prefill pass is wider), what '
+    "happens when KV memory runs out mid-generation (preemption), and what a huge prompt does with and without "
+    'chunked prefill: both are on <a href="?tab=memory">the Memory tab</a>.</p>'
 )

@@ -115,7 +115,7 @@ def test_every_link_on_the_page_opens_offline():
     links = LINK.findall(text) + [q.link for q in QUESTIONS]
     assert links and all(_supported(link) for link in links), [link for link in links if not _supported(link)]
     assert "?clock=ms" not in text and "?tab=memory" not in text
-    assert text.count('class="bv-served-only"') == 3
+    assert text.count('class="bv-served-only"') == 4
     assert offline_links('<a href="?tab=knee">knee</a>') == '<a href="?tab=knee">knee</a>'
     assert offline_links('<a href="?clock=ms">on a clock</a>') == (
         'on a clock <span class="bv-served-only">(in the served app)</span>'

@@ -303,7 +303,7 @@ def test_export_in_app_links_open_in_place(page, page_errors, offline, exported)
     """?tab=knee links switch the tab without leaving the file; links that need the server are plain text."""
     _open(page, exported)
     assert page.locator("a[href*='clock=']").count() == 0 and page.locator("a[href*='tab=memory']").count() == 0
-    assert page.locator(".bv-served-only").count() == 3
+    assert page.locator(".bv-served-only").count() == 4
     page.locator(".bv-story a[href='?tab=knee']").first.click()
     expect(page.get_by_role("tab", name="Exercise 1: the knee")).to_have_attribute("aria-selected", "true")
     expect(page.locator("#bv-panel-knee")).to_be_visible()
