@@ -68,6 +68,45 @@ def lesson() -> MemoryLesson:
     )
 
 
+COLUMNS = (("paged", "continuous"), ("contiguous", "continuous"), ("paged", "static"))  # static: rows either way
+
+
+@lru_cache(maxsize=1)
+def lesson_table() -> list[tuple[str, list[tuple[int, int]]]]:
+    """Return per pool (unlimited, the lesson's, the least) each column's (drain, preemptions), from the core."""
+    traffic, f = tuple(chapter_traffic()), lesson()
+    rows = []
+    for label, blocks in (("unlimited", 0), (f"{f.pool} blocks", f.pool), (f"{f.tight_pool} blocks", f.tight_pool)):
+        cells = []
+        for allocation, policy in COLUMNS:
+            run = shared_runs(traffic, SLOTS, 0, blocks, allocation)[policy]
+            cells.append((run.drain, run.schedule.preemptions))
+        rows.append((label, cells))
+    return rows
+
+
+def table_html() -> str:
+    """Return the lesson's figures as a table: all done at step, per pool and mode, and paged's preemptions."""
+    head = "".join(
+        f'<th scope="col">{name}</th>'
+        for name in ("continuous, paged", "continuous, contiguous", "static (whole rows)")
+    )
+    body = ""
+    for label, cells in lesson_table():
+        tds = "".join(
+            f'<td data-memory-cell="{label}|{k}">{drain}'
+            + (f" ({plural(preempted, 'preemption')})" if preempted else "")
+            + "</td>"
+            for k, (drain, preempted) in enumerate(cells)
+        )
+        body += f'<tr><th scope="row">{label}</th>{tds}</tr>'
+    return (
+        '<table class="bv-h2h bv-memory-table"><caption>All done at step, the chapter&#x27;s traffic on '
+        f"{SLOTS} slots, per KV pool (blocks of {BLOCK_SIZE} tokens)</caption><thead><tr><td></td>{head}</tr>"
+        f"</thead><tbody>{body}</tbody></table>"
+    )
+
+
 def lesson_buttons() -> dict[str, tuple[str, dict]]:
     """Return each button's label and the settings it applies (on the chapter's traffic, at SLOTS slots)."""
     f = lesson()
@@ -107,11 +146,11 @@ def lesson_html() -> str:
         f"next request waits for memory, on {b('contiguous_holes', f.contiguous_holes)} of them with enough blocks "
         "free, only not in one run: the holes retired requests leave. Static batching, which needs its whole "
         f"rectangle, is done at step {b('static_drain', f.static_drain)} (with unlimited memory, step "
-        f"{f.unlimited_drain['static']}).</span> "
+        f"{f.unlimited_drain['static']}).</span></p><p>"
         f'<span data-claim="memory-tight">Squeeze the pool to {b("tight_pool", f.tight_pool)} blocks, the least '
         "this traffic fits in, and paged continuous batching preempts: a request that needs a new block when none "
         "is free throws out the one admitted last, which later recomputes its KV (yellow). It preempts "
         f"{b('tight_preemptions', plural(f.tight_preemptions, 'time'))} and is done at step "
         f"{b('tight_drain', f.tight_drain)}.</span> The Memory tab shows all three side by side with every "
-        "block's owner.</p>"
+        "block's owner.</p>" + table_html()
     )

@@ -7,7 +7,7 @@ import pytest
 
 from app import memory_lesson
 from app.progress import progress_table
-from app.state import BLOCK_SIZE, SimState, least_pool, pool_memory, shared_runs
+from app.state import BLOCK_SIZE, CHAPTER_NAME, SimState, least_pool, pool_memory, shared_runs
 from app.story import loop_texts
 from app.url import parse_query
 from core import TrafficConfig, generate, simulate
@@ -200,3 +200,18 @@ def test_the_memory_lessons_sentences_hold_on_its_runs():
     html = memory_lesson.lesson_html()
     for key in ("paged_drain", "contiguous_drain", "static_drain", "tight_drain"):
         assert f'data-memory="{key}">{getattr(f, key)}</b>' in html
+
+
+def test_the_lessons_table_is_what_the_simulator_shows_on_each_pool():
+    """Each cell (all done at step, preemptions) equals the run the simulator shows for that pool and allocation."""
+    rows = dict(memory_lesson.lesson_table())
+    f = memory_lesson.lesson()
+    for label, blocks in (("unlimited", 0), (f"{f.pool} blocks", f.pool), (f"{f.tight_pool} blocks", f.tight_pool)):
+        for k, (allocation, policy) in enumerate(memory_lesson.COLUMNS):
+            state = SimState(kv_blocks=blocks, allocation=allocation)
+            state.use_trace(chapter_traffic(), CHAPTER_NAME)
+            run = state.runs[policy]
+            assert rows[label][k] == (run.drain, run.schedule.preemptions), (label, allocation, policy)
+    assert f'data-memory-cell="{f.tight_pool} blocks|0">{f.tight_drain} ({f.tight_preemptions} preemptions)' in (
+        memory_lesson.table_html()
+    )
