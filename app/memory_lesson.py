@@ -88,8 +88,7 @@ def lesson_table() -> list[tuple[str, list[tuple[int, int]]]]:
 def table_html() -> str:
     """Return the lesson's figures as a table: all done at step, per pool and mode, and paged's preemptions."""
     head = "".join(
-        f'<th scope="col">{name}</th>'
-        for name in ("continuous, paged", "continuous, contiguous", "static (whole rows)")
+        f'<th scope="col">{name}</th>' for name in ("continuous, paged", "continuous, contiguous", "static, whole rows")
     )
     body = ""
     for label, cells in lesson_table():
@@ -100,10 +99,12 @@ def table_html() -> str:
             for k, (drain, preempted) in enumerate(cells)
         )
         body += f'<tr><th scope="row">{label}</th>{tds}</tr>'
-    return (
+    return (  # its own frame scrolls sideways on a phone, never the page
+        '<div style="overflow-x: auto; max-width: 100%" tabindex="0" role="region" '
+        'aria-label="All done at step, per KV pool">'
         '<table class="bv-h2h bv-memory-table"><caption>All done at step, the chapter&#x27;s traffic on '
         f"{SLOTS} slots, per KV pool (blocks of {BLOCK_SIZE} tokens)</caption><thead><tr><td></td>{head}</tr>"
-        f"</thead><tbody>{body}</tbody></table>"
+        f"</thead><tbody>{body}</tbody></table></div>"
     )
 
 
