@@ -16,12 +16,13 @@ import param
 
 from core.chunked_example import ARRIVES_MS, DECODERS, HUGE_PROMPT, huge_prompt_runs, stall_figures
 from core.engine import PADDING, PREFILL, RECOMPUTE, Schedule, Wait, as_run, memory_waits, schedule
-from core.memory import MemoryConfig, longest_free_run
+from core.memory import MemoryConfig
 from core.memory_example import BLOCK_SIZE, BLOCKS, MIN_BLOCKS, MODES, SLOTS, memory_requests
 from core.run import GENERATING, IDLE, Run
 
 from . import palette
 from .exercises.common import LazyViewer, query_number, text_pane
+from .pool_at import pool_boxes, pool_words
 from .url import query_value
 from .words import plural
 
@@ -280,16 +281,8 @@ def pool_html(mode: str, s: Schedule, step: int) -> str:
     run = _step_run(s)
     passes = [p for p, start in enumerate(s.pass_start.tolist()) if int(start) == step]
     owners = s.pool_maps[passes[0]] if passes else (-1,) * s.memory.kv_blocks
-    boxes = "".join(
-        f'<span class="held" title="block {b}: {run.requests[o].id}">{_label(run, o)}</span>'
-        if o >= 0
-        else f'<span class="free" title="block {b}: free"></span>'
-        for b, o in enumerate(owners)
-    )
-    free = sum(1 for o in owners if o < 0)
-    words = f"step {step}: {len(owners) - free} of {len(owners)} blocks held, {free} free"
-    if mode == "contiguous" and free:
-        words += f", the longest free run {longest_free_run(owners)}"
+    boxes = pool_boxes(owners, [_label(run, i) for i in range(len(run.requests))], "held", "free")
+    words = f"step {step}: " + pool_words(owners, mode == "contiguous")
     return (
         f'<div class="bv-pool" data-pool="{mode}" role="img" aria-label="{html.escape(words)}">{boxes}</div>'
         f'<p class="bv-muted" data-pool-words="{mode}">{html.escape(words)}</p>'

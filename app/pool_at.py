@@ -33,6 +33,23 @@ def owners_by_step(run: Run) -> list[tuple[int, ...]] | None:
     return out
 
 
+def pool_boxes(owners, names: list[str], held: str, free: str) -> str:
+    """Return one box per block: its owner's (escaped) name, or an empty free box; `held`/`free` are CSS classes."""
+    return "".join(
+        f'<span class="{held}" title="block {b}: {names[o]}">{names[o]}</span>'
+        if o >= 0
+        else f'<span class="{free}" title="block {b}: free"></span>'
+        for b, o in enumerate(owners)
+    )
+
+
+def pool_words(owners, longest: bool) -> str:
+    """Return the pool in words: blocks held, free, and with `longest` the longest free run (where holes matter)."""
+    free = sum(1 for o in owners if o < 0)
+    words = f"{len(owners) - free} of {len(owners)} blocks held, {free} free"
+    return words + (f", the longest free run {longest_free_run(owners)}" if longest and free else "")
+
+
 def _key(run: Run) -> str:
     return "static" if run.policy == "static" else run.schedule.memory.allocation
 
@@ -44,17 +61,8 @@ def pool_html(run: Run, owners: list[tuple[int, ...]] | None, step: int) -> str:
     if owners is None:
         return f'<section class="bv-batch" data-kvpool="{key}">{head}{TOO_BIG}</section>'
     at = owners[step] if step < len(owners) else (-1,) * run.schedule.memory.kv_blocks
-    names = [html.escape(r.id) for r in run.requests]
-    boxes = "".join(
-        f'<span class="bv-kvblock" title="block {b}: {names[o]}">{names[o]}</span>'
-        if o >= 0
-        else f'<span class="bv-kvblock bv-kvfree" title="block {b}: free"></span>'
-        for b, o in enumerate(at)
-    )
-    free = sum(1 for o in at if o < 0)
-    words = f"{len(at) - free} of {len(at)} blocks held, {free} free"
-    if key != "paged" and free:
-        words += f", the longest free run {longest_free_run(at)}"
+    boxes = pool_boxes(at, [html.escape(r.id) for r in run.requests], "bv-kvblock", "bv-kvblock bv-kvfree")
+    words = pool_words(at, key != "paged")
     return (
         f'<section class="bv-batch" data-kvpool="{key}">{head}<div class="bv-kvpool" role="img" '
         f'aria-label="{words}">{boxes}</div><p class="bv-muted">{words}</p></section>'

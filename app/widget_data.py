@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from core import Request, Run, TrafficConfig, compute_metrics
-from core.engine import memory_waits
 from core.losses import losses
 from core.timed import TimedRun, timed_metrics
 
@@ -75,7 +74,7 @@ def run_arrays(run: Run, limited: bool = False) -> dict:
         out["log"] = [
             x for d in run.log for x in (d.step, kinds[d.kind], d.request, d.slot, d.tokens, d.other, d.free, d.longest)
         ]
-        out["waits"] = [x for w in memory_waits(run.schedule) for x in (w.step, w.slot)]
+        out["waits"] = [x for w in run.memory_waits for x in (w.step, w.slot)]
         owners = owners_by_step(run)  # each block's owner at each step, for the pool at the cursor
         out["pool_at"] = None if owners is None else [o for at in owners for o in at]
     return out

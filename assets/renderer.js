@@ -445,24 +445,14 @@ export class Timeline {
     const minLabel = onClock ? 0.04 * Math.max(this.end, 1e-9) : view.min_label_cells;
     const resumed = new Set(this.geom.rec.map(([, hi, slot, i]) => `${i}:${slot}:${hi}`));  // its letter is on R
     for (const [lo, hi, slot, i] of this.geom.gen) {
-      const [a, b, top, h] = [this.px(lo), this.px(hi), this.py(slot), this.py(slot + 1) - this.py(slot)];
-      g.fillStyle = c.generating;
-      g.fillRect(a, top, b - a, h);
-      g.strokeStyle = "#FFFFFF";
-      g.lineWidth = 1;
-      g.strokeRect(a + 0.5, top + 0.5, Math.max(b - a - 1, 0), h - 1);
+      const [, , top] = this.fillCell(g, lo, hi, slot, c.generating);
       if (hi - lo >= minLabel && !resumed.has(`${i}:${slot}:${lo}`)) {
         g.fillStyle = c.label;
         g.fillText(view.ids[i], this.x(lo + (onClock ? 0.003 * this.end : 0.12)), top + 0.06 * this.rowH);
       }
     }
     for (const [lo, hi, slot, i] of this.geom.rec) {  // recomputing after a preemption: yellow, a bold dark letter
-      const [a, b, top, h] = [this.px(lo), this.px(hi), this.py(slot), this.py(slot + 1) - this.py(slot)];
-      g.fillStyle = c.recompute;
-      g.fillRect(a, top, b - a, h);
-      g.strokeStyle = "#FFFFFF";
-      g.lineWidth = 1;
-      g.strokeRect(a + 0.5, top + 0.5, Math.max(b - a - 1, 0), h - 1);
+      const [a, b, top] = this.fillCell(g, lo, hi, slot, c.recompute);
       g.font = `bold ${fontPx}px system-ui, sans-serif`;
       if (g.measureText(view.ids[i]).width + 2 <= b - a) {  // a letter only where it fits the cell
         g.fillStyle = "#000000";
@@ -545,6 +535,17 @@ export class Timeline {
     }
     g.fillText(onClock ? "time (ms)" : "step (one forward pass)", x0 + (x1 - x0) / 2, base + 22);
     if (kv) this.drawKV(view, r, kv, cursor, base + MARGIN.bottom + KV.gap, x0, x1);
+  }
+
+  /** Fill a request's cell [lo, hi) on `slot` with `colour`, edged in white; return its [left, right, top, height]. */
+  fillCell(g, lo, hi, slot, colour) {
+    const [a, b, top, h] = [this.px(lo), this.px(hi), this.py(slot), this.py(slot + 1) - this.py(slot)];
+    g.fillStyle = colour;
+    g.fillRect(a, top, b - a, h);
+    g.strokeStyle = "#FFFFFF";
+    g.lineWidth = 1;
+    g.strokeRect(a + 0.5, top + 0.5, Math.max(b - a - 1, 0), h - 1);
+    return [a, b, top, h];
   }
 
   /** Draw the KV strip: the blocks held at each step played, on the pool's scale (or the larger peak's). */

@@ -147,14 +147,19 @@ class Run:
                 out.setdefault(e.request, []).append((e.tokens, e.needed_by))
         return out
 
-    def _memory_waits(self) -> list[Decision]:
-        """Return one decision per step a request waited for memory while a slot stood empty (limited pools)."""
+    @cached_property
+    def memory_waits(self) -> list:
+        """Return the engine's waits for memory (core.engine.memory_waits) on a recorded pool, else none."""
         s = self.schedule
         if s is None or getattr(s, "pool_maps", None) is None or s.cost != "unit":
             return []
         from .engine import memory_waits  # the engine builds Runs: imported here, not at the top
 
-        waits = memory_waits(s)
+        return memory_waits(s)
+
+    def _memory_waits(self) -> list[Decision]:
+        """Return one decision per step a request waited for memory while a slot stood empty (limited pools)."""
+        waits = self.memory_waits
         if self.policy == "static":  # said once, when a batch formed short: one more row did not fit the pool
             starts = set(self.start.tolist())
             empty: dict[int, list] = {}
