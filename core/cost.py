@@ -178,6 +178,24 @@ class Fitted:
 AXES = ("rows", "prefill_tokens", "context_tokens")
 
 
+def scalar_pass_ms(cost: StepCost):
+    """Return a fast scalar function (rows, prefill, context) -> ms for the cost model."""
+    if isinstance(cost, UnitCost):
+        return lambda rows, prefill, context: 1.0
+    if isinstance(cost, Roofline):
+        weights = cost.params_b * 1e9 * cost.bytes_per_param
+        kv, bandwidth = cost.kv_bytes_per_token, cost.mem_bw_gbs * 1e6
+        flop, compute, overhead = 2 * cost.params_b * 1e9, cost.tflops * 1e9, cost.overhead_ms
+
+        # Roofline.pass_ms's arithmetic, in the same order, on Python floats: the same bits, without a numpy call.
+        def roofline(rows, prefill, context):
+            memory, computing = (weights + context * kv) / bandwidth, flop * (rows + prefill) / compute
+            return (memory if memory >= computing else computing) + overhead  # max(), without the call
+
+        return roofline
+    return lambda rows, prefill, context: float(cost.pass_ms(rows, prefill, context))
+
+
 def _fields_of(doc: dict) -> dict:
     """Return a profile document's fields as Fitted takes them, refusing any of the wrong shape or type."""
     missing = [key for key in (*AXES, "ms") if key not in doc]

@@ -24,12 +24,11 @@ from functools import cached_property
 
 import numpy as np
 
-from .cost import StepCost, UnitCost
+from .cost import StepCost, UnitCost, scalar_pass_ms
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError, check_workload
 from .memory import UNLIMITED, KVPool, MemoryConfig, longest_free_run
-from .policies import get_policy
+from .policies import Policy, get_policy
 from .request import Request
-from .timed import _pass_ms
 
 # Cell states: what a slot does in a pass. G and P as today; R: a preempted request's readmission pass (its prompt
 # and earlier tokens recomputed, then its next token); F: a prompt chunk that yields no token yet.
@@ -134,31 +133,31 @@ def _validate(slots, policy, batch_timeout, token_budget, memory):
     if not 0 <= batch_timeout <= MAX_DRAIN_STEPS:
         raise ValueError(f"batch_timeout must be a finite number >= 0, got {batch_timeout!r}")
     if batch_timeout and not policy.has_timeout:
-        raise ValueError(f"batch_timeout applies to static batching only, not {policy.name}")
-    if policy.token_budget:
+        raise ValueError(f"batch_timeout applies to a policy with a timeout, not {policy.name}")
+    if policy.has_token_budget:
         if type(token_budget) is not int or not slots <= token_budget <= 10_000_000:
             raise ValueError(
-                f"the chunked policy needs token_budget, an integer in {slots:,}..10,000,000 (at least the slots, "
-                f"so every decoding row fits in a pass), got {token_budget!r}"
+                f"the {policy.name} policy needs token_budget, an integer in {slots:,}..10,000,000 (at least the "
+                f"slots, so every decoding row fits in a pass), got {token_budget!r}"
             )
     elif token_budget is not None:
-        raise ValueError(f"token_budget applies to the chunked policy only, not {policy.name}")
+        raise ValueError(f"token_budget applies to a policy with a token budget, not {policy.name}")
 
 
-def _sizes(requests: Sequence[Request], memory: MemoryConfig, policy: str) -> tuple[bool, list[int]]:
+def _sizes(requests: Sequence[Request], memory: MemoryConfig, policy: str | Policy) -> tuple[bool, list[int]]:
     """Return whether requests reserve (contiguous, static rows) and the tokens each must hold at its peak."""
-    reserving = memory.allocation == "contiguous" or policy == "static"
+    reserving = get_policy(policy).reserves_whole_life(memory.allocation)
     extra = memory.reserve_tokens or max((r.output_tokens for r in requests), default=1)
     return reserving, [(r.prompt_tokens or 1) + (extra if reserving else r.output_tokens) for r in requests]
 
 
-def smallest_pool(requests: Sequence[Request], memory: MemoryConfig, policy: str = "continuous") -> int:
+def smallest_pool(requests: Sequence[Request], memory: MemoryConfig, policy: str | Policy = "continuous") -> int:
     """Return the fewest blocks of `memory.block_size` in which every request fits under `policy` (at least 1)."""
     _, sizes = _sizes(requests, memory, policy)
     return max(memory.blocks_for(max(sizes)) if sizes else 1, 1)
 
 
-def check_fits(requests: Sequence[Request], memory: MemoryConfig, policy: str = "continuous") -> None:
+def check_fits(requests: Sequence[Request], memory: MemoryConfig, policy: str | Policy = "continuous") -> None:
     """Refuse, before anything runs, a request that could never fit the pool, naming it and both sizes."""
     if memory.unlimited:
         return
@@ -186,7 +185,7 @@ def check_fits(requests: Sequence[Request], memory: MemoryConfig, policy: str = 
 def schedule(
     requests: Sequence[Request],
     slots: int,
-    policy: str = "continuous",
+    policy: str | Policy = "continuous",
     memory: MemoryConfig = UNLIMITED,
     cost: StepCost | None = None,
     batch_timeout: float = 0.0,
@@ -204,7 +203,7 @@ def schedule(
     _validate(slots, pol, batch_timeout, token_budget, memory)
     requests = tuple(requests)
     check_workload(len(requests), sum(r.output_tokens for r in requests))
-    check_fits(requests, memory, policy)
+    check_fits(requests, memory, pol)
     return _Engine(requests, slots, pol, memory, cost, float(batch_timeout), token_budget, record_pool).run()
 
 
@@ -227,11 +226,11 @@ class _Engine:
         self.cost, self.timeout, self.budget = cost, timeout, budget
         self.unit = cost is None or isinstance(cost, UnitCost)
         if not self.unit:
-            self.step_ms = _pass_ms(cost)
+            self.step_ms = scalar_pass_ms(cost)
         n = len(requests)
         arrivals = [r.arrival for r in requests]
         self.order = sorted(range(n), key=arrivals.__getitem__)  # FCFS; stable keeps trace order on ties
-        queue = [requests[i] for i in self.order]
+        queue = self.queue = [requests[i] for i in self.order]
         self.A = [r.arrival for r in queue]
         self.P = [r.prompt_tokens or 1 for r in queue]  # prompt_length: an empty prompt still takes a pass
         self.OUT = [r.output_tokens for r in queue]
@@ -239,10 +238,10 @@ class _Engine:
         self.record_pool = record_pool
         self.pool = KVPool(memory, track_blocks=record_pool)  # block ids only where the views draw the map
         self.limited = not memory.unlimited  # an unlimited pool refuses nothing: the loop asks it nothing
-        self.paged_growth = self.limited and memory.allocation == "paged" and pol.between_passes
+        self.paged_growth = self.limited and not pol.reserves_whole_life(memory.allocation)
         # Without growth nobody is preempted, and without a budget every prompt fits its first pass: each request is
         # then one generating cell from its start to its finish, closed as it retires, which _record draws itself.
-        self.plain = pol.between_passes and not pol.token_budget and not self.paged_growth
+        self.plain = not pol.forms_batches and not pol.has_token_budget and not self.paged_growth
         self.slot = [0] * n
         self.start = [-1] * n
         self.first = [-1] * n
@@ -257,10 +256,10 @@ class _Engine:
         self.maps: list[tuple[int, ...]] = []
 
     def run(self) -> Schedule:
-        if self.pol.between_passes:
-            self._continuous()
-        else:
+        if self.pol.forms_batches:
             self._static()
+        else:
+            self._continuous()
         return self._record()
 
     def _stretch(self, L, rows, prefill, ctx0, clock, used, largest):
@@ -304,8 +303,17 @@ class _Engine:
         n, A, P, OUT, pool, order = len(self.A), self.A, self.P, self.OUT, self.pool, self.order
         slot, start, first, finish = self.slot, self.start, self.first, self.finish
         events, add_cell = self.events, self.cells.extend
-        chunked, budget, reserve, unit = self.pol.token_budget, self.budget, self.reserve, self.unit
+        pol = self.pol
+        chunked, budget, reserve, unit = pol.has_token_budget, self.budget, self.reserve, self.unit
+        # The policy's order: a deque (arrival; a preempted request back at the front) or a queue by its key, where
+        # an arrival may become the head: then a refused head is not the last one refused, and an arrival may be
+        # admitted past a waiting head, so stretches stop at arrivals while a slot is free.
+        waiting = pol.new_queue(self.queue)
+        keyed = not isinstance(waiting, deque)
+        ranks = [pol.victim_rank(r) for r in self.queue]
+        ranked = len(set(ranks)) > 1  # else the victim is simply the most recently admitted
         contiguous, limited, growth = pool.contiguous, self.limited, self.paged_growth
+        reserving = pol.reserves_whole_life(self.memory.allocation)  # prompt + the output cap, held to the end
         paged_limited = limited and not contiguous
         plain = self.plain
         bs, size = pool.block_size, pool.size
@@ -331,7 +339,6 @@ class _Engine:
         # phase; buckets[phase] holds those requests, so a boundary finds who grows without a heap entry per block.
         phase = [0] * n
         buckets: list[dict[int, None]] = [{} for _ in range(bs)] if growth else []
-        waiting: deque[int] = deque()
         free = list(range(self.slots))
         running: dict[int, None] = {}  # admission order: the last key is the most recently admitted
         prefilling: dict[int, list[int]] = {}  # chunked: request -> [prefilled, target]
@@ -343,7 +350,7 @@ class _Engine:
         admissions = recomputed = 0  # admission order, readmissions included: growth is served oldest first
         # Blocks come free only when somebody leaves, and only a leaver can become the head: a head refused since
         # the last release is refused again, so it is not asked again until something is released.
-        releases, refused_at = 0, -1
+        releases, refused = 0, (-1, -1)  # (releases, head) at the last refusal
 
         def leave(k: int, q: int) -> None:
             """Free the slot and blocks of request k, which leaves before pass q (finished or preempted)."""
@@ -399,7 +406,10 @@ class _Engine:
                             continue
                         tokens = P[k] + p + base[k] + 1
                         while not pool.can_append(k, tokens):
-                            victim = next(reversed(running))
+                            if ranked:  # the policy's least wanted, then the most recently admitted
+                                victim = max(running, key=lambda j: (ranks[j], adm[j]))
+                            else:
+                                victim = next(reversed(running))
                             slot_left = slot[victim]
                             leave(victim, p)
                             waiting.appendleft(victim)
@@ -422,9 +432,9 @@ class _Engine:
                     prefilled += done_
             while not preempted and waiting and free and (left > 0 or not chunked):
                 k = waiting[0]
-                tokens = P[k] + (reserve if contiguous else g[k] + 1)
-                if limited and (refused_at == releases or not can_allocate(k, tokens)):
-                    refused_at = releases
+                tokens = P[k] + (reserve if reserving else g[k] + 1)
+                if limited and (refused == (releases, k) or not can_allocate(k, tokens)):
+                    refused = (releases, k)
                     if k not in noted:
                         noted.add(k)
                         events.append(Event(p, "blocked", order[k], free[0], -(-tokens // bs), pool.free))
@@ -512,7 +522,7 @@ class _Engine:
                     if buckets[(p + d) % bs]:
                         L = d
                         break
-            cut = free and not waiting and nxt < n  # an arrival would be admitted at the first pass after it
+            cut = free and (keyed or not waiting) and nxt < n  # an arrival may be admitted at the first pass after it
             if cut and unit:
                 L = min(L, max(1, math.ceil(A[nxt] - clock)))
             ctx = ctx_base + count * p
@@ -532,16 +542,12 @@ class _Engine:
         n, A, P, OUT, pool = len(self.A), self.A, self.P, self.OUT, self.pool
         k, p, clock = 0, 0, 0.0
         while k < n:
-            oldest = A[k]
-            full_at = A[k + self.slots - 1] if k + self.slots - 1 < n else float("inf")
-            ready = max(clock, oldest, min(full_at, oldest + self.timeout, A[-1]))
-            clock = float(ready)
+            clock = float(self.pol.batch_forms_at(A, k, self.slots, self.timeout, clock))
             size = 0
             while size < self.slots and k + size < n and A[k + size] <= clock:
                 size += 1
-            if self.limited:  # the dense rectangle: every row holds the widest prompt plus the reservation
-                while size > 1 and size * self.memory.blocks_for(max(P[k : k + size]) + self.reserve) > pool.size:
-                    size -= 1
+            if self.limited:
+                size = self._rows_that_fit(k, size)
             members = range(k, k + size)
             width = max(P[j] for j in members)
             length = max(OUT[j] for j in members)
@@ -562,6 +568,20 @@ class _Engine:
             k += size
         self.passes = p
 
+    def _rows_that_fit(self, k: int, size: int) -> int:
+        """Return how many of the `size` waiting from k fit as dense rows (each the widest prompt + the reservation).
+
+        Rows fit while their count times one row's blocks fits the pool; both grow with the rows, so one pass with a
+        running widest prompt finds the last that fits (at least one: check_fits saw to that).
+        """
+        rows, widest, blocks_for = 1, self.P[k], self.memory.blocks_for
+        while rows < size:
+            wider = max(widest, self.P[k + rows])
+            if (rows + 1) * blocks_for(wider + self.reserve) > self.pool.size:
+                break
+            rows, widest = rows + 1, wider
+        return rows
+
     def _plain_cells(self, start: np.ndarray, finish: np.ndarray, slot: np.ndarray) -> np.ndarray:
         """Return the cells of a schedule where nobody is preempted or chunked, in the order the loop closes them.
 
@@ -581,7 +601,7 @@ class _Engine:
         finishes; its cells (a prompt's chunks, then its tokens) tile that span once.
         """
         prompt = np.array(self.P, dtype=np.int64)
-        tokens = prompt + (self.reserve if self.pool.contiguous else 1)
+        tokens = prompt + (self.reserve if self.pol.reserves_whole_life(self.memory.allocation) else 1)
         held = (-(-tokens // self.memory.block_size))[cells[:, 0]]
         diff = np.bincount(cells[:, 2], held, passes + 1) - np.bincount(cells[:, 3], held, passes + 1)
         return np.cumsum(diff)[:passes].astype(np.int64)  # float sums of integers far below 2**53: exact
@@ -638,10 +658,10 @@ class _Engine:
         else:
             cells = _as_array(self.cells, np.int64).reshape(-1, 6)
             first = _as_array(self.first, np.int64)
-        if not self.limited and self.pol.between_passes and len(cells):
+        if not self.limited and not self.pol.forms_batches and len(cells):
             blocks = self._unlimited_blocks(cells, passes)
         token_blocks = self._token_blocks(cells, passes) if self.limited else np.zeros(passes, dtype=np.int64)
-        release = finish if self.pol.between_passes else _as_array(self.release, np.int64)
+        release = _as_array(self.release, np.int64) if self.pol.forms_batches else finish
         back = np.empty(n, dtype=np.int64)
         back[self.order] = np.arange(n)
         out_cells = cells[:, :5].copy()
@@ -762,7 +782,7 @@ def memory_waits(s: Schedule) -> list[Wait]:
             seen[key] = (sum(1 for o in owners if o < 0), longest_free_run(owners))
         return seen[key]
 
-    if s.policy == "static":
+    if get_policy(s.policy).forms_batches:
         return _static_waits(s, run, pool_at)
     idle = run.grid(run.drain) == IDLE
     lowest_idle = idle.argmax(axis=0).tolist()  # the lowest empty slot at each step (where there is one)

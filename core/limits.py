@@ -11,6 +11,7 @@ from pathlib import Path
 MAX_REQUESTS = 1_000_000  # requests in one workload (trace rows, or the generator's --requests)
 MAX_OUTPUT_TOKENS = 1_000_000  # output tokens of one request
 MAX_PROMPT_TOKENS = 1_000_000  # prompt tokens of one request (the replay also needs it within the model's context)
+MAX_PRIORITY = 1_000_000  # |priority| of one request: any integer class, lower first (vLLM's convention)
 MAX_TOTAL_TOKENS = 1_000_000_000  # output tokens of a whole workload
 MAX_ARRIVAL_STEP = 1_000_000_000  # the trace span: the last arrival, in steps
 MAX_DRAIN_STEPS = MAX_ARRIVAL_STEP + MAX_TOTAL_TOKENS  # implied by the two above: the longest a schedule can run

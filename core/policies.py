@@ -1,35 +1,248 @@
-"""The batching policies, each written once as a small object in a registry; a name not in it is refused."""
+"""The batching policies: each one object whose methods are its rules, in a registry; a name not in it is refused.
+
+The loop (`core.engine`) asks a policy, at every boundary between passes, what only the policy decides: the waiting
+queue's order, whether a batch forms now, whom to preempt when a block runs out, what a request reserves, and whether
+a pass holds a token budget. Everything else reads a policy's traits (`traits()`), never its name.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import heapq
+from collections import deque
+from collections.abc import Sequence
+
+from . import fast_loops
+from .request import Request
 
 
-@dataclass(frozen=True)
-class Policy:
-    """What a policy decides: when requests join, whether a batch waits for a timeout, what one pass may hold.
+class KeyedQueue:
+    """A waiting queue ordered by a key per request (smallest first); a preempted request rejoins by its key.
 
-    Requests join between any two passes (continuous) or a whole batch at a time (static); a pass holds every
-    running row, or at most a token budget (chunked).
+    The same interface as the `deque` a first-come-first-served queue is, so the loop asks both alike.
     """
 
-    name: str
-    between_passes: bool  # admit and retire between any two passes (iteration-level scheduling)
-    has_timeout: bool  # a batch forms when the slots fill or the oldest has waited the timeout
-    token_budget: bool  # a pass processes at most `token_budget` tokens: decoding rows first, then prompt chunks
-    summary: str
+    def __init__(self, keys: Sequence):
+        self.keys = keys  # keys[k] for request k (requests numbered in first-come-first-served order)
+        self.heap: list = []
+
+    def append(self, k: int) -> None:
+        """Add request k (an arrival)."""
+        heapq.heappush(self.heap, (self.keys[k], k))
+
+    appendleft = append  # a preempted request rejoins by its key, not at the front
+
+    def popleft(self) -> int:
+        """Remove and return the head."""
+        return heapq.heappop(self.heap)[1]
+
+    def __getitem__(self, i: int) -> int:
+        if i != 0:
+            raise IndexError("a keyed queue shows only its head")
+        return self.heap[0][1]
+
+    def __len__(self) -> int:
+        return len(self.heap)
 
 
-STATIC = Policy("static", False, True, False, "form a batch, run it until its longest member finishes")
-CONTINUOUS = Policy("continuous", True, False, False, "admit and retire between passes")
-CHUNKED = Policy("chunked", True, False, True, "continuous, with prompts split into chunks under a token budget")
+class Policy:
+    """Continuous batching, first come first served: the rules every policy starts from.
 
-REGISTRY: dict[str, Policy] = {p.name: p for p in (STATIC, CONTINUOUS, CHUNKED)}
+    Between any two passes finished requests retire and waiting requests are admitted in the queue's order (arrival,
+    then trace order) into the lowest free slot while the head fits the KV pool; a head that does not fit blocks the
+    queue. A pass holds every running row. When a running request needs a block and none is free, the most recently
+    admitted running request is preempted (vLLM's recompute) and returns to the front of the queue. A request holds
+    its prompt plus its tokens so far (paged) or reserves prompt plus the cap on output (contiguous).
+    """
+
+    name = "continuous"
+    label = "continuous"
+    colour = "#009E73"  # Okabe-Ito bluish green; no slot state's colour
+    summary = "admit and retire between passes"
+    forms_batches = False  # a batch forms when every slot is free and runs until its longest member finishes
+    has_timeout = False  # a batch also forms when the oldest waiting request has waited `batch_timeout`
+    has_token_budget = False  # a pass holds at most `token_budget` tokens: decoding rows first, then prompt chunks
+    # Its rules again as a loop over heaps, for an unlimited pool (3x the engine's speed); None: the engine only.
+    fast_steps = None
+    fast_timed = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # A fast loop hard-codes its own class's rules: a subclass that changes a rule must not run it silently.
+        for attr in ("fast_steps", "fast_timed"):
+            if attr not in cls.__dict__:
+                setattr(cls, attr, None)
+
+    def queue_key(self, request: Request) -> int | None:
+        """Return the request's place in the waiting order (smaller first; ties by arrival), or None for arrival."""
+        return None
+
+    def new_queue(self, requests: Sequence[Request]):
+        """Return an empty waiting queue for `requests` (numbered in first-come-first-served order)."""
+        if self.queue_key(requests[0] if requests else Request("-", 0, 1)) is None:
+            return deque()  # arrival order; a preempted request goes back to the front (vLLM's FCFS)
+        return KeyedQueue([(self.queue_key(r), k) for k, r in enumerate(requests)])
+
+    def victim_rank(self, request: Request) -> int:
+        """Return how readily a running request is preempted (larger first; ties: the most recently admitted)."""
+        return 0
+
+    def reserves_whole_life(self, allocation: str) -> bool:
+        """Return whether a request reserves its prompt plus the output cap at admission, not block by block."""
+        return allocation == "contiguous"
+
+    def batch_forms_at(self, arrivals: Sequence[float], k: int, slots: int, timeout: float, clock: float) -> float:
+        """Batch policies: return when a batch headed by waiting request k forms (arrivals sorted, FCFS)."""
+        raise NotImplementedError(f"{self.name} admits between passes; it forms no batches")
+
+    def traits(self) -> dict:
+        """Return what the app, the replay and the renderer read instead of the name."""
+        return {
+            "name": self.name,
+            "label": self.label,
+            "colour": self.colour,
+            "summary": self.summary,
+            "forms_batches": self.forms_batches,
+            "has_timeout": self.has_timeout,
+            "has_token_budget": self.has_token_budget,
+            "has_fast_timed": self.fast_timed is not None,
+        }
+
+    def __repr__(self) -> str:
+        return f"<policy {self.name}>"
 
 
-def get_policy(name: str) -> Policy:
+class Continuous(Policy):
+    """Continuous batching, first come first served (the base rules, unchanged)."""
+
+    def fast_steps(self, arrivals: list[int], lengths: list[int], slots: int, timeout: float):
+        """Return (start, slot, release) per request in FCFS order on an unlimited pool (step clock)."""
+        start, slot = fast_loops.continuous_steps(arrivals, lengths, slots)
+        return start, slot, None
+
+    def fast_timed(self, requests, order, slots: int, runner, timeout: float):
+        """Return the timed schedule's columns on an unlimited pool, its passes run by `runner`."""
+        return fast_loops.continuous_timed(requests, order, slots, runner)
+
+
+class Static(Policy):
+    """Static batching: a batch forms only when every slot is free, then runs until its longest member finishes.
+
+    With no batch in flight, a batch of up to `slots` waiting requests (first come first served, slots 0, 1, ...)
+    forms when the slots can be filled, the oldest has waited `batch_timeout`, or nobody else will arrive. A member
+    that finishes early pads its slot until the batch ends. Every row reserves a dense rectangle: the batch's longest
+    prompt plus the output cap, whatever the allocation; a batch forms with as many rows as fit the pool.
+    """
+
+    name = "static"
+    label = "static"
+    colour = "#CC79A7"  # Okabe-Ito reddish purple
+    summary = "form a batch, run it until its longest member finishes"
+    forms_batches = True
+    has_timeout = True
+
+    def fast_steps(self, arrivals: list[int], lengths: list[int], slots: int, timeout: float):
+        """Return (start, slot, release) per request in FCFS order on an unlimited pool (step clock)."""
+        return fast_loops.static_steps(arrivals, lengths, slots, timeout, self.batch_forms_at)
+
+    def fast_timed(self, requests, order, slots: int, runner, timeout: float):
+        """Return the timed schedule's columns on an unlimited pool, its batches run by `runner`."""
+        return fast_loops.static_timed(requests, order, slots, runner, timeout, self.batch_forms_at)
+
+    def reserves_whole_life(self, allocation: str) -> bool:
+        """Return True: a static row is a dense rectangle, whatever the allocation."""
+        return True
+
+    def batch_forms_at(self, arrivals: Sequence[float], k: int, slots: int, timeout: float, clock: float) -> float:
+        """Return when the batch headed by k forms: slots fillable, the oldest waited `timeout`, or the last arrival."""
+        oldest = arrivals[k]
+        full_at = arrivals[k + slots - 1] if k + slots - 1 < len(arrivals) else float("inf")
+        return max(clock, oldest, min(full_at, oldest + timeout, arrivals[-1]))
+
+
+class Chunked(Policy):
+    """Chunked prefill: continuous batching whose passes hold at most `token_budget` tokens.
+
+    Every decoding row first, then prompt chunks, oldest admission first; a prompt split over several passes yields
+    its first token only in its last chunk's pass.
+    """
+
+    name = "chunked"
+    label = "chunked prefill"
+    colour = "#56B4E9"  # Okabe-Ito sky blue
+    summary = "continuous, with prompts split into chunks under a token budget"
+    has_token_budget = True
+
+
+class ShortestFirst(Policy):
+    """Shortest job first: continuous batching whose queue is ordered by output length, shortest first.
+
+    Ties by arrival, then trace order. The simulator knows each request's true length, which no engine does: this is
+    the upper bound on what a perfect length predictor could buy. A preempted request rejoins by its length.
+    """
+
+    name = "sjf"
+    label = "shortest first"
+    colour = "#D55E00"  # Okabe-Ito vermillion
+    summary = "continuous, the waiting queue ordered by output length, shortest first (a perfect predictor)"
+
+    def queue_key(self, request: Request) -> int:
+        """Return the output length: shorter first."""
+        return request.output_tokens
+
+
+class Priority(Policy):
+    """Priority scheduling (vLLM's `policy=priority`): the waiting queue by `priority`, lower first, then arrival.
+
+    Under a limited pool the victim of a block shortage is the lowest-priority running request (the largest
+    number), then the most recently admitted; a preempted request rejoins the queue by its priority.
+    """
+
+    name = "priority"
+    label = "priority"
+    colour = "#000000"
+    summary = "continuous, the waiting queue by priority (lower first), the lowest class preempted first"
+
+    def queue_key(self, request: Request) -> int:
+        """Return the request's priority: lower first."""
+        return request.priority
+
+    def victim_rank(self, request: Request) -> int:
+        """Return the priority: the lowest class (largest number) is preempted first."""
+        return request.priority
+
+
+REGISTRY: dict[str, Policy] = {}
+
+
+def register(policy: Policy) -> Policy:
+    """Add `policy` to the registry under its name (replacing one of the same name); return it."""
+    if not isinstance(policy, Policy):
+        raise TypeError(f"register needs a Policy, got {policy!r}")
+    if policy.forms_batches and policy.queue_key(Request("-", 0, 1)) is not None:
+        raise ValueError(f"{policy.name}: a batch policy forms its batches first come, first served")
+    REGISTRY[policy.name] = policy
+    return policy
+
+
+def unregister(name: str) -> None:
+    """Remove a policy from the registry (tests' toy policies)."""
+    REGISTRY.pop(name, None)
+
+
+for _policy in (Static(), Continuous(), Chunked(), ShortestFirst(), Priority()):
+    register(_policy)
+
+
+def get_policy(name: str | Policy) -> Policy:
     """Return the registered policy called `name`, or refuse the name with the ones allowed."""
+    if isinstance(name, Policy):
+        return name
     try:
         return REGISTRY[name]
     except (KeyError, TypeError):
         raise ValueError(f"policy must be one of {', '.join(REGISTRY)}, got {name!r}") from None
+
+
+def policy_names() -> tuple[str, ...]:
+    """Return the registered policies' names, in registration order."""
+    return tuple(REGISTRY)

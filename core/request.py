@@ -1,16 +1,17 @@
-"""The per-request record: an id, an arrival step, an output length and a prompt length."""
+"""The per-request record: an id, an arrival step, an output length, a prompt length and a priority class."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .limits import MAX_ARRIVAL_STEP, MAX_OUTPUT_TOKENS, MAX_PROMPT_TOKENS, LimitError, show_number
+from .limits import MAX_ARRIVAL_STEP, MAX_OUTPUT_TOKENS, MAX_PRIORITY, MAX_PROMPT_TOKENS, LimitError, show_number
 
 # field -> (low, high); numpy integers are refused too: a Request holds plain ints, so sums never wrap around.
 _BOUNDS = {
     "arrival": (0, MAX_ARRIVAL_STEP),
     "output_tokens": (1, MAX_OUTPUT_TOKENS),
     "prompt_tokens": (0, MAX_PROMPT_TOKENS),
+    "priority": (-MAX_PRIORITY, MAX_PRIORITY),
 }
 
 
@@ -22,6 +23,7 @@ class Request:
     arrival: int
     output_tokens: int
     prompt_tokens: int = 0
+    priority: int = 0  # lower is served first under the priority policy (vLLM's convention); others ignore it
 
     def __post_init__(self) -> None:
         for name, (low, high) in _BOUNDS.items():

@@ -1,16 +1,13 @@
 """Simulation on a clock: each forward pass lasts what a cost model says for what it holds; arrivals in milliseconds.
 
-The schedulers' rules are the step simulator's (DESIGN.md): first come, first served, lowest free slot, static
-batches formed when the slots can be filled, the oldest waited the timeout, or nobody else will arrive. What changes
-is time: a scheduler sees an arrival only once the clock has passed it, and a pass over 64 rows takes longer than a
-pass over 4. When nothing can run the clock jumps to the next event. Under `UnitCost` every time equals the step
-simulator's step number exactly (tested).
+The rules are the policies' (`core.policies`), the same objects the step clock asks. What changes is time: a
+scheduler sees an arrival only once the clock has passed it, and a pass over 64 rows takes longer than a pass over 4.
+When nothing can run the clock jumps to the next event. Under `UnitCost` every time equals the step simulator's step
+number exactly (tested).
 """
 
 from __future__ import annotations
 
-import heapq
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -18,12 +15,11 @@ from typing import Protocol
 
 import numpy as np
 
-from .cost import Roofline, StepCost, UnitCost
+from .cost import StepCost, scalar_pass_ms
 from .limits import MAX_SLOTS, check_workload
 from .metrics import weighted_percentiles
+from .policies import REGISTRY, Policy, get_policy
 from .request import Request
-from .run import POLICIES
-from .step_batch import prompt_length
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,24 +86,6 @@ class TimedRun:
         return self.pass_end_ms - self.pass_start_ms
 
 
-def _pass_ms(cost: StepCost):
-    """Return a fast scalar function (rows, prefill, context) -> ms for the cost model."""
-    if isinstance(cost, UnitCost):
-        return lambda rows, prefill, context: 1.0
-    if isinstance(cost, Roofline):
-        weights = cost.params_b * 1e9 * cost.bytes_per_param
-        kv, bandwidth = cost.kv_bytes_per_token, cost.mem_bw_gbs * 1e6
-        flop, compute, overhead = 2 * cost.params_b * 1e9, cost.tflops * 1e9, cost.overhead_ms
-
-        # Roofline.pass_ms's arithmetic, in the same order, on Python floats: the same bits, without a numpy call.
-        def roofline(rows, prefill, context):
-            memory, computing = (weights + context * kv) / bandwidth, flop * (rows + prefill) / compute
-            return (memory if memory >= computing else computing) + overhead  # max(), without the call
-
-        return roofline
-    return lambda rows, prefill, context: float(cost.pass_ms(rows, prefill, context))
-
-
 class PassRunner(Protocol):
     """What a timed scheduler's passes run on: the simulator's cost model, or a real engine on the wall clock.
 
@@ -141,9 +119,11 @@ class PassRunner(Protocol):
 class CostRunner:
     """The simulator's PassRunner: waiting jumps the clock, and a pass lasts what the cost model says."""
 
+    simulated = True  # its hooks do nothing: a loop may skip the calls, once per pass and request
+
     def __init__(self, cost: StepCost):
         self.cost = cost
-        self.step = _pass_ms(cost)
+        self.step = scalar_pass_ms(cost)
 
     def wait(self, until_ms: float) -> float:
         """Return `until_ms`: a simulated clock jumps."""
@@ -170,7 +150,7 @@ class CostRunner:
 def simulate_timed(
     requests: Sequence[Request],
     slots: int,
-    policy: str,
+    policy: str | Policy,
     cost: StepCost,
     batch_timeout_ms: float = 0.0,
     memory=None,
@@ -178,42 +158,48 @@ def simulate_timed(
 ) -> TimedRun:
     """Return the schedule of `requests` (arrivals in ms) on `slots` slots, each pass costed by `cost`.
 
-    A limited KV pool or the chunked policy runs in `core.engine` (the same schedules where both apply, tested).
+    An unlimited pool under a policy with its own timed loop (`Policy.fast_timed`) takes that loop; everything else
+    runs in `core.engine` (the same schedules where both apply, tested).
     """
-    if (memory is not None and not memory.unlimited) or policy == "chunked" or token_budget is not None:
+    pol = get_policy(policy)
+    if (memory is not None and not memory.unlimited) or pol.fast_timed is None or token_budget is not None:
         from .engine import UNLIMITED, as_timed, schedule
 
-        return as_timed(schedule(requests, slots, policy, memory or UNLIMITED, cost, batch_timeout_ms, token_budget))
-    return schedule_timed(requests, slots, policy, CostRunner(cost), batch_timeout_ms, cost.name)
+        return as_timed(schedule(requests, slots, pol, memory or UNLIMITED, cost, batch_timeout_ms, token_budget))
+    return schedule_timed(requests, slots, pol, CostRunner(cost), batch_timeout_ms, cost.name)
 
 
 def schedule_timed(
     requests: Sequence[Request],
     slots: int,
-    policy: str,
+    policy: str | Policy,
     runner: PassRunner,
     batch_timeout_ms: float = 0.0,
     cost_name: str = "measured",
 ) -> TimedRun:
-    """Return the schedule of `requests` (arrivals in ms) on `slots` slots, its passes run by `runner`."""
-    if policy not in POLICIES:
-        raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+    """Return the schedule of `requests` (arrivals in ms) on `slots` slots, its passes run by `runner`.
+
+    Only a policy with its own timed loop (`Policy.fast_timed`) runs on a runner; the others are refused, naming those.
+    """
+    pol = get_policy(policy)
+    if pol.fast_timed is None:
+        able = ", ".join(name for name, p in REGISTRY.items() if p.fast_timed is not None)
+        raise ValueError(f"a pass runner follows only {able}, not {pol.name}")
     if not isinstance(slots, (int, np.integer)) or not 1 <= slots <= MAX_SLOTS:
         raise ValueError(f"slots must be an integer in 1..{MAX_SLOTS}, got {slots!r}")
     if not 0 <= batch_timeout_ms < float("inf"):
         raise ValueError(f"batch_timeout_ms must be a finite number >= 0, got {batch_timeout_ms!r}")
     requests = tuple(requests)
     check_workload(len(requests), sum(r.output_tokens for r in requests))
-    if policy == "continuous":
-        out = _continuous(requests, slots, runner)
-    else:
-        out = _static(requests, slots, runner, float(batch_timeout_ms))
+    arrivals = [r.arrival for r in requests]
+    order = sorted(range(len(requests)), key=arrivals.__getitem__)  # FCFS: a stable sort keeps trace order on ties
+    out = pol.fast_timed(requests, order, slots, runner, float(batch_timeout_ms))
     slot, start, finish, release, starts, ends, rows, prefill, context = out
     as_int = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
     return TimedRun(
         requests,
         slots,
-        policy,
+        pol.name,
         float(batch_timeout_ms),
         cost_name,
         as_int(slot),
@@ -225,113 +211,6 @@ def schedule_timed(
         as_int(rows),
         as_int(prefill),
         as_int(context),
-    )
-
-
-def _order(requests: tuple[Request, ...]) -> list[int]:
-    arrivals = [r.arrival for r in requests]
-    return sorted(range(len(requests)), key=arrivals.__getitem__)  # FCFS: a stable sort keeps trace order on ties
-
-
-def _continuous(requests, slots, runner):
-    """Admit into the lowest free slot at the first pass that starts at or after the arrival."""
-    simulated = isinstance(runner, CostRunner)  # its hooks do nothing: skip the calls, once per pass and request
-    step, admit, retire, run_pass = runner.step if simulated else None, runner.admit, runner.retire, runner.run_pass
-    n = len(requests)
-    order = _order(requests)
-    arrival = [requests[i].arrival for i in order]
-    prompt = [max(1, r.prompt_tokens) for r in requests]  # prompt_length, inlined: it runs once per request
-    slot_of, start, finish = [0] * n, [0] * n, [0] * n
-    passes = array("d")  # (start ms, end ms, decoding rows, prefill tokens, context tokens), five per pass
-    record = passes.extend
-    free = list(range(slots))
-    running: list[tuple[int, int, int]] = []  # heap of (finish pass, slot, request)
-    k, p, clock = 0, 0, 0.0
-    base = 0  # sum over running of (prompt - start pass): their context at pass p is base + count * p - prefill
-    while k < n or running:
-        while running and running[0][0] == p:  # retire
-            _, s, i = heapq.heappop(running)
-            heapq.heappush(free, s)
-            base -= prompt[i] - start[i]
-            if not simulated:
-                retire(i)
-        if not running and k < n and arrival[k] > clock:
-            clock = float(arrival[k]) if simulated else runner.wait(float(arrival[k]))  # nothing runs till then
-        new_prompt = new_count = 0
-        while free and k < n and arrival[k] <= clock:  # admit
-            i, s = order[k], heapq.heappop(free)
-            k += 1
-            slot_of[i], start[i], finish[i] = s, p, p + requests[i].output_tokens
-            heapq.heappush(running, (finish[i], s, i))
-            if not simulated:
-                admit(i, s)
-            new_prompt += prompt[i]
-            new_count += 1
-            base += prompt[i] - p
-        if not running:
-            break  # the last request has finished
-        decoding = len(running) - new_count
-        context = base + len(running) * p - new_prompt
-        began = clock
-        clock = (
-            clock + step(decoding, new_prompt, context) if simulated else run_pass(decoding, new_prompt, context, clock)
-        )
-        record((began, clock, decoding, new_prompt, context))
-        p += 1
-    table = np.frombuffer(passes, dtype=float).reshape(-1, 5)  # no per-pass Python objects to convert
-    as_int = lambda column: table[:, column].astype(np.int64)  # noqa: E731 - exact: counts far below 2**53
-    return slot_of, start, finish, finish, table[:, 0], table[:, 1], as_int(2), as_int(3), as_int(4)
-
-
-def _static(requests, slots, runner, timeout):
-    """Form a batch when the slots can be filled, the oldest waited the timeout, or nobody else will arrive."""
-    n = len(requests)
-    order = _order(requests)
-    arrival = [requests[i].arrival for i in order]
-    slot_of, start, finish, release = [0] * n, [0] * n, [0] * n, [0] * n
-    starts, ends, rows_l, prefill_l, context_l = [], [], [], [], []
-    k, p, clock = 0, 0, 0.0
-    while k < n:
-        oldest = arrival[k]
-        full_at = arrival[k + slots - 1] if k + slots - 1 < n else float("inf")
-        ready = max(clock, oldest, min(full_at, oldest + timeout, arrival[-1]))
-        clock = runner.wait(ready) if ready > clock else clock
-        size = 0
-        while size < slots and k + size < n and arrival[k + size] <= clock:
-            size += 1
-        members = order[k : k + size]
-        width = max(prompt_length(requests[i].prompt_tokens) for i in members)
-        length = max(requests[i].output_tokens for i in members)
-        for j, i in enumerate(members):
-            slot_of[i], start[i], finish[i], release[i] = j, p, p + requests[i].output_tokens, p + length
-        # The padded rectangle, every member a row until the longest finishes. No decision depends on the clock
-        # inside a batch, so its passes are run (or costed) as one.
-        age = np.arange(length, dtype=np.int64)
-        rows = np.where(age == 0, 0, size)
-        prefill = np.where(age == 0, size * width, 0)
-        context = np.where(age == 0, 0, size * (width + age))
-        done = runner.run_batch(members, rows, prefill, context, clock)
-        begun = np.empty(length)
-        begun[0], begun[1:] = clock, done[:-1]
-        starts.append(begun)
-        ends.append(done)
-        rows_l.append(rows)
-        prefill_l.append(prefill)
-        context_l.append(context)
-        clock = float(done[-1])
-        p += length
-        k += size
-    join = lambda parts, kind: np.concatenate(parts) if parts else np.zeros(0, kind)  # noqa: E731
-    return (
-        slot_of,
-        start,
-        finish,
-        release,
-        join(starts, float),
-        join(ends, float),
-        join(rows_l, np.int64),
-        join(prefill_l, np.int64),
-        join(context_l, np.int64),
     )
 
 

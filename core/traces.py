@@ -1,4 +1,4 @@
-"""Trace files: the plain CSV (`arrival,output_tokens[,id,prompt_tokens]`) and the Azure LLM inference trace."""
+"""Trace files: the plain CSV (`arrival,output_tokens[,id,prompt_tokens,priority]`) and the Azure inference trace."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from .limits import (
     MAX_ARRIVAL_STEP,
     MAX_ID_CHARS,
     MAX_OUTPUT_TOKENS,
+    MAX_PRIORITY,
     MAX_PROMPT_TOKENS,
     MAX_REQUESTS,
     MAX_TOTAL_TOKENS,
@@ -26,7 +27,7 @@ from .limits import (
 from .request import Request, request_label
 
 PLAIN_REQUIRED = ("arrival", "output_tokens")
-PLAIN_OPTIONAL = ("id", "prompt_tokens")
+PLAIN_OPTIONAL = ("id", "prompt_tokens", "priority")
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 DEFAULT_STEP_MS = 50.0
 STEP_MS_RANGE = (0.001, 3_600_000.0)  # a microsecond to an hour per step
@@ -38,6 +39,7 @@ _PLAIN_BOUNDS = {
     "arrival": (0, MAX_ARRIVAL_STEP),
     "output_tokens": (1, MAX_OUTPUT_TOKENS),
     "prompt_tokens": (0, MAX_PROMPT_TOKENS),
+    "priority": (-MAX_PRIORITY, MAX_PRIORITY),
 }
 
 
@@ -186,7 +188,8 @@ def _parse_plain(header: list[str], rows: Iterator, source: str) -> list[Request
         prompt = get("prompt_tokens") if "prompt_tokens" in index else 0
         tokens = get("output_tokens")
         budget.add(tokens, line, index["output_tokens"] + 1)
-        requests.append(Request(rid, get("arrival"), tokens, prompt))
+        priority = get("priority") if "priority" in index else 0
+        requests.append(Request(rid, get("arrival"), tokens, prompt, priority))
     return requests
 
 

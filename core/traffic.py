@@ -43,6 +43,9 @@ class TrafficConfig:
     tail: float = 1.2
     prompt_lengths: str = "heavy"
     mean_prompt_tokens: int = 32
+    # The share of requests in the high priority class (priority 0); the rest are class 1. 0: everyone is class 0.
+    # Drawn from a stream of its own, so the arrivals and lengths are those of the same config without classes.
+    high_priority_share: float = 0.0
 
     def __post_init__(self) -> None:
         check_range("seed", self.seed, 0, 2**32 - 1)
@@ -53,6 +56,7 @@ class TrafficConfig:
         check_range("max_tokens", self.max_tokens, 1, MAX_OUTPUT_TOKENS)
         check_range("tail", self.tail, 0.05, 4.0)
         check_range("mean_prompt_tokens", self.mean_prompt_tokens, 0, MAX_PROMPT_TOKENS)
+        check_range("high_priority_share", self.high_priority_share, 0.0, 1.0)
         span = (self.requests - 1) / self.rate if self.arrivals == "poisson" and self.requests > 1 else 0.0
         if span > MAX_ARRIVAL_STEP / 2:  # the expected span, with room for the randomness of the real one
             raise LimitError(
@@ -121,6 +125,16 @@ def generate(config: TrafficConfig | None = None) -> list[Request]:
         min(16 * config.mean_prompt_tokens, MAX_PROMPT_TOKENS),
         config.tail,
     )
+    classes = sample_classes(config)
     return [
-        Request(request_label(i), int(a), int(o), int(p)) for i, (a, o, p) in enumerate(zip(arrivals, outputs, prompts))
+        Request(request_label(i), int(a), int(o), int(p), int(c))
+        for i, (a, o, p, c) in enumerate(zip(arrivals, outputs, prompts, classes))
     ]
+
+
+def sample_classes(config: TrafficConfig) -> np.ndarray:
+    """Return each request's priority: 0 with probability `high_priority_share`, else 1 (all 0 when the share is 0)."""
+    if not config.high_priority_share:
+        return np.zeros(config.requests, dtype=np.int64)
+    rng = np.random.default_rng([config.seed, 1])  # its own stream: the rest of the traffic stays as it was
+    return (rng.random(config.requests) >= config.high_priority_share).astype(np.int64)

@@ -171,7 +171,7 @@ def test_refusals_name_the_request_and_both_sizes():
         schedule(reqs, 4, "continuous", MemoryConfig(kv_blocks=99, allocation="contiguous", reserve_tokens=5))
     with pytest.raises(ValueError, match="policy must be one of static, continuous, chunked"):
         get_policy("fifo")
-    assert set(REGISTRY) == {"static", "continuous", "chunked"}
+    assert set(REGISTRY) == {"static", "continuous", "chunked", "sjf", "priority"}
 
 
 def test_an_h100_with_llama2_7b_leaves_a_countable_pool():
