@@ -57,7 +57,7 @@ def restructured_loop_html() -> str:
     for i, line in enumerate(lines):
         if "# retire" in line:
             current = "retire"
-        elif 'if policy == "continuous" or all(o is None' in line:
+        elif "if continuous or all(o is None" in line:
             current = "admit"
         elif "# one forward pass" in line:
             current = None
@@ -138,8 +138,8 @@ def compare_figures() -> dict[str, float]:
     ratios = groups.max(axis=1) / groups.mean(axis=1)
     return {
         "drain_ratio": result.drain_ratio,
-        "static_padding": result.static.padding_share,
-        "continuous_padding": result.continuous.padding_share,
+        "static_padding": result["static"].padding_share,
+        "continuous_padding": result["continuous"].padding_share,
         "batch_max_mean_median": float(np.median(ratios)),
         "batch_max_mean_max": float(ratios.max()),
         "batches": len(ratios),

@@ -232,4 +232,4 @@ class SimState(param.Parameterized):
 
     def comparison(self) -> Comparison:
         """Return static vs continuous, each measured over the window shown."""
-        return compare(self.runs["static"], self.runs["continuous"], self.window)
+        return compare(self.runs["static"], self.runs["continuous"], window=self.window)

@@ -209,7 +209,7 @@ class HeadToHeadView(pn.viewable.Viewer):
         super().__init__(**params)
         self.table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
         result = self.state.comparison()
-        self.bar_data = ColumnDataSource(head_to_head_data(result.static, result.continuous))
+        self.bar_data = ColumnDataSource(head_to_head_data(result["static"], result["continuous"]))
         self.bars = pn.pane.Bokeh(
             head_to_head_figure(self.bar_data, palette.THEMES[self.theme]), sizing_mode="stretch_width"
         )
@@ -225,15 +225,15 @@ class HeadToHeadView(pn.viewable.Viewer):
         loss = (losses(s.runs["static"], s.window), losses(s.runs["continuous"], s.window))
         if s.clock == "ms":  # on a clock every figure is in ms: the step rows would mix units
             static, continuous = (timed_metrics(run) for run in s.timed_runs())
-            rows = h2h_timed_rows(static, continuous, result.static.requests)
+            rows = h2h_timed_rows(static, continuous, result["static"].requests)
             self.table.object = _h2h_table(rows)
             self.bar_data.data = head_to_head_timed_data(static, continuous)
             set_head_to_head_groups(self.bars.object, H2H_TIMED_GROUPS)
             return
-        rows = h2h_rows(result.static, result.continuous, *loss)
+        rows = h2h_rows(result["static"], result["continuous"], *loss)
         self.table.object = _h2h_table(rows)
         set_head_to_head_groups(self.bars.object, H2H_GROUPS)
-        self.bar_data.data = head_to_head_data(result.static, result.continuous)
+        self.bar_data.data = head_to_head_data(result["static"], result["continuous"])
 
     def __panel__(self):
         return pn.Column(pn.pane.Markdown("### Head to head"), self.table, self.bars, sizing_mode="stretch_width")

@@ -26,7 +26,7 @@ from .hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MO
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError, one_line, show_name
 from .losses import losses
 from .metrics import compare, compute_metrics
-from .policies import REGISTRY
+from .policies import REGISTRY, get_policy
 from .schedule import simulate
 from .sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, SWEEP_TRAFFIC, decode_knee, knee, poisson_requests, sweep
 from .timed import simulate_timed, timed_metrics
@@ -115,15 +115,24 @@ def _add_simulate(sub) -> None:
 def _add_compare(sub) -> None:
     p = sub.add_parser(
         "compare",
-        help="static vs continuous on the same traffic (the chapter's script)",
-        description="Static against continuous batching on the same traffic and slots, side by side.",
+        help="policies side by side on the same traffic (the chapter's script: static vs continuous)",
+        description="Policies (default static against continuous batching) on the same traffic and slots, side by "
+        "side; the first is the baseline every ratio is taken against.",
     )
     add_traffic_args(p, COMPARE_TRAFFIC)
     slots_flag(p, COMPARE_SLOTS)
+    p.add_argument(
+        "--policies",
+        type=_policy_list,
+        default=("static", "continuous"),
+        help="comma-separated registered policies, the first the baseline (default static,continuous; registered: "
+        + ", ".join(REGISTRY)
+        + ")",
+    )
     timeout_flag(p)
     add_cost_args(p)
-    add_memory_args(p, budget=False)
-    json_flag(p, "both policies' metrics and the ratios")
+    add_memory_args(p)
+    json_flag(p, "each policy's metrics and the ratios")
 
 
 def _add_sweep(sub) -> None:
@@ -189,8 +198,8 @@ def _add_sweep(sub) -> None:
 
 
 def _simulate(args) -> str:
-    if args.batch_timeout is not None and args.policy != "static":
-        raise UsageError("--batch-timeout applies to --policy static only (given as any value, 0 included)")
+    if args.batch_timeout is not None and not get_policy(args.policy).has_timeout:
+        raise UsageError(f"--batch-timeout applies to a policy with a timeout ({_with('has_timeout')}) only")
     memory = memory_from_args(args, (args.policy,))
     budget = token_budget(args, args.policy, args.slots)
     cost = cost_from_args(args)
@@ -213,37 +222,54 @@ def _simulate(args) -> str:
 
 def _timed(args, requests, cost, policy: str, memory=None, budget=None):
     """Return the timed metrics of one policy on the workload, arrivals in milliseconds."""
-    timeout_ms = batch_timeout(args) * step_ms(args) if policy == "static" else 0.0
+    timeout_ms = batch_timeout(args) * step_ms(args) if get_policy(policy).has_timeout else 0.0
     in_ms = requests_in_ms(args, requests)
     return timed_metrics(simulate_timed(in_ms, args.slots, policy, cost, timeout_ms, memory, budget))
 
 
+def _with(trait: str) -> str:
+    """Return the registered policies that have `trait`, for a message."""
+    return ", ".join(name for name, pol in REGISTRY.items() if getattr(pol, trait))
+
+
+def _policy_list(text: str) -> tuple[str, ...]:
+    """Return `--policies` as names: registered, distinct, at least two."""
+    names = tuple(name.strip() for name in text.split(","))
+    unknown = [name for name in names if name not in REGISTRY]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"{unknown[0][:40]!r} is not a policy; registered: {', '.join(REGISTRY)}")
+    if len(set(names)) != len(names) or len(names) < 2:
+        raise argparse.ArgumentTypeError(f"give at least two different policies, got {text[:80]!r}")
+    return names
+
+
 def _compare(args) -> str:
-    memory = memory_from_args(args, ("static", "continuous"))
+    policies = args.policies
+    if args.batch_timeout is not None and not any(get_policy(p).has_timeout for p in policies):
+        raise UsageError(f"--batch-timeout applies to a policy with a timeout ({_with('has_timeout')}) only")
+    memory = memory_from_args(args, policies)
+    budgets = {p: token_budget(args, p, args.slots, policies) for p in policies}
     cost = cost_from_args(args)
     requests = load_requests(args)
-    static, continuous = (
-        simulate(requests, args.slots, "static", batch_timeout(args), memory),
-        simulate(requests, args.slots, "continuous", memory=memory),
-    )
-    result = compare(static, continuous)
-    timed = (
-        {policy: _timed(args, requests, cost, policy, memory) for policy in ("static", "continuous")} if cost else None
-    )
+    timeout = lambda p: batch_timeout(args) if get_policy(p).has_timeout else 0  # noqa: E731
+    runs = {p: simulate(requests, args.slots, p, timeout(p), memory, budgets[p]) for p in policies}
+    result = compare(*runs.values())
+    timed = {p: _timed(args, requests, cost, p, memory, budgets[p]) for p in policies} if cost else None
     if args.json:
         doc = result.as_dict()
-        doc["losses"] = {"static": losses(static).as_dict(), "continuous": losses(continuous).as_dict()}
-        for policy, run in (("static", static), ("continuous", continuous)):
-            if run.schedule is not None:
+        doc["losses"] = {p: losses(run).as_dict() for p, run in runs.items()}
+        for policy, run in runs.items():
+            if run.schedule is not None and not memory.unlimited:
                 doc[policy].update(run.schedule.memory_metrics())
         if timed:
             doc["timed"] = {"cost": describe_cost(cost), **{p: m.as_dict() for p, m in timed.items()}}
         return report.dumps(doc)
-    text = report.comparison_text(result, describe_traffic(args, requests), args.slots, static, continuous)
-    if static.schedule is not None:
-        text += f"\n\nstatic     {report.memory_text(static)}\ncontinuous {report.memory_text(continuous)}"
+    text = report.comparison_text(result, describe_traffic(args, requests), args.slots, runs)
+    if not memory.unlimited:
+        width = max(len(p) for p in policies) + 1
+        text += "\n\n" + "\n".join(f"{p:<{width}}{report.memory_text(run)}" for p, run in runs.items())
     if timed:
-        text += "\n\n" + timed_text(cost, timed["static"], timed["continuous"])
+        text += "\n\n" + timed_text(cost, timed)
     return text
 
 

@@ -83,19 +83,21 @@ def requests_in_ms(args: argparse.Namespace, requests: list[Request]) -> list[Re
     return [replace(r, arrival=round(r.arrival * per_step)) for r in requests]
 
 
-def timed_text(cost: StepCost, static: TimedMetrics, continuous: TimedMetrics) -> str:
-    """Return the time-based figures of both policies side by side."""
-    rows = [
-        ("drain, ms", static.drain_ms, continuous.drain_ms),
-        ("tokens/s", static.tokens_per_s, continuous.tokens_per_s),
-    ]
+def timed_text(cost: StepCost, by_policy: dict[str, TimedMetrics]) -> str:
+    """Return the time-based figures of each policy side by side, and each one's ratios to the first."""
+    ms = list(by_policy.values())
+    rows = [("drain, ms", [m.drain_ms for m in ms]), ("tokens/s", [m.tokens_per_s for m in ms])]
     for label, key in (("TTFT", "ttft_ms"), ("inter-token", "itl_ms"), ("end-to-end", "e2e_ms")):
         for q in ("p50", "p99"):
-            rows.append((f"{label} {q}, ms", getattr(static, key)[q], getattr(continuous, key)[q]))
-    lines = [f"time under the {describe_cost(cost)} cost model", f"{'':<22}{'static':>12}{'continuous':>12}"]
-    lines += [f"{label:<22}{s:>12,.1f}{c:>12,.1f}" for label, s, c in rows]
-    ratio = static.drain_ms / continuous.drain_ms if continuous.drain_ms else 1.0
-    lines.append(f"continuous drains {ratio:.2f}x sooner in time; tokens/s x{_ratio(continuous, static):.2f}")
+            rows.append((f"{label} {q}, ms", [getattr(m, key)[q] for m in ms]))
+    names = list(by_policy)
+    lines = [f"time under the {describe_cost(cost)} cost model", f"{'':<22}" + "".join(f"{n:>12}" for n in names)]
+    lines += [f"{label:<22}" + "".join(f"{x:>12,.1f}" for x in xs) for label, xs in rows]
+    base = ms[0]
+    than = f" than {names[0]}" if len(names) > 2 else ""
+    for name, m in zip(names[1:], ms[1:]):
+        ratio = base.drain_ms / m.drain_ms if m.drain_ms else 1.0
+        lines.append(f"{name} drains {ratio:.2f}x sooner in time{than}; tokens/s x{_ratio(m, base):.2f}")
     return "\n".join(lines)
 
 

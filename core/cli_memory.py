@@ -7,11 +7,12 @@ import argparse
 from .cli_args import UsageError, bounded_int
 from .hardware import ACCELERATORS, MODEL_SHAPES, kv_pool_blocks
 from .memory import ALLOCATIONS, MAX_BLOCK_SIZE, MAX_KV_BLOCKS, UNLIMITED, MemoryConfig
+from .policies import REGISTRY, get_policy
 
 MAX_TOKEN_BUDGET = 10_000_000
 
 
-def add_memory_args(parser: argparse.ArgumentParser, budget: bool = True) -> None:
+def add_memory_args(parser: argparse.ArgumentParser) -> None:
     """Add --kv-preset, --kv-blocks, --block-size, --allocation, --reserve-tokens and --token-budget."""
     g = parser.add_argument_group("memory (docs/memory.md; default: an unlimited pool, where only slots decide)")
     presets = [f"{a}:{m}" for a in ACCELERATORS for m in MODEL_SHAPES]
@@ -39,8 +40,6 @@ def add_memory_args(parser: argparse.ArgumentParser, budget: bool = True) -> Non
         default=None,
         help="what a contiguous reservation or a static row holds past the prompt (default: the longest output)",
     )
-    if not budget:  # compare runs static and continuous, which take no budget
-        return
     add_token_budget_arg(g)
 
 
@@ -68,20 +67,26 @@ def memory_from_args(args: argparse.Namespace, policies: tuple[str, ...]) -> Mem
                 raise UsageError(f"{name} applies to a limited pool: give --kv-blocks N too")
         return UNLIMITED
     allocation = args.allocation or "paged"
-    reserving = allocation == "contiguous" or "static" in policies
+    reserving = any(get_policy(p).reserves_whole_life(allocation) for p in policies)
     if args.reserve_tokens is not None and not reserving:
-        raise UsageError("--reserve-tokens applies to --allocation contiguous or to static batches only")
+        raise UsageError(
+            "--reserve-tokens applies to --allocation contiguous or to a policy that reserves whole rows "
+            f"({', '.join(n for n, p in REGISTRY.items() if p.reserves_whole_life('paged'))}) only"
+        )
     return MemoryConfig(args.kv_blocks, args.block_size or 16, allocation, args.reserve_tokens)
 
 
-def token_budget(args: argparse.Namespace, policy: str, slots: int) -> int | None:
-    """Return the chunked policy's budget: required with it, refused without it, at least the slots."""
-    if policy != "chunked":
-        if args.token_budget is not None:
-            raise UsageError("--token-budget applies to --policy chunked only")
+def token_budget(args: argparse.Namespace, policy: str, slots: int, asked: tuple[str, ...] = ()) -> int | None:
+    """Return a budget policy's token budget: required with it, refused when no policy `asked` has one, >= slots."""
+    if not get_policy(policy).has_token_budget:
+        if args.token_budget is not None and not any(get_policy(p).has_token_budget for p in asked or (policy,)):
+            budgeted = ", ".join(n for n, p in REGISTRY.items() if p.has_token_budget)
+            raise UsageError(f"--token-budget applies to a policy with a token budget ({budgeted}) only")
         return None
     if args.token_budget is None:
-        raise UsageError("--policy chunked needs --token-budget T (tokens one pass may process, at least the slots)")
+        raise UsageError(
+            f"--policy {policy} needs --token-budget T (tokens one pass may process, at least the slots)"
+        )
     if args.token_budget < slots:
         raise UsageError(
             f"--token-budget {args.token_budget} is below --slots {slots}: every decoding row takes one token of a "

@@ -1,4 +1,4 @@
-"""Metrics of a Run over a window of steps, and a head-to-head comparison of two runs on the same traffic."""
+"""Metrics of a Run over a window of steps, and a comparison of runs of several policies on the same traffic."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .run import GENERATING, PADDING, PREFILL, RECOMPUTE, Run
-
-PERCENTILES = (50, 90, 99)
 
 
 @dataclass(frozen=True)
@@ -102,45 +100,70 @@ def compute_metrics(run: Run, window: int | None = None) -> Metrics:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Static against continuous on the same traffic and slots."""
+    """Policies on the same traffic and slots: each one's metrics by policy name, the first the baseline."""
 
-    static: Metrics
-    continuous: Metrics
+    metrics: dict[str, Metrics]  # policy name -> its metrics, in the order given
+
+    def __getitem__(self, name: str) -> Metrics:
+        return self.metrics[name]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Return the policies compared, the baseline first."""
+        return tuple(self.metrics)
+
+    def ratios(self, name: str) -> dict[str, float]:
+        """Return policy `name` against the baseline: drain (baseline / it), throughput, utilisation (it / baseline).
+
+        A ratio whose denominator is 0 is 1.0.
+        """
+        base, it = self.metrics[self.names[0]], self.metrics[name]
+        over = lambda a, b: a / b if b else 1.0  # noqa: E731
+        return {
+            "drain": over(base.drain_steps, it.drain_steps),
+            "throughput": over(it.throughput, base.throughput),
+            "utilisation": over(it.utilisation, base.utilisation),
+        }
 
     @property
     def drain_ratio(self) -> float:
-        """Return static drain / continuous drain (how many times faster continuous empties the queue)."""
-        return self.static.drain_steps / self.continuous.drain_steps if self.continuous.drain_steps else 1.0
+        """Return the baseline's drain / the second policy's (static / continuous: how much faster it empties)."""
+        return self.ratios(self.names[1])["drain"]
 
     @property
     def throughput_ratio(self) -> float:
-        """Return continuous throughput / static throughput."""
-        return self.continuous.throughput / self.static.throughput if self.static.throughput else 1.0
+        """Return the second policy's throughput / the baseline's."""
+        return self.ratios(self.names[1])["throughput"]
 
     @property
     def utilisation_ratio(self) -> float:
-        """Return continuous utilisation / static utilisation."""
-        s, c = self.static.utilisation, self.continuous.utilisation
-        return c / s if s else 1.0
+        """Return the second policy's utilisation / the baseline's."""
+        return self.ratios(self.names[1])["utilisation"]
 
     def as_dict(self) -> dict:
-        """Return the CLI's `compare --json` object."""
-        return {
-            "static": self.static.as_dict(),
-            "continuous": self.continuous.as_dict(),
-            "ratios": {
-                "drain": self.drain_ratio,
-                "throughput": self.throughput_ratio,
-                "utilisation": self.utilisation_ratio,
-            },
-        }
+        """Return the CLI's `compare --json` object: each policy's metrics by name and the ratios.
+
+        `ratios` is the second against the first (continuous against static by default); `ratios_to_baseline` holds
+        every policy's but the first's.
+        """
+        out: dict = {name: m.as_dict() for name, m in self.metrics.items()}
+        out["ratios"] = self.ratios(self.names[1])
+        out["ratios_to_baseline"] = {name: self.ratios(name) for name in self.names[1:]}
+        return out
 
 
-def compare(static: Run, continuous: Run, window: int | None = None) -> Comparison:
-    """Return static vs continuous on the same traffic, over `window` steps (default: each over its own drain)."""
-    if static.requests != continuous.requests or static.slots != continuous.slots:
-        raise ValueError("compare needs two runs of the same requests on the same number of slots")
-    return Comparison(compute_metrics(static, window), compute_metrics(continuous, window))
+def compare(*runs: Run, window: int | None = None) -> Comparison:
+    """Return runs of different policies on the same traffic and slots compared, the first the baseline.
+
+    Each is measured over `window` steps (default: each over its own drain).
+    """
+    if len(runs) < 2:
+        raise ValueError("compare needs at least two runs")
+    if any(r.requests != runs[0].requests or r.slots != runs[0].slots for r in runs):
+        raise ValueError("compare needs runs of the same requests on the same number of slots")
+    if len({r.policy for r in runs}) < len(runs):
+        raise ValueError("compare needs runs of different policies")
+    return Comparison({r.policy: compute_metrics(r, window) for r in runs})
 
 
 def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> tuple[float, ...]:

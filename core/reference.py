@@ -8,14 +8,27 @@ from collections.abc import Sequence
 import numpy as np
 
 from .cost import StepCost
+from .policies import Policy, get_policy
 from .request import Request
 from .run import Run
 from .step_batch import prompt_length
 from .timed import TimedRun
 
 
+def _admits_between_passes(policy: str | Policy) -> bool:
+    """Return whether the policy admits between passes; refuse one whose rules the chapter's loops do not follow."""
+    pol = get_policy(policy)
+    if pol.has_token_budget or pol.queue_key(Request("-", 0, 1)) is not None:
+        raise ValueError(
+            f"the chapter's loop follows first come, first served without a token budget, not {pol.name}; "
+            "simulate_memory_per_step follows every policy"
+        )
+    return not pol.forms_batches
+
+
 def simulate_per_step(requests: Sequence[Request], slots: int, policy: str, batch_timeout: int = 0) -> Run:
     """Return the same Run as `simulate`, computed one step at a time (slow; for tests and benchmarks)."""
+    continuous = _admits_between_passes(policy)  # static batching is the same loop with admission closed
     requests = tuple(requests)
     n = len(requests)
     order = sorted(range(n), key=lambda i: (requests[i].arrival, i))
@@ -30,11 +43,11 @@ def simulate_per_step(requests: Sequence[Request], slots: int, policy: str, batc
             arrived += 1
         batch_over = all(o is None or remaining[o] == 0 for o in occupant)
         for s, o in enumerate(occupant):  # retire
-            if o is not None and remaining[o] == 0 and (policy == "continuous" or batch_over):
+            if o is not None and remaining[o] == 0 and (continuous or batch_over):
                 release[o], occupant[s] = t, None
-        if policy == "continuous" or all(o is None for o in occupant):
+        if continuous or all(o is None for o in occupant):
             can_form = (
-                policy == "continuous"
+                continuous
                 or len(waiting) >= slots
                 or (waiting and t - requests[waiting[0]].arrival >= batch_timeout)
                 or (waiting and arrived == n)
@@ -52,7 +65,7 @@ def simulate_per_step(requests: Sequence[Request], slots: int, policy: str, batc
     drain = max(finish, default=0)
     for o in occupant:  # the last batch's members release at the drain
         if o is not None:
-            release[o] = drain if policy == "static" else finish[o]
+            release[o] = finish[o] if continuous else drain
     as_array = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
     return Run(requests, slots, policy, batch_timeout, *map(as_array, (start, finish, slot_of, release)))
 
@@ -65,6 +78,7 @@ def simulate_per_pass(
     Each iteration either runs a pass at the clock, costed by what its slots hold, or, when nothing can run, moves
     the clock to the next event: an arrival, or the moment the oldest waiting request has waited the timeout.
     """
+    continuous = _admits_between_passes(policy)
     requests = tuple(requests)
     n = len(requests)
     order = sorted(range(n), key=lambda i: (requests[i].arrival, i))
@@ -81,11 +95,11 @@ def simulate_per_pass(
             arrived += 1
         batch_over = all(o is None or remaining[o] == 0 for o in occupant)
         for s, o in enumerate(occupant):  # retire
-            if o is not None and remaining[o] == 0 and (policy == "continuous" or batch_over):
+            if o is not None and remaining[o] == 0 and (continuous or batch_over):
                 release[o], occupant[s] = p, None
-        if policy == "continuous" or all(o is None for o in occupant):
+        if continuous or all(o is None for o in occupant):
             can_form = (
-                policy == "continuous"
+                continuous
                 or len(waiting) >= slots
                 # Compared as the jump below computes it: (arrival + timeout) - arrival can round below the timeout.
                 or (waiting and clock >= requests[waiting[0]].arrival + batch_timeout_ms)
@@ -102,7 +116,7 @@ def simulate_per_pass(
                 events.append(requests[waiting[0]].arrival + batch_timeout_ms)
             clock = float(max(clock, min(events)))
             continue
-        if policy == "static":
+        if not continuous:
             width = max(prompt[o] for o in held)
             first = all(start[o] == p for o in held)
             rows, prefill = (0, len(held) * width) if first else (len(held), 0)
@@ -125,7 +139,7 @@ def simulate_per_pass(
         p += 1
     for o in occupant:  # the last batch's members release at the end of its last pass
         if o is not None:
-            release[o] = p if policy == "static" else finish[o]
+            release[o] = finish[o] if continuous else p
     as_array = lambda xs, kind=np.int64: np.array(xs, dtype=kind)  # noqa: E731
     return TimedRun(
         requests,
@@ -144,8 +158,11 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
     """Return (timeline strings, events, recomputed tokens, peak blocks) one step at a time: the engine's oracle.
 
     DESIGN.md's "Memory" rules written plainly: every slot visited at every step, the pool a list of block owners
-    (contiguous runs found by scanning it), nothing jumped. Events are (step, kind, request index).
+    (contiguous runs found by scanning it), nothing jumped. Events are (step, kind, request index). The policy is
+    asked only for its rules: its waiting order (`queue_key`), its victims (`victim_rank`), what a request reserves,
+    whether it forms batches; the loop that follows them is written here again, plainly, for every policy.
     """
+    pol = get_policy(policy)
     requests = tuple(requests)
     n = len(requests)
     order = sorted(range(n), key=lambda i: (requests[i].arrival, i))
@@ -188,7 +205,15 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
             if o == i:
                 owner[b] = -1
 
-    static = policy == "static"
+    static = pol.forms_batches
+    reserving = pol.reserves_whole_life(memory.allocation)
+    keyed = pol.queue_key(Request("-", 0, 1)) is not None
+
+    def head():  # the waiting request the policy serves next (a keyed queue: by key, then arrival and trace order)
+        if not keyed:
+            return 0
+        return min(range(len(waiting)), key=lambda j: (pol.queue_key(requests[waiting[j]]), order.index(waiting[j])))
+
     while done < n:
         while arrived < n and requests[order[arrived]].arrival <= t:
             waiting.append(order[arrived])
@@ -200,12 +225,14 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
                 admitted.remove(o)
                 drop(o)
         preempted = False
-        if not static and pool is not None and memory.allocation == "paged":
+        if not reserving and pool is not None:
             for i in list(admitted):  # oldest first: a decoding request that outgrew its blocks takes one
                 if i not in admitted or prefilled[i] < target[i]:
                     continue
                 while blocks(prompt[i] + generated[i] + 1) - held[i] > free_blocks():
-                    victim = admitted.pop()
+                    # The policy's least wanted, then the most recently admitted.
+                    victim = max(admitted, key=lambda j: (pol.victim_rank(requests[j]), admitted.index(j)))
+                    admitted.remove(victim)
                     occupant[occupant.index(victim)] = None
                     drop(victim)
                     waiting.appendleft(victim)
@@ -242,14 +269,14 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
                     target[i] = prefilled[i] = 0
         else:
             while not preempted and waiting and None in occupant and (left is None or left > 0):
-                i = waiting[0]
-                tokens = prompt[i] + (reserve if memory.allocation == "contiguous" else generated[i] + 1)
+                i = waiting[head()]
+                tokens = prompt[i] + (reserve if reserving else generated[i] + 1)
                 if not fits(i, tokens):
                     if i not in noted:
                         noted.add(i)
                         events.append((t, "blocked", i))
                     break
-                waiting.popleft()
+                waiting.remove(i)
                 noted.discard(i)
                 take(i, tokens)
                 occupant[occupant.index(None)] = i

@@ -141,38 +141,43 @@ def run_text(run: Run, metrics: Metrics) -> str:
     return "\n".join(lines)
 
 
-def loss_rows(static: Losses, continuous: Losses) -> list[tuple[str, str, str]]:
-    """Return the rows saying where each mode's slot-time went (core.losses), for the side-by-side table."""
+def loss_rows(losses_by: dict[str, Losses]) -> list[tuple[str, ...]]:
+    """Return the rows saying where each policy's slot-time went (core.losses), for the side-by-side table."""
     return [
-        ("padding (slot-steps)", f"{static.padding}", f"{continuous.padding}"),
-        ("empty, requests waiting", f"{static.idle_while_waiting}", f"{continuous.idle_while_waiting}"),
-        ("boundary wait (req-steps)", f"{static.boundary_wait}", f"{continuous.boundary_wait}"),
+        ("padding (slot-steps)", *(f"{x.padding}" for x in losses_by.values())),
+        ("empty, requests waiting", *(f"{x.idle_while_waiting}" for x in losses_by.values())),
+        ("boundary wait (req-steps)", *(f"{x.boundary_wait}" for x in losses_by.values())),
     ]
 
 
-def comparison_text(comparison: Comparison, workload: str, slots: int, static: Run, continuous: Run) -> str:
-    """Return the chapter's side-by-side table: throughput, utilisation, padding, drain, latency percentiles."""
-    s, c = comparison.static, comparison.continuous
+def comparison_text(comparison: Comparison, workload: str, slots: int, runs: dict[str, Run]) -> str:
+    """Return the side-by-side table (throughput, utilisation, padding, drain, latency) and each ratio to the first."""
+    ms = list(comparison.metrics.values())
+    row = lambda label, fmt: (label, *(fmt(m) for m in ms))  # noqa: E731
     rows = [
-        ("throughput (tokens/step)", f"{s.throughput:.2f}", f"{c.throughput:.2f}"),
-        ("GPU utilisation", f"{s.utilisation:.1%}", f"{c.utilisation:.1%}"),
-        ("padding waste (slot-time)", f"{s.padding_share:.1%}", f"{c.padding_share:.1%}"),
-        ("idle (slot-time)", f"{s.idle_share:.1%}", f"{c.idle_share:.1%}"),
-        ("drain time (steps)", f"{s.drain_steps}", f"{c.drain_steps}"),
-        ("latency p50 (steps)", _fmt(s.p50_latency), _fmt(c.p50_latency)),
-        ("latency p90 (steps)", _fmt(s.p90_latency), _fmt(c.p90_latency)),
-        ("latency p99 (steps)", _fmt(s.p99_latency), _fmt(c.p99_latency)),
-        ("latency mean (steps)", _fmt(s.avg_latency), _fmt(c.avg_latency)),
-        ("queue wait mean (steps)", _fmt(s.avg_wait), _fmt(c.avg_wait)),
-        *loss_rows(losses(static), losses(continuous)),
+        row("throughput (tokens/step)", lambda m: f"{m.throughput:.2f}"),
+        row("GPU utilisation", lambda m: f"{m.utilisation:.1%}"),
+        row("padding waste (slot-time)", lambda m: f"{m.padding_share:.1%}"),
+        row("idle (slot-time)", lambda m: f"{m.idle_share:.1%}"),
+        row("drain time (steps)", lambda m: f"{m.drain_steps}"),
+        row("latency p50 (steps)", lambda m: _fmt(m.p50_latency)),
+        row("latency p90 (steps)", lambda m: _fmt(m.p90_latency)),
+        row("latency p99 (steps)", lambda m: _fmt(m.p99_latency)),
+        row("latency mean (steps)", lambda m: _fmt(m.avg_latency)),
+        row("queue wait mean (steps)", lambda m: _fmt(m.avg_wait)),
+        *loss_rows({name: losses(run) for name, run in runs.items()}),
     ]
-    lines = [f"workload: {workload}; {slots} slots", "", f"{'':27}{'static':>12}{'continuous':>12}"]
-    lines += [f"{name:27}{a:>12}{b:>12}" for name, a, b in rows]
-    lines += [
-        "",
-        f"continuous drains {comparison.drain_ratio:.2f}x faster; throughput x{comparison.throughput_ratio:.2f}; "
-        f"padding {s.padding_share:.0%} -> {c.padding_share:.0%} of slot-time",
-    ]
+    lines = [f"workload: {workload}; {slots} slots", "", f"{'':27}" + "".join(f"{n:>12}" for n in comparison.names)]
+    lines += [f"{name:27}" + "".join(f"{x:>12}" for x in xs) for name, *xs in rows]
+    lines.append("")
+    base = comparison.names[0]
+    than = f" than {base}" if len(comparison.names) > 2 else ""  # two columns: the chapter's sentence, as it was
+    for name in comparison.names[1:]:
+        r, b, m = comparison.ratios(name), comparison[base], comparison[name]
+        lines.append(
+            f"{name} drains {r['drain']:.2f}x faster{than}; throughput x{r['throughput']:.2f}; "
+            f"padding {b.padding_share:.0%} -> {m.padding_share:.0%} of slot-time"
+        )
     return "\n".join(lines)
 
 

@@ -34,7 +34,7 @@ class SpreadCase:
     @property
     def padding_share(self) -> float:
         """Return the share of static's slot-time spent as padding."""
-        return self.comparison.static.padding_share
+        return self.comparison["static"].padding_share
 
 
 def static_batch_ratios(run: Run) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.metrics import compare
+from core.policies import get_policy
 
 from .engine import ReplayResult
 
@@ -59,7 +60,7 @@ def summary(static: ReplayResult, continuous: ReplayResult) -> dict:
             policy: step_ms_by_batch(continuous),
         },
     }
-    if policy == "chunked":
+    if get_policy(policy).has_token_budget:
         doc["token_budget"] = continuous.run.schedule.token_budget
     return doc
 
@@ -81,7 +82,7 @@ def summary_text(doc: dict, workload: str) -> str:
         ("end-to-end p50 (ms)", _ms(s["e2e_p50_ms"]), _ms(c["e2e_p50_ms"])),
         ("end-to-end p99 (ms)", _ms(s["e2e_p99_ms"]), _ms(c["e2e_p99_ms"])),
     ]
-    budget = f"; chunked prefill, {doc['token_budget']:,} tokens a pass" if other == "chunked" else ""
+    budget = f"; chunked prefill, {doc['token_budget']:,} tokens a pass" if "token_budget" in doc else ""
     lines = [
         f"replay on {doc['device']}, model {doc['model']}, {doc['slots']} slots{budget}; workload: {workload}",
         "",

@@ -120,7 +120,7 @@ def test_the_spread_study_equals_compare_on_the_same_traffic():
         requests = generate(SPREAD_TRAFFIC.__class__(**{**vars(SPREAD_TRAFFIC), "lengths": case.kind}))
         result = compare(simulate(requests, SPREAD_SLOTS, "static"), simulate(requests, SPREAD_SLOTS, "continuous"))
         assert case.drain_ratio == result.drain_ratio
-        assert case.padding_share == result.static.padding_share
+        assert case.padding_share == result["static"].padding_share
         assert case.lengths.tolist() == [r.output_tokens for r in requests]
         mine = [r.arrival for r in requests]
         assert arrivals is None or mine == arrivals

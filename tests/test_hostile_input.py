@@ -60,7 +60,7 @@ CLI_CASES = [
     ("window with poisson", None, ["compare", "--arrivals", "poisson", "--arrival-window", "9"], "applies to --ar"),
     ("tail without heavy lengths", None, ["compare", "--lengths", "fixed", "--prompt-lengths", "fixed", "--tail", "1"],
      "--tail applies to heavy lengths only"),
-    ("timeout under continuous", None, ["simulate", "--batch-timeout", "3"], "applies to --policy static only"),
+    ("timeout under continuous", None, ["simulate", "--batch-timeout", "3"], "applies to a policy with a timeout (static) only"),
     ("step-ms on a plain trace", PLAIN + "0,3\n", ["simulate", "--step-ms", "20"], "applies to Azure-format traces"),
     ("time scale without a trace", None, ["compare", "--time-scale", "0.5"], "--time-scale applies to a --trace file"),
     ("tokens 10**7", PLAIN + "0,10000000\n", ["simulate", "--slots", "16"], ":2:2: output_tokens must be a whole number in 1..1,000,000, got 10,000,000"),
@@ -93,7 +93,7 @@ CLI_CASES = [
     ("an empty --trace", None, ["simulate", "--trace", ""], "argument --trace: expected a file name, got ''"),
     ("an empty --profile", None, ["replay", "--online", "--profile", ""], "argument --profile: expected a file name, got ''"),
     ("an empty --cost", None, ["compare", "--cost", ""], "--cost: expected unit, roofline or a .json profile, got ''"),
-    ("timeout 0 under continuous", None, ["simulate", "--batch-timeout", "0"], "--batch-timeout applies to --policy static only"),
+    ("timeout 0 under continuous", None, ["simulate", "--batch-timeout", "0"], "--batch-timeout applies to a policy with a timeout (static) only"),
     # Numbers: plain ASCII decimals for every float flag, as for integers (issue 22, 7).
     ("step-ms in Arabic-Indic digits", None, ["simulate", "--cost", "roofline", "--step-ms", "\u0665\u0660"],
      "--step-ms: expected a number in 0.001..3.6e+06 (plain ASCII decimal"),

@@ -169,7 +169,7 @@ def test_refusals_name_the_request_and_both_sizes():
         schedule(reqs, 4, "chunked", token_budget=0)
     with pytest.raises(LimitError, match="reserve_tokens 5 is below the longest output"):
         schedule(reqs, 4, "continuous", MemoryConfig(kv_blocks=99, allocation="contiguous", reserve_tokens=5))
-    with pytest.raises(ValueError, match="policy must be one of static, continuous, chunked"):
+    with pytest.raises(ValueError, match="policy must be one of static, continuous, chunked, sjf, priority"):
         get_policy("fifo")
     assert set(REGISTRY) == {"static", "continuous", "chunked", "sjf", "priority"}
 
@@ -206,7 +206,7 @@ def test_a_named_accelerator_and_model_give_a_pool():
         (["simulate", "--kv-blocks", "1"], "needs 2 blocks of 16 tokens for its prompt and output"),
         (["simulate", "--policy", "chunked"], "--policy chunked needs --token-budget T"),
         (["simulate", "--policy", "chunked", "--token-budget", "2"], "--token-budget 2 is below --slots 4"),
-        (["simulate", "--token-budget", "9"], "--token-budget applies to --policy chunked only"),
+        (["simulate", "--token-budget", "9"], "--token-budget applies to a policy with a token budget (chunked) only"),
         (["simulate", "--kv-blocks", "9", "--reserve-tokens", "5"], "--reserve-tokens applies to --allocation"),
         (
             ["simulate", "--kv-blocks", "99", "--allocation", "contiguous", "--reserve-tokens", "5"],
@@ -274,13 +274,14 @@ def test_a_preset_sizes_the_pool_from_the_accelerator_and_model(capsys):
     assert json.loads(capsys.readouterr().out)["memory"]["kv_blocks"] == 8633
 
 
-def test_compare_offers_no_token_budget(capsys):
-    """`compare` runs static and continuous, and neither takes a budget: the flag is not offered at all."""
+def test_compare_takes_a_budget_only_for_a_budget_policy(capsys):
+    """`compare --token-budget` is refused unless a compared policy has a budget, naming the ones that do."""
     from core.cli import main
 
-    with pytest.raises(SystemExit) as exit_:
-        main(["compare", "--token-budget", "9"])
-    assert exit_.value.code == 2 and "unrecognized arguments: --token-budget" in capsys.readouterr().err
+    assert main(["compare", "--token-budget", "9"]) == 2
+    assert "applies to a policy with a token budget (chunked)" in capsys.readouterr().err
+    assert main(["compare", "--policies", "continuous,chunked", "--token-budget", "64", "--requests", "20"]) == 0
+    assert "chunked drains" in capsys.readouterr().out
 
 
 def test_the_worked_examples_fixture_is_its_requests():

@@ -1,5 +1,7 @@
 """Metrics over a window, checked against counts taken from the timeline itself."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -42,10 +44,10 @@ def test_compare_ratios_on_the_chapter_shape():
     """Continuous beats static on heavy-tailed traffic; ratios are static/continuous drains."""
     reqs = make_requests((0, 1), (0, 1), (0, 1), (0, 20), (0, 1), (0, 1), (0, 1), (0, 20))
     result = compare(simulate(reqs, 4, "static"), simulate(reqs, 4, "continuous"))
-    assert result.static.drain_steps == 40 and result.continuous.drain_steps == 22  # H starts at 2
+    assert result["static"].drain_steps == 40 and result["continuous"].drain_steps == 22  # H starts at 2
     assert result.drain_ratio == pytest.approx(40 / 22)
     assert result.throughput_ratio == pytest.approx(40 / 22)
-    assert result.continuous.padding_share == 0 and result.static.padding_share > 0.4
+    assert result["continuous"].padding_share == 0 and result["static"].padding_share > 0.4
 
 
 def test_compare_rejects_different_traffic():
@@ -123,12 +125,15 @@ def test_cells_count_generating_and_recomputing_as_tokens_and_chunks_as_busy(win
 def test_compare_uses_its_window_for_both_runs_and_names_its_ratios():
     """compare(..., window=6): both metrics over 6 steps; the JSON object holds the three ratios by name."""
     run = _hand_run(FOUR, 2)
-    result = compare(run, run, window=6)
-    assert result.static.window == result.continuous.window == 6
+    result = compare(dataclasses.replace(run, policy="static"), dataclasses.replace(run, policy="continuous"), window=6)
+    assert result["static"].window == result["continuous"].window == 6
     assert result.as_dict()["ratios"] == {"drain": 1.0, "throughput": 1.0, "utilisation": 1.0}
-    assert set(result.as_dict()) == {"static", "continuous", "ratios"}
-    with pytest.raises(ValueError, match=r"^compare needs two runs of the same requests on the same number of slots$"):
+    assert set(result.as_dict()) == {"static", "continuous", "ratios", "ratios_to_baseline"}
+    assert result.as_dict()["ratios_to_baseline"] == {"continuous": result.as_dict()["ratios"]}
+    with pytest.raises(ValueError, match=r"^compare needs runs of the same requests on the same number of slots$"):
         compare(run, _hand_run(FOUR, 3))
+    with pytest.raises(ValueError, match=r"^compare needs runs of different policies$"):
+        compare(run, run)
 
 
 def test_weighted_percentiles_count_each_value_its_weight():

@@ -37,8 +37,8 @@ def test_the_repository_holds_the_notebook_without_outputs():
 def test_the_head_to_head_is_the_cores(printed):
     """The printed head-to-head equals core.compare on the default traffic over the 64-step window."""
     requests = generate(TrafficConfig())
-    result = compare(simulate(requests, 4, "static"), simulate(requests, 4, "continuous"), 64)
-    for name, m in (("static", result.static), ("continuous", result.continuous)):
+    result = compare(simulate(requests, 4, "static"), simulate(requests, 4, "continuous"), window=64)
+    for name, m in (("static", result["static"]), ("continuous", result["continuous"])):
         line = (
             f"HEAD-TO-HEAD {name}: completed {m.completed}/{m.requests}, "
             f"utilisation {m.utilisation:.1%}, average latency {m.avg_latency:.1f} steps"
