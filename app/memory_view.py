@@ -15,10 +15,12 @@ import panel as pn
 import param
 
 from core.chunked_example import ARRIVES_MS, DECODERS, HUGE_PROMPT, huge_prompt_runs, stall_figures
-from core.engine import PADDING, PREFILL, RECOMPUTE, Schedule, Wait, as_run, memory_waits, schedule
+from core.engine import Schedule, as_run, memory_waits, schedule
 from core.memory import MemoryConfig
 from core.memory_example import BLOCK_SIZE, BLOCKS, MIN_BLOCKS, MODES, SLOTS, memory_requests
 from core.run import GENERATING, IDLE, Run
+from core.states import PADDING, PREFILL, RECOMPUTE
+from core.waits import Wait
 
 from . import palette
 from .exercises.common import LazyViewer, query_number, text_pane

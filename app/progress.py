@@ -8,7 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from core import GENERATING, IDLE, PADDING, Run
-from core.run import RECOMPUTE
+from core.states import RECOMPUTE
 from core.timed import TimedRun
 
 from .words import plural

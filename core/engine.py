@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,14 +25,12 @@ import numpy as np
 
 from .cost import StepCost, UnitCost, scalar_pass_ms
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError, check_workload
-from .memory import UNLIMITED, KVPool, MemoryConfig, longest_free_run
+from .memory import UNLIMITED, KVPool, MemoryConfig
 from .policies import Policy, get_policy
 from .request import Request
+from .run import Run
+from .states import GENERATING, IDLE, PADDING, PREFILL, RECOMPUTE
 
-# Cell states: what a slot does in a pass. G and P as today; R: a preempted request's readmission pass (its prompt
-# and earlier tokens recomputed, then its next token); F: a prompt chunk that yields no token yet.
-IDLE, GENERATING, PADDING, RECOMPUTE, PREFILL = 0, 1, 2, 3, 4
-STATE_CHARS = ".GPRF"
 MAX_RECORDED_BLOCKS = 1024
 
 
@@ -694,10 +691,8 @@ class _Engine:
         )
 
 
-def as_run(s: Schedule):
+def as_run(s: Schedule) -> Run:
     """Return a step-clock schedule as the `Run` every view draws: times are steps, cells carry R and F."""
-    from .run import Run
-
     if s.cost != "unit":
         raise ValueError("as_run needs a step-clock schedule (cost None)")
     at = lambda passes: s.pass_start[passes].astype(np.int64) if len(passes) else passes  # noqa: E731
@@ -722,113 +717,8 @@ def as_run(s: Schedule):
     )
 
 
-def as_timed(s: Schedule):
-    """Return a clocked schedule as the `TimedRun` the clock views and timed metrics read."""
-    from .timed import TimedRun
-
-    return TimedRun(
-        s.requests,
-        s.slots,
-        s.policy,
-        s.batch_timeout,
-        s.cost,
-        s.slot,
-        s.start_pass,
-        s.finish_pass,
-        s.release_pass,
-        s.pass_start,
-        s.pass_end,
-        s.pass_rows,
-        s.pass_prefill,
-        s.pass_context,
-        first_pass=s.first_pass,
-        schedule=s,
-    )
-
-
-@dataclass(frozen=True)
-class Wait:
-    """A step at which a request waited for memory while a slot stood empty, and what the pool had."""
-
-    step: int  # on the step clock
-    slot: int  # the lowest empty slot
-    request: int  # the request waiting (the queue's head under continuous batching)
-    needed: int  # blocks it needed (continuous) or one more row of the rectangle (static)
-    free: int  # free blocks
-    longest_run: int  # the longest run of consecutive free blocks
-
-    @property
-    def hole(self) -> bool:
-        """Return whether enough blocks were free, only not in one run (contiguous's holes)."""
-        return self.free >= self.needed > self.longest_run
-
-
-def memory_waits(s: Schedule) -> list[Wait]:
-    """Return every step a request waited for memory with a slot empty (needs `record_pool`; step clock).
-
-    Continuous: from a head's first blocked boundary until it starts, each step with an empty slot. Static: each step
-    of a batch cut short by its rectangle (fewer rows than slots while others waited), per empty slot.
-    """
+def memory_waits(s: Schedule) -> list:
+    """Return every step a request waited for memory with a slot empty (needs `record_pool`; step clock)."""
     if s.pool_maps is None or s.cost != "unit":
         raise ValueError("memory_waits needs a step-clock schedule with record_pool=True")
-    run = as_run(s)
-    at = {int(start): p for p, start in enumerate(s.pass_start.tolist())}
-    seen: dict[int, tuple[int, int]] = {}
-
-    def pool_at(t: int) -> tuple[int, int]:  # free blocks and the longest free run, once per map (a stretch shares one)
-        owners = s.pool_maps[at[t]]
-        key = id(owners)  # the maps are alive in s.pool_maps, so an id names one map
-        if key not in seen:
-            seen[key] = (sum(1 for o in owners if o < 0), longest_free_run(owners))
-        return seen[key]
-
-    if get_policy(s.policy).forms_batches:
-        return _static_waits(s, run, pool_at)
-    idle = run.grid(run.drain) == IDLE
-    lowest_idle = idle.argmax(axis=0).tolist()  # the lowest empty slot at each step (where there is one)
-    any_idle = idle.any(axis=0).tolist()
-    starts: dict[int, list[int]] = {}  # request -> the steps its cells begin, in order
-    for i, _, lo, _, _ in run.cells.tolist() if run.cells is not None else []:
-        starts.setdefault(i, []).append(lo)
-    for begun in starts.values():
-        begun.sort()
-    latest: dict[int, Wait] = {}  # one request per step: a later head (after a preemption put another in front) wins
-    blocked = sorted((int(s.pass_start[e.step]), e.request, e.tokens) for e in s.events if e.kind == "blocked")
-    for t0, request, needed in blocked:
-        begun = starts.get(request, [])
-        k = bisect_left(begun, t0)
-        t1 = begun[k] if k < len(begun) else run.drain  # it waits until its next cell begins
-        for t in range(t0, t1):
-            if any_idle[t] and t in at:
-                latest[t] = Wait(t, lowest_idle[t], request, needed, *pool_at(t))
-    return [latest[t] for t in sorted(latest)]
-
-
-def _static_waits(s: Schedule, run, pool_at) -> list[Wait]:
-    """Static: each step of a batch that formed with fewer rows than slots while requests waited, per empty slot."""
-    n = len(s.requests)
-    start, arrival, release = run.start.tolist(), run.arrival.tolist(), run.release.tolist()
-    prompt = [max(1, r.prompt_tokens) for r in s.requests]
-    reserve = s.memory.reserve_tokens or max((r.output_tokens for r in s.requests), default=1)
-    batches: dict[int, list[int]] = {}  # batch start -> its members, in request order
-    for i in range(n):
-        batches.setdefault(start[i], []).append(i)
-    by_arrival = sorted(range(n), key=arrival.__getitem__)
-    waiting: list[int] = []  # a heap of request indices that have arrived, some since started (dropped lazily)
-    nxt, out = 0, []
-    for t0 in sorted(batches):
-        while nxt < n and arrival[by_arrival[nxt]] <= t0:
-            heapq.heappush(waiting, by_arrival[nxt])
-            nxt += 1
-        while waiting and start[waiting[0]] <= t0:  # started by t0: never waiting again
-            heapq.heappop(waiting)
-        members = batches[t0]
-        if len(members) == s.slots or not waiting:
-            continue
-        head = waiting[0]  # the lowest-numbered request waiting at t0
-        row = s.memory.blocks_for(max(prompt[i] for i in members + [head]) + reserve)
-        for t in range(t0, max(release[i] for i in members)):
-            free, longest = pool_at(t)
-            for slot in range(len(members), s.slots):
-                out.append(Wait(t, slot, head, row, free, longest))
-    return out
+    return as_run(s).memory_waits

@@ -6,6 +6,7 @@ import json
 
 from .losses import Losses, losses
 from .metrics import Comparison, Metrics
+from .policies import get_policy
 from .run import Run
 from .sweep import CostModel, SweepPoint
 
@@ -40,6 +41,7 @@ def run_json(run: Run, metrics: Metrics, window: int | None) -> dict:
                 "id": r.id,
                 "arrival": r.arrival,
                 "output_tokens": r.output_tokens,
+                "priority": r.priority,
                 "start": start if started else None,
                 "finish": finish if window is None or finish <= window else None,
                 "slot": int(run.slot[i]) if started else None,
@@ -47,6 +49,7 @@ def run_json(run: Run, metrics: Metrics, window: int | None) -> dict:
         )
     doc = {
         "policy": run.policy,
+        "policy_traits": get_policy(run.policy).traits(),
         "slots": run.slots,
         "batch_timeout": run.batch_timeout,
         "requests": rows,

@@ -8,11 +8,13 @@ from functools import cached_property
 import numpy as np
 
 from .limits import check_cells
+from .policies import Policy, get_policy
 from .request import Request
+from .states import GENERATING, IDLE, PADDING, PREFILL, RECOMPUTE, STATE_CHARS
+from .waits import memory_waits
 
-IDLE, GENERATING, PADDING, RECOMPUTE, PREFILL = 0, 1, 2, 3, 4
-STATE_CHARS = ".GPRF"  # R: a preempted request's readmission pass; F: a prompt chunk that yields no token yet
-POLICIES = ("static", "continuous")
+__all__ = ["GENERATING", "IDLE", "PADDING", "PREFILL", "RECOMPUTE", "STATE_CHARS", "Decision", "Run"]
+
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,11 @@ class Run:
     # a request's steps are not one interval (preempted, or prefilled in chunks); its memory events; its schedule.
     cells: np.ndarray | None = None
     schedule: object = None
+
+    @property
+    def rules(self) -> Policy:
+        """Return the registered policy that made this run (its traits and rules)."""
+        return get_policy(self.policy)
 
     @property
     def drain(self) -> int:
@@ -149,18 +156,16 @@ class Run:
 
     @cached_property
     def memory_waits(self) -> list:
-        """Return the engine's waits for memory (core.engine.memory_waits) on a recorded pool, else none."""
+        """Return the engine's waits for memory (core.waits) on a recorded pool, else none."""
         s = self.schedule
         if s is None or getattr(s, "pool_maps", None) is None or s.cost != "unit":
             return []
-        from .engine import memory_waits  # the engine builds Runs: imported here, not at the top
-
-        return memory_waits(s)
+        return memory_waits(s, self)
 
     def _memory_waits(self) -> list[Decision]:
         """Return one decision per step a request waited for memory while a slot stood empty (limited pools)."""
         waits = self.memory_waits
-        if self.policy == "static":  # said once, when a batch formed short: one more row did not fit the pool
+        if self.rules.forms_batches:  # said once, when a batch formed short: one more row did not fit the pool
             starts = set(self.start.tolist())
             empty: dict[int, list] = {}
             for w in waits:

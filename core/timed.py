@@ -16,7 +16,9 @@ from typing import Protocol
 import numpy as np
 
 from .cost import StepCost, scalar_pass_ms
+from .engine import Schedule, schedule
 from .limits import MAX_SLOTS, check_workload
+from .memory import UNLIMITED
 from .metrics import weighted_percentiles
 from .policies import REGISTRY, Policy, get_policy
 from .request import Request
@@ -163,8 +165,6 @@ def simulate_timed(
     """
     pol = get_policy(policy)
     if (memory is not None and not memory.unlimited) or pol.fast_timed is None or token_budget is not None:
-        from .engine import UNLIMITED, as_timed, schedule
-
         return as_timed(schedule(requests, slots, pol, memory or UNLIMITED, cost, batch_timeout_ms, token_budget))
     return schedule_timed(requests, slots, pol, CostRunner(cost), batch_timeout_ms, cost.name)
 
@@ -265,4 +265,26 @@ def timed_metrics(run: TimedRun) -> TimedMetrics:
         ttft_ms=_summary(run.first_token_ms - run.arrival_ms),
         itl_ms=_summary(run.pass_ms, later_tokens),
         e2e_ms=_summary(run.finish_ms - run.arrival_ms),
+    )
+
+
+def as_timed(s: Schedule) -> TimedRun:
+    """Return a clocked schedule as the `TimedRun` the clock views and timed metrics read."""
+    return TimedRun(
+        s.requests,
+        s.slots,
+        s.policy,
+        s.batch_timeout,
+        s.cost,
+        s.slot,
+        s.start_pass,
+        s.finish_pass,
+        s.release_pass,
+        s.pass_start,
+        s.pass_end,
+        s.pass_rows,
+        s.pass_prefill,
+        s.pass_context,
+        first_pass=s.first_pass,
+        schedule=s,
     )

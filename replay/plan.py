@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.engine import GENERATING, PREFILL, RECOMPUTE, Schedule
+from core.engine import Schedule
+from core.states import GENERATING, PREFILL, RECOMPUTE
 
 
 @dataclass(frozen=True)

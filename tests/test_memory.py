@@ -296,7 +296,7 @@ def test_the_worked_examples_fixture_is_its_requests():
 
 def _memory_waits_reference(s):
     """memory_waits written plainly: every step of every wait scanned, the grid and the pool map read cell by cell."""
-    from core.engine import Wait
+    from core.waits import Wait
 
     run = as_run(s)
     grid = run.grid(run.drain)
@@ -409,7 +409,7 @@ def test_token_blocks_are_each_cells_tokens_pass_by_pass(reqs, slots, policy, al
     """The blocks that hold tokens, summed cell by cell and pass by pass: prompt, tokens so far, plus one."""
     memory = _pool_for(reqs, allocation, extra, block_size)
     s = schedule(reqs, slots, policy, memory, token_budget=slots + 1 if policy == "chunked" else None)
-    from core.engine import GENERATING, PADDING, RECOMPUTE
+    from core.states import GENERATING, PADDING, RECOMPUTE
 
     expected = [0] * s.passes
     cells = s.cells.tolist()

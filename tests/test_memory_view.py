@@ -5,9 +5,10 @@ import re
 import pytest
 
 from app.memory_view import MAX_BLOCKS, MIN_BLOCKS, MemoryView, events_text, lesson_html, mode_html, runs_for
-from core.engine import PREFILL, as_run, memory_waits, schedule
+from core.engine import as_run, memory_waits, schedule
 from core.memory import MemoryConfig
 from core.memory_example import BLOCK_SIZE, SLOTS, memory_requests
+from core.states import PREFILL
 
 
 def _core(blocks: int) -> dict:
