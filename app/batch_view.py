@@ -222,8 +222,8 @@ class BatchView(pn.viewable.Viewer):
             "continuous": continuous_html(s.runs["continuous"], ragged) + build_batch_at(ragged.batch, t),
             "static": static_html(s.runs["static"], static_step(s.runs["static"], t)),
         }
-        first, second = (s.mode, "static" if s.mode == "continuous" else "continuous")
-        return f'<div class="bv-batches" data-batch-step="{t}">{parts[first]}{parts[second]}</div>'
+        order = [s.mode, *(p for p in parts if p != s.mode)]  # the mode shown first
+        return f'<div class="bv-batches" data-batch-step="{t}">{"".join(parts[p] for p in order)}</div>'
 
     def _refresh(self, *_events) -> None:
         self.div.text = self.html()

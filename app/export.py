@@ -28,6 +28,7 @@ from core.chapter_traffic import SLOTS as CHAPTER_SLOTS
 from core.chapter_traffic import chapter_traffic
 from core.limits import check_writable
 from core.losses import losses
+from core.policies import get_policy
 
 from . import chapter, palette, story
 from .export_exercises import knee_section, spread_section, temperature_section
@@ -37,7 +38,7 @@ from .quiz import questions_data
 from .style import CSS
 from .views import _h2h_table, _latency, h2h_rows
 from .widget import RENDERER_JS
-from .widget_data import renderer_config
+from .widget_data import policy_fields, renderer_config
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 GLUE_JS = ASSETS / "export_glue.js"
@@ -171,7 +172,7 @@ def precompute_fixed(requests, window: int, timeout: int = 0, generator: bool = 
     """Return one fixed traffic's runs for every (mode, slots), static with `timeout`, and their head-to-head cells."""
     runs, h2h = {mode: [] for mode in MODES}, []
     for slots in SLOTS:
-        pair = {mode: simulate(requests, slots, mode, timeout if mode == "static" else 0) for mode in MODES}
+        pair = {mode: simulate(requests, slots, mode, timeout if get_policy(mode).has_timeout else 0) for mode in MODES}
         for mode in MODES:
             runs[mode].append(_flat(pair[mode]))
         h2h.append(h2h_cells(pair["static"], pair["continuous"], window))
@@ -324,6 +325,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
             "groups": H2H_GROUPS,
             "colours": {"static": palette.STATIC_COLOR, "continuous": palette.CONTINUOUS_COLOR},
         },
+        "policies": {mode: policy_fields(mode, "paged") for mode in MODES},  # what the renderer reads, not names
         "lessons": {key: values for key, (_label, values) in story.LESSONS.items()},
         "lesson_slots": story.LESSON_SLOTS,
         "generator_defaults": {"lengths": config.lengths, "arrival_window": config.arrival_window},

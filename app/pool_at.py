@@ -51,7 +51,7 @@ def pool_words(owners, longest: bool) -> str:
 
 
 def _key(run: Run) -> str:
-    return "static" if run.policy == "static" else run.schedule.memory.allocation
+    return "static" if run.rules.forms_batches else run.schedule.memory.allocation  # a batch reserves whole rows
 
 
 def pool_html(run: Run, owners: list[tuple[int, ...]] | None, step: int) -> str:

@@ -38,7 +38,7 @@ def stats_html(completed: int, total: int, useful: int, utilisation: float, avg_
 
 def kv_html(run: Run, t: int, pool: int | None, held: int, peak: int, preemptions: int) -> str:
     """Return the KV line at step t: blocks held (static: reserved) of the pool, the peak so far, preemptions."""
-    reserves = run.policy == "static" or run.schedule.memory.allocation == "contiguous"  # room for the longest
+    reserves = run.rules.reserves_whole_life(run.schedule.memory.allocation)  # room for the longest
     verb = "reserved" if reserves else "held"
     of, size = (f" of {pool}" if pool else ""), run.schedule.memory.block_size
     tail = f'; <b data-kv="preemptions">{preemptions}</b> {"preemption" if preemptions == 1 else "preemptions"} so far'

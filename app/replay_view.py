@@ -342,18 +342,18 @@ class ReplayView(pn.viewable.Viewer):
         decode = continuous.run.pass_prefill == 0
         rows, ms = continuous.run.pass_rows[decode], continuous.run.pass_ms[decode]
         self.measurements.step_ms_by_batch = {int(b): float(ms[rows == b].mean()) for b in set(rows.tolist())}
-        head = "".join(f"<th>{p} predicted</th><th>measured</th><th>error</th>" for p in ("static", "continuous"))
+        head = "".join(f"<th>{p} predicted</th><th>measured</th><th>error</th>" for p in doc["policies"])
         body = []
         for name, _ in FIGURES:
             cells = []
-            for policy in ("static", "continuous"):
+            for policy in doc["policies"]:
                 f = doc["policies"][policy]["figures"][name]
                 cells.append(
                     f"<td>{f['predicted']:,.1f}</td><td data-measured>{f['measured']:,.1f}</td>"
                     f'<td data-error="{policy}">{format_error(f["error"])}</td>'
                 )
             body.append(f'<tr data-figure="{html.escape(name)}"><th>{html.escape(name)}</th>{"".join(cells)}</tr>')
-        overhead = ", ".join(f"{p} {doc['policies'][p]['overhead_share']:.1%}" for p in ("static", "continuous"))
+        overhead = ", ".join(f"{p} {doc['policies'][p]['overhead_share']:.1%}" for p in doc["policies"])
         text = (
             f'<div class="bv-replay">Model <b>{doc["model"]}</b> on <b data-replay="device">{doc["device"]}</b>, '
             f"in real time: requests arrived on the wall clock (one arrival step = {result['step_ms']:g} ms, a full "

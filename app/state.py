@@ -12,6 +12,7 @@ from core.engine import MAX_RECORDED_BLOCKS, as_run, schedule, smallest_pool
 from core.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from core.memory import ALLOCATIONS, MemoryConfig
 from core.metrics import Comparison, compare
+from core.policies import get_policy
 from core.step_batch import BLOCK_SIZE as STEP_BLOCK_SIZE
 from core.timed import TimedRun, simulate_timed
 from core.traffic import LENGTH_KINDS
@@ -77,7 +78,7 @@ def shared_runs(
                 slots,
                 policy,
                 memory,
-                batch_timeout=timeout if policy == "static" else 0,
+                batch_timeout=timeout if get_policy(policy).has_timeout else 0,
                 record_pool=bool(kv_blocks),
             )
         )
@@ -220,11 +221,6 @@ class SimState(param.Parameterized):
     def run(self) -> Run:
         """Return the run of the mode shown."""
         return self.runs[self.mode]
-
-    @property
-    def other_run(self) -> Run:
-        """Return the run of the mode not shown (drawn beneath it when `both` is on)."""
-        return self.runs["continuous" if self.mode == "static" else "static"]
 
     def timed_runs(self) -> tuple[TimedRun, TimedRun]:
         """Return (static, continuous) on a clock under the chosen preset, on the traffic shown."""

@@ -8,6 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from core import Run
+from core.policies import get_policy
 from core.timed import TimedRun
 
 from .words import plural
@@ -129,6 +130,19 @@ LOOPS_MEMORY = {  # keyed by policy, and "contiguous" for continuous batching's 
 }
 
 
+def loop_key(policy: str, allocation: str | None = None) -> str:
+    """Return the loop a policy follows, from its traits: a batch's, or between passes (reserving: no growth).
+
+    `allocation` None: the loop without memory's lines.
+    """
+    rules = get_policy(policy)
+    if rules.forms_batches:
+        return "static"
+    if allocation is not None and rules.reserves_whole_life(allocation):
+        return "contiguous"
+    return "continuous"
+
+
 def _verb(subjects: list, verb: str) -> str:
     return verb + "s" if len(subjects) == 1 else verb
 
@@ -148,7 +162,7 @@ def _loop_html(
     that is not its request's `last` ended in a preemption, and the loop says so when it has a preempt line;
     `waiting` names the requests that waited for memory at t (the admit line says so).
     """
-    lines = LOOPS[run.policy] if lines is None else lines
+    lines = LOOPS[loop_key(run.policy)] if lines is None else lines
     who = np.arange(len(start)) if who is None else who
     last = np.ones(len(start), dtype=bool) if last is None else last
     leaving = release == t
@@ -196,10 +210,9 @@ def loop_texts(run: Run, window: int, limited: bool = False) -> tuple[str, ...]:
     who, start, finish, release = stays[:, 0], stays[:, 2], stays[:, 3], stays[:, 4]
     last = np.append(who[1:] != who[:-1], True) if len(who) else np.ones(0, dtype=bool)  # stays run by request
     if not limited:
-        lines, waits = LOOPS[run.policy], {}
+        lines, waits = LOOPS[loop_key(run.policy)], {}
     else:
-        contiguous = run.policy == "continuous" and run.schedule.memory.allocation == "contiguous"
-        lines, waits = LOOPS_MEMORY["contiguous" if contiguous else run.policy], {}
+        lines, waits = LOOPS_MEMORY[loop_key(run.policy, run.schedule.memory.allocation)], {}
         for d in run.log:
             if d.kind == "wait":
                 waits.setdefault(d.step, []).append(d.request)

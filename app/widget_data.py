@@ -8,6 +8,7 @@ from functools import lru_cache
 
 from core import Request, Run, TrafficConfig, compute_metrics
 from core.losses import losses
+from core.policies import get_policy
 from core.timed import TimedRun, timed_metrics
 
 from . import palette
@@ -15,7 +16,7 @@ from .batch_data import batch_config
 from .plots import MIN_LABEL_CELLS
 from .pool_at import owners_by_step
 from .state import RUN_CACHE_SIZE, shared_runs, shared_timed_runs
-from .story import LOOPS, LOOPS_MEMORY
+from .story import LOOPS, LOOPS_MEMORY, loop_key
 
 POLICIES = ("static", "continuous")
 AHEAD_MAX_REQUESTS = 64  # neighbours are sent ahead only for traffic this small (each costs two runs)
@@ -47,6 +48,20 @@ class ViewKey:
 LOG_KINDS = ("finish", "release", "preempt", "admit", "wait")  # the renderer's kind numbers (assets/renderer.js)
 
 
+def policy_fields(policy: str, allocation: str) -> dict:
+    """Return what the renderer reads about a run's policy instead of its name.
+
+    Its traits, whether a request reserves its whole life, and the keys of its loop's lines (without memory, with).
+    """
+    return {
+        "policy": policy,
+        "traits": get_policy(policy).traits(),
+        "reserves": get_policy(policy).reserves_whole_life(allocation),
+        "loop": loop_key(policy),
+        "loop_memory": loop_key(policy, allocation),
+    }
+
+
 def run_arrays(run: Run, limited: bool = False) -> dict:
     """Return a run as the renderer reads it: per-request start, finish, slot, release (it derives the log).
 
@@ -54,8 +69,9 @@ def run_arrays(run: Run, limited: bool = False) -> dict:
     drawn cells and stays; on a `limited` pool, memory's decisions (as numbers: the renderer writes the words) and
     each slot-step a request waited for memory.
     """
+    allocation = run.schedule.memory.allocation if run.schedule is not None else "paged"
     out = {
-        "policy": run.policy,
+        **policy_fields(run.policy, allocation),
         "slots": run.slots,
         "drain": run.drain,
         "start": run.start.tolist(),

@@ -47,7 +47,7 @@ function _bCells(lo, hi, max) {
 class _bWalker {
   constructor(view, cfg) {
     const r = view.runs.continuous, n = r.start.length;
-    if (r.policy !== "continuous") throw new Error(`the batch walker needs a continuous run, got ${r.policy}`);
+    if (r.traits.forms_batches) throw new Error(`the batch walker needs a run admitted between passes, got ${r.policy}`);
     this.view = view;
     this.run = r;
     this.cfg = cfg;
@@ -279,13 +279,13 @@ export function batchHtml(view, config, mode, t) {
   if (!w) _bWalkers.set(view.runs.continuous, (w = new _bWalker(view, cfg)));
   if (w.last?.step !== step) w.last = { step, html: _bContinuous(view, w.at(step), step) };
   const parts = { continuous: w.last.html, static: _bStatic(view, cfg, step) };
-  const [a, b] = mode === "continuous" ? ["continuous", "static"] : ["static", "continuous"];
-  return `<div class="bv-batches" data-batch-step="${step}">${parts[a]}${parts[b]}</div>`;
+  const order = [mode, ...Object.keys(parts).filter((p) => p !== mode)];  // the mode shown first
+  return `<div class="bv-batches" data-batch-step="${step}">${order.map((p) => parts[p]).join("")}</div>`;
 }
 
 // app/pool_at.py's pool_html: on a limited pool, each block's owner at the cursor, for one mode.
 function _bPool(view, cfg, r, step) {
-  const key = r.policy === "static" ? "static" : view.allocation, pool = view.pool;
+  const key = r.traits.forms_batches ? "static" : view.allocation, pool = view.pool;  // a batch reserves rows
   const head = `<div class="bv-batch-title">${cfg.pool.titles[key]}: the KV pool at step ${step}</div>`;
   if (!r.pool_at) return `<section class="bv-batch" data-kvpool="${key}">${head}${cfg.pool.too_big}</section>`;
   const at = step < r.drain ? r.pool_at.slice(step * pool, (step + 1) * pool) : new Array(pool).fill(-1);

@@ -24,7 +24,7 @@ function viewOf(name, slots, seed) {
     const flat = generated ? t.runs[policy][slots - 1][seed] : t.runs[policy][slots - 1];
     const finish = flat.slice(n, 2 * n);
     runs[policy] = {
-      policy, slots, drain: n ? Math.max(...finish) : 0, start: flat.slice(0, n), finish,
+      ...D.policies[policy], slots, drain: n ? Math.max(...finish) : 0, start: flat.slice(0, n), finish,
       slot: flat.slice(2 * n, 3 * n), release: flat.slice(3 * n, 4 * n),
     };
   }

@@ -123,8 +123,7 @@ export function kvHtml(view, r, t) {
   for (let s = 0; s <= Math.min(t, r.kv.length - 1); s++) peak = Math.max(peak, r.kv[s]);
   const log = (r.log ??= deriveLog(r));
   for (let k = 0; k < log.length; k += 8) if (log[k + 1] === 2 && log[k] <= t) preemptions++;
-  const reserves = r.policy === "static" || view.allocation === "contiguous";  // room for the longest answer
-  const verb = reserves ? "reserved" : "held", pool = view.pool;
+  const verb = r.reserves ? "reserved" : "held", pool = view.pool;  // reserved: room for the longest answer
   const tail = pool ? `; <b data-kv="preemptions">${preemptions}</b> ` +
     `${preemptions === 1 ? "preemption" : "preemptions"} so far` : " (unlimited pool)";
   return `<span class="bv-kv">KV cache at step ${t}: <b data-kv="held">${held}</b>${pool ? ` of ${pool}` : ""} ` +
@@ -192,8 +191,8 @@ export function loopHtml(view, loops, policy, t) {
   const col = (k) => stays.map((s) => s[k]);
   const last = stays.map((s, k) => k + 1 === stays.length || stays[k + 1][0] !== s[0]);  // else: preempted
   const memory = view.pool && loops.memory;
-  const key = policy === "continuous" && view.allocation === "contiguous" ? "contiguous" : policy;
-  const lines = memory ? loops.memory[key] : loops[policy];
+  const r = view.runs[policy];
+  const lines = memory ? loops.memory[r.loop_memory] : loops[r.loop];  // the keys come with the run, from traits
   const waiting = [], log = memory ? (view.runs[policy].log ??= deriveLog(view.runs[policy])) : [];
   for (let k = 0; k < log.length; k += 8) if (log[k] === t && log[k + 1] === 4) waiting.push(log[k + 2]);
   return loopAt(view.ids, lines, policy, col(2), col(3), col(4), t, t,
@@ -568,8 +567,7 @@ export class Timeline {
     g.fillText("KV", MARGIN.left - 6, top + KV.bars / 2);
     g.textAlign = "left";
     g.textBaseline = "top";
-    const verb = r.policy === "static" ? "reserved (whole rows)" : view.allocation === "contiguous" ?
-      "reserved (one run each)" : "held";
+    const verb = r.traits.forms_batches ? "reserved (whole rows)" : r.reserves ? "reserved (one run each)" : "held";
     const of = view.pool ? `, of a pool of ${view.pool}` +
       (view.pool_asked && view.pool_asked < view.pool ? ` (raised from ${view.pool_asked}: the least this traffic fits)` : "")
       : ` (unlimited pool; full height ${scale})`;
@@ -689,7 +687,7 @@ export function mountWidget(root, host) {
     tip.hidden = false;
   }
 
-  const other = () => (w.settings.mode === "static" ? "continuous" : "static");
+  const other = () => Object.keys(w.view.runs).find((p) => p !== w.settings.mode);  // the run drawn beneath
   const cursorX = (t) => (w.view.clock === "ms" ? (w.view.times ??= clockTimes(w.view.end_ms, w.view.window))[t] :
     t + 1);
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .metrics import compute_metrics
+from .policies import CHAPTER_PAIR
 from .schedule import simulate
 from .traffic import TrafficConfig, generate
 
@@ -41,7 +42,7 @@ def default_shape(config: TrafficConfig | None = None, seeds=SEEDS) -> DefaultSh
     cont, stat, fewer, lower = [], [], 0, 0
     for seed in seeds:
         requests = generate(replace(config, seed=seed))
-        s, c = (compute_metrics(simulate(requests, SLOTS, policy), WINDOW) for policy in ("static", "continuous"))
+        s, c = (compute_metrics(simulate(requests, SLOTS, policy), WINDOW) for policy in CHAPTER_PAIR)
         cont.append(c.utilisation)
         stat.append(s.utilisation)
         fewer += s.completed < c.completed

@@ -212,6 +212,7 @@ class Priority(Policy):
 
 
 REGISTRY: dict[str, Policy] = {}
+CHAPTER_PAIR = ("static", "continuous")  # the two policies the chapter's lessons compare, in the order it shows them
 
 
 def register(policy: Policy) -> Policy:

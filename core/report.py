@@ -97,7 +97,7 @@ def memory_text(run: Run) -> str:
     s = run.schedule
     m = s.memory_metrics()
     pool = "unlimited" if s.memory.unlimited else f"{s.memory.kv_blocks:,} blocks of {s.memory.block_size} tokens"
-    how = "dense rectangles" if s.policy == "static" else s.memory.allocation  # a static row reserves its width
+    how = "dense rectangles" if get_policy(s.policy).forms_batches else s.memory.allocation  # a batch row: its width
     line = f"memory: {pool}, {how}; peak {m['peak_blocks']:,} blocks"
     if "kv_utilisation" in m:
         line += f", KV use {m['kv_utilisation']:.0%} of the pool"

@@ -72,8 +72,8 @@ class ContinuousBatches:
     """
 
     def __init__(self, run: Run, block_size: int = BLOCK_SIZE):
-        if run.policy != "continuous":
-            raise ValueError(f"ContinuousBatches needs a continuous run, got {run.policy!r}")
+        if run.rules.forms_batches or run.cells is not None:
+            raise ValueError(f"ContinuousBatches needs a run admitted between passes, one stay each: {run.policy!r}")
         self.run, self.block_size = run, block_size
         self._starting: dict[int, list[int]] = defaultdict(list)
         for i, t in enumerate(run.start.tolist()):
@@ -137,8 +137,8 @@ class ContinuousBatches:
 
 def static_step(run: Run, step: int) -> StaticStep:
     """Return the padded rectangle static batching computes at `step` (empty when no batch is running)."""
-    if run.policy != "static":
-        raise ValueError(f"static_step needs a static run, got {run.policy!r}")
+    if not run.rules.forms_batches:
+        raise ValueError(f"static_step needs a run of batches, got {run.policy!r}")
     members = np.flatnonzero((run.start <= step) & (step < run.release))
     members = members[np.argsort(run.slot[members], kind="stable")].tolist()
     if not members:

@@ -19,6 +19,7 @@ from core.cli_args import (
 )
 from core.cli_memory import add_token_budget_arg, token_budget
 from core.limits import show_name
+from core.policies import CHAPTER_PAIR, REGISTRY, get_policy
 
 ENABLE = "the replay needs torch: pip install torch==2.13.0 (the CPU build) then pip install -e '.[replay]'"
 PRESET_NAMES = ("tiny", "small", "gpt2")
@@ -100,8 +101,9 @@ def run_replay(args: argparse.Namespace) -> str:
     for flag in ("profile", "static_profile"):
         if getattr(args, flag) is not None and not args.online:
             raise UsageError(f"--{flag.replace('_', '-')} applies to --online only")
-    if args.online and args.policy != "continuous":
-        raise UsageError("--online replays static and continuous only: --policy chunked runs offline")
+    if args.online and get_policy(args.policy).fast_timed is None:
+        followed = ", ".join(name for name, p in REGISTRY.items() if p.fast_timed is not None)
+        raise UsageError(f"--online replays {followed} (on the wall clock) only: --policy {args.policy} runs offline")
     budget = token_budget(args, args.policy, args.slots)  # refused before the traffic is read or the model built
     requests = load_requests(args)
     given = _given_profiles(args)  # read and checked before the model is built
@@ -143,9 +145,9 @@ def _run_online(args: argparse.Namespace, engine, requests, given: dict, show: b
         bar = _progress("calibrate", show)
         costs = profiles(args.model, args.device, args.slots, on_point=lambda done, total: bar(done - 1, total))
     results = {}
-    for policy in ("static", "continuous"):
+    for policy in CHAPTER_PAIR:
         bar = _progress(policy, show)
-        timeout_ms = batch_timeout(args) * step_ms(args) if policy == "static" else 0.0
+        timeout_ms = batch_timeout(args) * step_ms(args) if get_policy(policy).has_timeout else 0.0
         on_pass = (lambda done, total, bar=bar: bar(done - 1, total)) if show else None
         results[policy] = replay_online(engine, timed, args.slots, policy, timeout_ms, on_pass=on_pass)
     doc = online_summary(results, costs)

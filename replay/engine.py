@@ -20,6 +20,7 @@ from core.engine import Schedule, as_run, schedule
 from core.kv_blocks import BlockAllocator
 from core.limits import LimitError, check_steps
 from core.memory import UNLIMITED, KVPool, MemoryConfig
+from core.policies import get_policy
 from core.ragged import build_batch
 from core.sampling import SamplingParams
 from core.sequence import Sequence as Seq
@@ -164,14 +165,15 @@ class Engine:
         gives them.
         """
         memory = UNLIMITED if memory is None else memory
-        if token_budget is not None and policy != "chunked":
-            raise ValueError(f"token_budget applies to the chunked policy only, not {policy}")
-        if not memory.unlimited and (policy == "static" or memory.block_size != BLOCK_SIZE):
+        pol = get_policy(policy)
+        if token_budget is not None and not pol.has_token_budget:
+            raise ValueError(f"token_budget applies to a policy with a token budget, not {policy}")
+        if not memory.unlimited and (pol.forms_batches or memory.block_size != BLOCK_SIZE):
             raise ValueError(
                 "the replay follows a limited pool under continuous or chunked batching on a paged cache of "
                 f"{BLOCK_SIZE}-token blocks; got {policy}, {memory.block_size}-token blocks"
             )
-        planned = policy == "chunked" or not memory.unlimited
+        planned = pol.has_token_budget or not memory.unlimited
         if planned:  # the core refuses a bad budget before the model is touched
             plan = schedule(
                 list(requests), slots, policy, memory, batch_timeout=batch_timeout, token_budget=token_budget
@@ -183,7 +185,7 @@ class Engine:
         if planned:
             step = lambda run, seqs, generators, result: self._plan_steps(plan, run, seqs, generators, result)  # noqa: E731
         else:
-            step = self._continuous_steps if policy == "continuous" else self._static_steps
+            step = self._static_steps if pol.forms_batches else self._continuous_steps
         drain = run.drain
         result = ReplayResult(
             run=run,

@@ -21,6 +21,7 @@ import torch
 from core import generate
 from core.cli import COMPARE_TRAFFIC
 from core.kv_blocks import BlockAllocator
+from core.policies import CHAPTER_PAIR
 from core.ragged import build_batch
 from core.sequence import Sequence
 from core.traces import TraceOptions, load_trace
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     elif not args.quick:
         lines.append("Azure conv trace: not found under ../shared/traces or shared/traces; skipped")
     for name, workload in workloads:
-        results = {policy: replay_online(engine, workload, args.slots, policy) for policy in ("static", "continuous")}
+        results = {policy: replay_online(engine, workload, args.slots, policy) for policy in CHAPTER_PAIR}
         lines += ["", online_text(online_summary(results, costs), name)]
         print(lines[-1], flush=True)
     print(f"\n== gpu-check summary ({time.perf_counter() - began:.0f} s)\n" + "\n".join(lines))

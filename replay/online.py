@@ -16,6 +16,7 @@ import numpy as np
 
 from core import Request
 from core.cost import StepCost
+from core.policies import CHAPTER_PAIR
 from core.timed import TimedRun, schedule_timed, simulate_timed, timed_metrics
 
 from . import Cancelled
@@ -188,8 +189,8 @@ def online_summary(results: dict[str, OnlineResult], costs: StepCost | dict[str,
         requests=len(first.run.requests),
         cost=_cost_words(costs),
     )
-    if {"static", "continuous"} <= set(results):
-        tps = {p: doc["policies"][p]["figures"]["tokens/s"] for p in ("static", "continuous")}
+    if set(CHAPTER_PAIR) <= set(results):
+        tps = {p: doc["policies"][p]["figures"]["tokens/s"] for p in CHAPTER_PAIR}
         doc["measured_speedup"] = tps["continuous"]["measured"] / tps["static"]["measured"]
         doc["predicted_speedup"] = tps["continuous"]["predicted"] / tps["static"]["predicted"]
     return doc

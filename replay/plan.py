@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.engine import Schedule
+from core.policies import get_policy
 from core.states import GENERATING, PREFILL, RECOMPUTE
 
 
@@ -46,7 +47,7 @@ class PassPlan:
 
 def pass_plans(s: Schedule) -> list[PassPlan]:
     """Return every pass of a step-clock continuous or chunked Schedule: its admissions, decoders and chunks."""
-    if s.cost != "unit" or s.policy == "static":
+    if s.cost != "unit" or get_policy(s.policy).forms_batches:
         raise ValueError(f"pass_plans reads a step-clock continuous or chunked schedule, got {s.policy} on {s.cost}")
     n, passes = len(s.requests), s.passes
     prompt = [max(1, r.prompt_tokens) for r in s.requests]

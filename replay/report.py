@@ -95,7 +95,7 @@ def summary_text(doc: dict, workload: str) -> str:
         f"simulator's prediction (tokens/step):             {doc['predicted_speedup']:.2f}x",
         "step time by batch size (rows computed), mean ms:",
     ]
-    for policy in ("static", other):
+    for policy in doc["step_ms_by_batch"]:
         by_batch = doc["step_ms_by_batch"][policy]
         lines.append(f"  {policy:<11}" + ", ".join(f"{b}: {ms:.2f}" for b, ms in sorted(by_batch.items())))
     return "\n".join(lines)

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from core.kv_blocks import BlockAllocator
+from core.policies import get_policy
 from core.sequence import Sequence
 
 from .attention import PagedKVCache
@@ -105,7 +106,7 @@ def median_ms(engine: Engine, prepare: Callable[[], Callable[[], object]], repea
 def warm_up(engine: Engine, policy: str, slots: int) -> None:
     """Run a few untimed passes of the policy's path (a fresh engine's first passes run cold, and slow)."""
     rows = min(slots, 8)
-    if policy == "continuous":
+    if not get_policy(policy).forms_batches:
         time_pass(engine, rows, 64, rows * 128, repeats=2)
     else:
         time_dense_pass(engine, 0, rows * 64, 0, rows, repeats=2)

@@ -1,0 +1,267 @@
+"""A policy is one object: a toy policy runs end to end from this file alone; every policy equals the oracle."""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core import Request, compare, simulate
+from core.cost import UnitCost
+from core.engine import as_run, schedule
+from core.memory import MemoryConfig
+from core.policies import REGISTRY, Policy, get_policy, register, unregister
+from core.reference import simulate_memory_per_step
+from core.timed import simulate_timed
+from core.traffic import TrafficConfig, generate
+
+ROOT = Path(__file__).resolve().parent.parent
+POLICIES = tuple(REGISTRY)  # the registered ones, before any test adds its own
+
+
+class LongestFirst(Policy):
+    """A toy: continuous batching that admits the longest waiting answer first (then arrival)."""
+
+    name = "longest"
+    label = "longest first"
+    colour = "#123456"
+    summary = "continuous, the longest answer first"
+
+    def queue_key(self, request: Request) -> int:
+        """Return minus the output length: the longest first."""
+        return -request.output_tokens
+
+
+@pytest.fixture
+def toy():
+    """Register the toy policy for one test, and take it out after."""
+    register(LongestFirst())
+    yield "longest"
+    unregister("longest")
+
+
+TOY_TRAFFIC = [Request("A", 0, 2, 3), Request("B", 0, 5, 1), Request("C", 0, 3, 2), Request("D", 1, 9, 0)]
+
+
+def test_a_toy_policy_runs_end_to_end_from_one_file(toy, tmp_path, capsys):
+    """Registered here only: both clocks, a limited pool, the CLI's JSON, the view data, the head-to-head."""
+    from app.widget_data import run_arrays
+    from core.cli import main
+
+    # One slot: B (5) first, then D (9, arrived at 1) ahead of C (3) and A (2): the longest waiting answer each time.
+    run = simulate(TOY_TRAFFIC, 1, toy)
+    assert run.policy == "longest" and run.start.tolist() == [17, 0, 14, 5]
+    assert simulate(TOY_TRAFFIC, 1, "continuous").start.tolist() == [0, 2, 7, 10]  # arrival order, for contrast
+    timed = simulate_timed(TOY_TRAFFIC, 1, toy, UnitCost())
+    assert timed.policy == "longest" and timed.start_ms.tolist() == run.start.tolist()
+    memory = MemoryConfig(kv_blocks=4, block_size=4)
+    limited = as_run(schedule(TOY_TRAFFIC, 2, toy, memory))
+    strings, events, _, _ = simulate_memory_per_step(TOY_TRAFFIC, 2, toy, memory)
+    assert limited.timeline_strings() == strings and limited.policy == "longest"
+
+    trace = tmp_path / "toy.csv"
+    trace.write_text(
+        "arrival,output_tokens,prompt_tokens\n"
+        + "".join(f"{r.arrival},{r.output_tokens},{r.prompt_tokens}\n" for r in TOY_TRAFFIC)
+    )
+    assert main(["simulate", "--trace", str(trace), "--slots", "1", "--policy", toy, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["policy"] == "longest" and doc["policy_traits"]["label"] == "longest first"
+    assert [r["start"] for r in doc["requests"]] == [17, 0, 14, 5]
+    assert main(["compare", "--trace", str(trace), "--slots", "1", "--policies", f"static,{toy}", "--json"]) == 0
+    both = json.loads(capsys.readouterr().out)
+    assert set(both) >= {"static", "longest", "ratios"} and both["longest"]["drain_steps"] == 19
+
+    view = run_arrays(run)
+    assert view["policy"] == "longest" and view["traits"] == LongestFirst().traits()
+    assert view["start"] == [17, 0, 14, 5]
+    h2h = compare(simulate(TOY_TRAFFIC, 1, "static"), run)
+    assert h2h.names == ("static", "longest") and h2h["longest"].drain_steps == 19
+
+
+def test_a_name_not_registered_is_refused_on_every_path(capsys):
+    """Python, both clocks and the CLI refuse an unknown name, listing the registered ones; none runs as another."""
+    from core.cli import main
+
+    listed = ", ".join(REGISTRY)
+    for call in (
+        lambda: simulate(TOY_TRAFFIC, 2, "longest"),
+        lambda: schedule(TOY_TRAFFIC, 2, "longest"),
+        lambda: simulate_timed(TOY_TRAFFIC, 2, "longest", UnitCost()),
+    ):
+        with pytest.raises(ValueError, match=f"policy must be one of {listed}, got 'longest'"):
+            call()
+    for argv, words in (
+        (["simulate", "--policy", "longest"], "invalid choice: 'longest' (choose from 'static', 'continuous'"),
+        (["compare", "--policies", "static,longest"], f"'longest' is not a policy; registered: {listed}"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and words in err and err.count("\n") == 1
+
+
+def test_a_fast_loop_is_never_inherited():
+    """A subclass that changes a rule runs in the engine, never in its parent's fast loop."""
+    assert get_policy("continuous").fast_steps is not None and get_policy("static").fast_steps is not None
+    for name in ("sjf", "priority", "chunked"):
+        assert get_policy(name).fast_steps is None and get_policy(name).fast_timed is None
+    assert LongestFirst().fast_steps is None
+
+
+# Requests as (arrival, output tokens, prompt tokens, priority class).
+traffic = st.lists(
+    st.tuples(st.integers(0, 20), st.integers(1, 20), st.integers(0, 24), st.integers(0, 2)), min_size=1, max_size=25
+).map(lambda rows: [Request(f"r{i}", a, o, p, c) for i, (a, o, p, c) in enumerate(rows)])
+
+
+def _pool(reqs, allocation, extra, block_size):
+    """A pool just big enough for the largest request plus `extra` blocks (None: unlimited)."""
+    if extra is None:
+        return MemoryConfig(block_size=block_size, allocation=allocation)
+    longest = max(r.output_tokens for r in reqs)
+    need = max(-(-(max(1, r.prompt_tokens) + longest) // block_size) for r in reqs)
+    return MemoryConfig(kv_blocks=need + extra, block_size=block_size, allocation=allocation)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    traffic,
+    st.integers(1, 5),
+    st.sampled_from(POLICIES),
+    st.sampled_from(["paged", "contiguous"]),
+    st.one_of(st.none(), st.integers(0, 6)),
+    st.sampled_from([1, 4, 16]),
+    st.integers(0, 6),
+)
+def test_every_policy_equals_the_per_step_oracle(reqs, slots, policy, allocation, extra, block_size, budget_extra):
+    """Every registered policy, allocation, block size, budget and pool: the oracle's cells, events and recomputes."""
+    memory = _pool(reqs, allocation, extra, block_size)
+    budget = slots + budget_extra if get_policy(policy).has_token_budget else None
+    s = schedule(reqs, slots, policy, memory, token_budget=budget)
+    strings, events, recomputed, peak = simulate_memory_per_step(reqs, slots, policy, memory, 0, budget)
+    assert as_run(s).timeline_strings() == strings
+    assert [(int(s.pass_start[e.step]), e.kind, e.request) for e in s.events] == events
+    assert s.recomputed_tokens == recomputed
+    assert s.memory_metrics()["peak_blocks"] == peak
+    # The unit cost gives the step clock exactly, whatever the policy.
+    t = schedule(reqs, slots, policy, memory, cost=UnitCost(), token_budget=budget)
+    assert t.pass_end.tolist() == s.pass_end.tolist() and t.start_pass.tolist() == s.start_pass.tolist()
+
+
+def _admissions_respect(run, key) -> None:
+    """Assert that no request is admitted while a waiting one that had arrived comes before it by `key`."""
+    stays = run.stays.tolist()
+    covered = {}
+    for i, _, lo, _, release in stays:
+        covered.setdefault(i, []).append((lo, release))
+    finish = run.finish.tolist()
+    arrival = run.arrival.tolist()
+
+    def waiting(j, t):
+        return arrival[j] <= t < finish[j] and not any(lo <= t < hi for lo, hi in covered[j])
+
+    for k, _, t, _, _ in stays:
+        for j in range(len(run.requests)):
+            if j != k and waiting(j, t):
+                assert key(j) >= key(k), (run.requests[j], "waited while", run.requests[k], "was admitted at", t)
+
+
+@settings(max_examples=150, deadline=None)
+@given(traffic, st.integers(1, 4), st.sampled_from(["paged", "contiguous"]), st.one_of(st.none(), st.integers(0, 4)))
+def test_sjf_and_priority_admit_in_their_order(reqs, slots, allocation, extra):
+    """Sjf never admits a longer request before a shorter one waiting; priority never a lower class before a higher."""
+    memory = _pool(reqs, allocation, extra, 4)
+    order = sorted(range(len(reqs)), key=lambda i: (reqs[i].arrival, i))
+    fcfs = {i: n for n, i in enumerate(order)}
+    sjf = as_run(schedule(reqs, slots, "sjf", memory))
+    _admissions_respect(sjf, lambda i: (reqs[i].output_tokens, fcfs[i]))
+    prio = as_run(schedule(reqs, slots, "priority", memory))
+    _admissions_respect(prio, lambda i: reqs[i].priority)
+
+
+@settings(max_examples=150, deadline=None)
+@given(traffic, st.integers(1, 5), st.sampled_from(["continuous", "sjf", "priority", "chunked"]), st.integers(0, 4))
+def test_invariants_of_every_policy_under_a_tight_pool(reqs, slots, policy, extra):
+    """Never over the pool; tokens conserved; no slot holds two; the policy's first is never preempted beside others.
+
+    The running request the policy ranks first (lowest victim rank, then oldest admission) is never the victim while
+    another runs, so every run drains.
+    """
+    memory = _pool(reqs, "paged", extra, 4)
+    pol = get_policy(policy)
+    s = schedule(reqs, slots, policy, memory, token_budget=slots + 3 if pol.has_token_budget else None)
+    run = as_run(s)
+    assert s.pass_blocks.max() <= memory.kv_blocks
+    grid = run.timeline_strings()
+    assert sum(row.count("G") + row.count("R") for row in grid) == sum(r.output_tokens for r in reqs)
+    for slot in range(slots):
+        spans = sorted((lo, hi) for _, sl, lo, _, hi in run.stays.tolist() if sl == slot)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    stays = run.stays.tolist()
+    finish = run.finish.tolist()
+    for step in sorted({int(s.pass_start[e.step]) for e in s.events if e.kind == "preempt"}):
+        # Running at this boundary: stays begun before it that end at it by a preemption or run past it.
+        running = {i: (lo, sl) for i, sl, lo, hi, _ in stays if lo < step and (hi > step or hi == step != finish[i])}
+        for e in (e for e in s.events if e.kind == "preempt" and int(s.pass_start[e.step]) == step):
+            first = min(running, key=lambda i: (pol.victim_rank(reqs[i]), running[i]))
+            assert e.request != first or len(running) == 1
+            running.pop(e.request)
+
+
+def test_priority_preempts_the_lowest_class_first():
+    """Two running, one block short: the class-1 request goes though it was admitted first (FCFS would take B)."""
+    reqs = [Request("A", 0, 12, 4, 1), Request("B", 0, 12, 4, 0)]
+    memory = MemoryConfig(kv_blocks=5, block_size=4)
+    fcfs = schedule(reqs, 2, "continuous", memory)
+    prio = schedule(reqs, 2, "priority", memory)
+    assert [e.request for e in fcfs.events if e.kind == "preempt"][0] == 1  # the newest
+    assert [e.request for e in prio.events if e.kind == "preempt"][0] == 0  # the lowest class
+
+
+def test_the_generator_draws_two_classes_without_moving_the_traffic():
+    """high_priority_share: about that share in class 0, the rest class 1; arrivals and lengths as without classes."""
+    plain = generate(TrafficConfig(requests=400))
+    classed = generate(TrafficConfig(requests=400, high_priority_share=0.25))
+    assert [(r.arrival, r.output_tokens, r.prompt_tokens) for r in plain] == [
+        (r.arrival, r.output_tokens, r.prompt_tokens) for r in classed
+    ]
+    assert {r.priority for r in plain} == {0} and {r.priority for r in classed} == {0, 1}
+    assert 0.18 < np.mean([r.priority == 0 for r in classed]) < 0.32
+
+
+def test_a_trace_may_carry_a_priority_column(tmp_path):
+    """`priority` is optional (default 0), any integer in range; a bad one names the line and column."""
+    from core import load_trace
+    from core.traces import TraceError
+
+    good = tmp_path / "p.csv"
+    good.write_text("arrival,output_tokens,priority\n0,4,1\n0,3,-2\n")
+    assert [r.priority for r in load_trace(good)] == [1, -2]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("arrival,output_tokens,priority\n0,4,high\n")
+    with pytest.raises(TraceError, match=r"bad.csv:2:3: priority must be a whole number in -1,000,000..1,000,000"):
+        load_trace(bad)
+
+
+COMPARISON = re.compile(
+    r"""(==|!=|===|!==)\s*["'](static|continuous|chunked|sjf|priority)["']"""
+    r"""|["'](static|continuous|chunked|sjf|priority)["']\s*(==|!=|===|!==)"""
+    r"""|\bin\s*[(\[]\s*["'](static|continuous|chunked|sjf|priority)["']"""
+)
+
+
+def test_nobody_outside_the_registry_compares_a_policy_name():
+    """core, app, replay and the JS read traits: no `== "static"`-style comparison outside core/policies.py."""
+    found = []
+    for folder, pattern in (("core", "*.py"), ("app", "*.py"), ("replay", "*.py"), ("assets", "*.js")):
+        for path in sorted((ROOT / folder).rglob(pattern)):
+            if path.name == "policies.py" and folder == "core":
+                continue
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if COMPARISON.search(line):
+                    found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not found, "\n".join(found)
