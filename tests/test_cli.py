@@ -32,7 +32,15 @@ def test_simulate_json_contract_from_a_trace(capsys):
     """Simulate --json has the contract's keys, per-request rows and one timeline string per slot."""
     doc = _run_json(capsys, "simulate", "--trace", str(FIXTURES / "tiny.csv"), "--slots", "2", "--policy", "static")
     assert {"policy", "slots", "requests", "timeline", "metrics"} <= doc.keys()
-    assert doc["requests"][0] == {"id": "q1", "arrival": 0, "output_tokens": 3, "start": 0, "finish": 3, "slot": 0}
+    assert doc["requests"][0] == {
+        "id": "q1",
+        "arrival": 0,
+        "output_tokens": 3,
+        "priority": 0,
+        "start": 0,
+        "finish": 3,
+        "slot": 0,
+    }
     assert doc["timeline"] == ["GGGPPGG", "GGGGG.."]
     for key in (
         "completed",

@@ -122,7 +122,7 @@ def test_a_bad_token_budget_is_refused_with_one_message(engine, budget):
 def test_a_budget_without_chunked_is_refused(engine):
     """A token budget under another policy would change nothing: refused, naming the policy."""
     for policy in ("continuous", "static"):
-        with pytest.raises(ValueError, match=f"token_budget applies to the chunked policy only, not {policy}"):
+        with pytest.raises(ValueError, match=f"token_budget applies to a policy with a token budget, not {policy}"):
             engine.replay(REQUESTS, 3, policy, token_budget=8)
 
 
@@ -193,7 +193,7 @@ def test_the_replay_command_runs_chunked_beside_static(capsys):
         (["--policy", "chunked", "--token-budget", "2"], "--token-budget 2 is below --slots 3"),
         (["--policy", "chunked"], "--policy chunked needs --token-budget T"),
         (["--token-budget", "8"], "--token-budget applies to a policy with a token budget (chunked) only"),
-        (["--policy", "chunked", "--token-budget", "8", "--online"], "--online replays static and continuous only"),
+        (["--policy", "chunked", "--token-budget", "8", "--online"], "--online replays static, continuous (on the wall clock) only"),
     ):
         assert main(["replay", *CLI_SMALL, *argv]) == 2
         assert message in capsys.readouterr().err

@@ -98,7 +98,7 @@ def test_the_worked_example_at_step_5():
 def test_the_wrong_policy_is_refused():
     """Each walker takes only its own policy's run."""
     run = _continuous(4, 4)
-    with pytest.raises(ValueError, match="static run"):
+    with pytest.raises(ValueError, match="needs a run of batches"):
         static_step(run, 0)
-    with pytest.raises(ValueError, match="continuous run"):
+    with pytest.raises(ValueError, match="needs a run admitted between passes"):
         ContinuousBatches(simulate(worked_example(), 4, "static"))
