@@ -11,7 +11,6 @@ import numpy as np
 from bokeh.models import (
     BoxAnnotation,
     ColumnDataSource,
-    CustomJS,
     FixedTicker,
     GlyphRenderer,
     HBar,
@@ -24,7 +23,7 @@ from bokeh.models import (
 from bokeh.plotting import figure
 
 from core import Metrics, Run
-from core.timed import TimedMetrics, TimedRun
+from core.timed import TimedMetrics
 
 from . import palette
 
@@ -69,54 +68,6 @@ def timeline_data(run: Run, window: int) -> dict[str, dict[str, list]]:
         "top": list(range(1, run.slots + 1)),
     }
     return {"generating": gen, "padding": pad, "idle": idle}
-
-
-def timed_timeline_data(run: TimedRun) -> dict[str, dict[str, list]]:
-    """Return the timeline's glyph data on a clock: each request from its first pass's start to its last one's end."""
-    start, finish, release = run.start_ms, run.finish_ms, run.release_ms
-    ids = [r.id for r in run.requests]
-    width = finish - start
-    label = (width >= 0.04 * max(run.drain_ms, 1e-9)).tolist()  # a label only where it fits
-    gen = {
-        "left": start.tolist(),
-        "right": finish.tolist(),
-        "bottom": run.slot.tolist(),
-        "top": (run.slot + 1).tolist(),
-        "id": ids,
-        "arrival": run.arrival_ms.tolist(),
-        "start": [round(x, 1) for x in start.tolist()],
-        "finish": [round(x, 1) for x in finish.tolist()],
-        "latency": [round(x, 1) for x in (finish - run.arrival_ms).tolist()],
-        "wait": [round(x, 1) for x in (start - run.arrival_ms).tolist()],
-        "label_x": (start + 0.003 * max(run.drain_ms, 1e-9)).tolist(),
-        "label_y": (run.slot + 0.06).tolist(),
-        "label": [i if ok else "" for i, ok in zip(ids, label)],
-    }
-    padded = np.flatnonzero(release > finish)
-    pad = {
-        "left": finish[padded].tolist(),
-        "right": release[padded].tolist(),
-        "bottom": run.slot[padded].tolist(),
-        "top": (run.slot[padded] + 1).tolist(),
-        "id": [ids[i] for i in padded],
-    }
-    end = max(run.drain_ms, 1e-9)
-    idle = {"left": [0.0] * run.slots, "right": [end] * run.slots, "bottom": list(range(run.slots)),
-            "top": list(range(1, run.slots + 1))}  # fmt: skip
-    return {"generating": gen, "padding": pad, "idle": idle}
-
-
-def update_timeline_on_clock(plot: TimelinePlot, run: TimedRun, end_ms: float) -> None:
-    """Draw a timed run over [0, end_ms]: columns as wide as their passes took; no playback curtain."""
-    data = timed_timeline_data(run)
-    data["idle"]["right"] = [end_ms] * run.slots
-    for key, value in data.items():
-        plot.sources[key].data = value
-    _style_axes(plot.figure, run.slots, end_ms)
-    plot.curtain.left = plot.curtain.right = end_ms
-    plot.cursor.location = end_ms
-    plot.figure.xaxis[0].axis_label = "time (ms)"
-    plot.figure.title.text = f"{run.policy} batching, on a clock"
 
 
 @dataclass
@@ -255,46 +206,6 @@ def timeline_figure(
     fig.title.text = f"{run.policy} batching"
     _apply_theme(fig, theme)
     return TimelinePlot(fig, sources, curtain, cursor, hover)
-
-
-# On hover, select the hovered request's rectangles in every linked timeline; clear when the mouse leaves.
-HOVER_JS = """
-const hit = cb_data.index.indices;
-const id = hit.length ? mine.data.id[hit[0]] : null;
-for (const src of sources) {
-  const want = id === null ? [] : src.data.id.flatMap((v, i) => v === id ? [i] : []);
-  if (want.join() !== src.selected.indices.join()) src.selected.indices = want;
-}
-// The batch at the cursor outlines the same request's tokens, block-table row and blocks.
-for (const div of inspectors) {
-  if (div.__bvHover === id) continue;
-  div.__bvHover = id;
-  const keep = div.stylesheets.filter((s) => !(typeof s === "string" && s.startsWith("/*hover*/")));
-  const rule = `[data-req="${CSS.escape(id)}"] { outline: 3px solid ${outline}; outline-offset: 1px; }`;
-  if (id !== null) keep.push("/*hover*/ " + rule);
-  div.stylesheets = keep;
-}
-"""
-
-
-def link_hover(*plots: TimelinePlot, inspectors: tuple = (), outline: str = palette.HIGHLIGHT_COLOR) -> None:
-    """Make hovering a request in any of `plots` highlight it in all of them, and in the `inspectors` (Bokeh Divs)."""
-    sources = [p.sources["generating"] for p in plots]
-    args = {"sources": sources, "inspectors": list(inspectors), "outline": outline}
-    for p in plots:
-        p.hover.callback = CustomJS(args={"mine": p.sources["generating"], **args}, code=HOVER_JS)
-
-
-def update_timeline(plot: TimelinePlot, run: Run, window: int, step: int) -> None:
-    """Refresh an existing timeline in place (data, axes, playback position) for a new run."""
-    for key, value in timeline_data(run, window).items():
-        if key != "idle" or plot.sources[key].data != value:  # the idle rows change only with slots or window
-            plot.sources[key].data = value
-    _style_axes(plot.figure, run.slots, window)
-    plot.curtain.left, plot.curtain.right = step, window
-    plot.cursor.location = step
-    plot.figure.xaxis[0].axis_label = "step (one forward pass)"
-    plot.figure.title.text = f"{run.policy} batching"
 
 
 H2H_GROUPS = ["completed", "GPU utilisation %", "avg latency, all (steps)"]

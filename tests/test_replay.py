@@ -51,6 +51,25 @@ def test_batch_invariance_greedy(engine, seed, slots):
     assert [len(o) for o in alone] == [r.output_tokens for r in requests]
 
 
+def test_sjf_and_priority_replay_their_own_schedules_with_the_same_tokens(engine):
+    """The replay follows sjf and priority (unlimited and on a tight paged pool): their schedules, continuous's tokens."""
+    from core.engine import as_run, schedule
+    from core.memory import MemoryConfig
+
+    config = TrafficConfig(seed=3, requests=9, mean_prompt_tokens=10, mean_tokens=8, max_tokens=20)
+    requests = generate(replace(config, high_priority_share=0.4))
+    continuous = engine.replay(requests, 3, "continuous")
+    pool = MemoryConfig(kv_blocks=12, block_size=16)
+    for policy in ("sjf", "priority"):
+        for memory in (None, pool):
+            result = engine.replay(requests, 3, policy, memory=memory)
+            planned = as_run(schedule(requests, 3, policy, memory or MemoryConfig()))
+            assert result.run.policy == policy and result.run.start.tolist() == planned.start.tolist()
+            assert result.outputs == continuous.outputs, (policy, memory)
+    sjf = engine.replay(requests, 3, "sjf")
+    assert sjf.run.start.tolist() != continuous.run.start.tolist()  # the order really differs on this traffic
+
+
 def test_paged_ragged_forward_matches_the_reference(engine):
     """Mixed prefill + decode in one ragged pass, then a decode-only pass: logits equal the dense reference."""
     model = engine.model
