@@ -15,10 +15,11 @@ import panel as pn
 import param
 
 from core.chunked_example import ARRIVES_MS, DECODERS, HUGE_PROMPT, huge_prompt_runs, stall_figures
-from core.engine import Schedule, as_run, memory_waits, schedule
+from core.engine import as_run, memory_waits, schedule
 from core.memory import MemoryConfig
 from core.memory_example import BLOCK_SIZE, BLOCKS, MIN_BLOCKS, MODES, SLOTS, memory_requests
 from core.run import GENERATING, IDLE, Run
+from core.schedule_record import Schedule
 from core.states import PADDING, PREFILL, RECOMPUTE
 from core.waits import Wait
 

@@ -8,7 +8,8 @@ from functools import lru_cache
 import param
 
 from core import Request, Run, TrafficConfig, generate
-from core.engine import MAX_RECORDED_BLOCKS, as_run, schedule, smallest_pool
+from core.engine import MAX_RECORDED_BLOCKS, as_run, schedule
+from core.fits import smallest_pool
 from core.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from core.memory import ALLOCATIONS, MemoryConfig
 from core.metrics import Comparison, compare

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .engine import Schedule, schedule
+from .engine import schedule
 from .hardware import cost_model
 from .request import Request
+from .schedule_record import Schedule
 
 SLOTS = 8
 DECODERS = 7

@@ -18,108 +18,20 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 
 from .cost import StepCost, UnitCost, scalar_pass_ms
-from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError, check_workload
+from .fits import check_fits
+from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, check_workload
 from .memory import UNLIMITED, KVPool, MemoryConfig
 from .policies import Policy, get_policy
 from .request import Request
 from .run import Run
+from .schedule_record import Event, Schedule
 from .states import GENERATING, IDLE, PADDING, PREFILL, RECOMPUTE
 
 MAX_RECORDED_BLOCKS = 1024
-
-
-@dataclass(frozen=True)
-class Event:
-    """A memory decision at a boundary: a request preempted (with its tokens to recompute) or a head blocked."""
-
-    step: int  # pass index
-    kind: str  # "preempt" | "blocked"
-    request: int  # index into the requests as given
-    slot: int  # the slot it left (preempt) or the lowest free slot it could not take (blocked)
-    tokens: int  # preempt: generated tokens to recompute; blocked: blocks it needed
-    free: int  # free blocks at the decision
-    needed_by: int = -1  # preempt: the request whose next block could not be found
-
-
-@dataclass(frozen=True, eq=False)
-class Schedule:
-    """What the engine decided, in pass indices, and each pass's start and end on its clock.
-
-    Per request (in the order given): the final slot, the first admission, the pass of the first token, the
-    exclusive last pass and the release. `cells` lists every drawn interval: request, slot, first pass, end pass,
-    state. Per pass: its clock, its work, and the blocks in use.
-    """
-
-    requests: tuple[Request, ...]
-    slots: int
-    policy: str
-    memory: MemoryConfig
-    batch_timeout: float
-    token_budget: int | None
-    cost: str
-    slot: np.ndarray
-    start_pass: np.ndarray
-    first_pass: np.ndarray
-    finish_pass: np.ndarray
-    release_pass: np.ndarray
-    cells: np.ndarray  # (k, 5) int64
-    pass_start: np.ndarray
-    pass_end: np.ndarray
-    pass_rows: np.ndarray
-    pass_prefill: np.ndarray
-    pass_context: np.ndarray
-    pass_blocks: np.ndarray  # blocks held (reserved, under contiguous) during each pass
-    pass_largest_free: np.ndarray  # the longest run of free blocks during each pass
-    pass_token_blocks: np.ndarray  # blocks that hold tokens (what a paged cache would need) during each pass
-    events: tuple[Event, ...] = field(default=())
-    recomputed_tokens: int = 0
-    pool_maps: tuple[tuple[int, ...], ...] | None = None  # with record_pool: each block's owner during each pass
-
-    @property
-    def passes(self) -> int:
-        """Return the number of forward passes."""
-        return len(self.pass_start)
-
-    @property
-    def preemptions(self) -> int:
-        """Return how many times a running request was thrown out for memory."""
-        return sum(1 for e in self.events if e.kind == "preempt")
-
-    @cached_property
-    def drain(self) -> float:
-        """Return when the last request finishes, on the schedule's clock."""
-        return float(self.pass_end[self.finish_pass - 1].max()) if len(self.requests) else 0.0
-
-    def blocks_by_step(self) -> np.ndarray:
-        """Return the blocks held (reserved, under contiguous or static) at each step 0..drain-1 (step clock)."""
-        if self.cost != "unit":
-            raise ValueError("blocks_by_step needs a step-clock schedule (cost None)")
-        out = np.zeros(int(self.drain), dtype=np.int64)
-        out[self.pass_start.astype(np.int64)] = self.pass_blocks  # one pass per step while anything runs
-        return out
-
-    def memory_metrics(self) -> dict:
-        """Return preemptions, recomputed tokens, peak blocks, KV use and (contiguous) fragmentation."""
-        out = {
-            "preemptions": self.preemptions,
-            "recomputed_tokens": self.recomputed_tokens,
-            "peak_blocks": int(self.pass_blocks.max()) if self.passes else 0,
-        }
-        pool, drain = self.memory.kv_blocks, self.drain
-        if pool is not None:
-            weight = self.pass_end - self.pass_start  # a pass counts for as long as it lasts; idle gaps hold nothing
-            out["kv_utilisation"] = float((self.pass_token_blocks * weight).sum() / (pool * drain)) if drain else 0.0
-            if self.memory.allocation == "contiguous":
-                free = pool - self.pass_blocks
-                outside = np.where(free > 0, (free - self.pass_largest_free) / np.maximum(free, 1), 0.0)
-                out["fragmentation"] = float((outside * weight).sum() / drain) if drain else 0.0
-        return out
 
 
 def _validate(slots, policy, batch_timeout, token_budget, memory):
@@ -139,44 +51,6 @@ def _validate(slots, policy, batch_timeout, token_budget, memory):
             )
     elif token_budget is not None:
         raise ValueError(f"token_budget applies to a policy with a token budget, not {policy.name}")
-
-
-def _sizes(requests: Sequence[Request], memory: MemoryConfig, policy: str | Policy) -> tuple[bool, list[int]]:
-    """Return whether requests reserve (contiguous, static rows) and the tokens each must hold at its peak."""
-    reserving = get_policy(policy).reserves_whole_life(memory.allocation)
-    extra = memory.reserve_tokens or max((r.output_tokens for r in requests), default=1)
-    return reserving, [(r.prompt_tokens or 1) + (extra if reserving else r.output_tokens) for r in requests]
-
-
-def smallest_pool(requests: Sequence[Request], memory: MemoryConfig, policy: str | Policy = "continuous") -> int:
-    """Return the fewest blocks of `memory.block_size` in which every request fits under `policy` (at least 1)."""
-    _, sizes = _sizes(requests, memory, policy)
-    return max(memory.blocks_for(max(sizes)) if sizes else 1, 1)
-
-
-def check_fits(requests: Sequence[Request], memory: MemoryConfig, policy: str | Policy = "continuous") -> None:
-    """Refuse, before anything runs, a request that could never fit the pool, naming it and both sizes."""
-    if memory.unlimited:
-        return
-    reserve = memory.reserve_tokens
-    longest = max((r.output_tokens for r in requests), default=1)
-    reserving, sizes = _sizes(requests, memory, policy)
-    if reserving and reserve is not None and reserve < longest:
-        raise LimitError(
-            f"reserve_tokens {reserve:,} is below the longest output in the traffic ({longest:,} tokens): a "
-            "contiguous reservation or a static row cannot grow; reserve at least that"
-        )
-    pool = memory.kv_blocks
-    if not sizes or memory.blocks_for(max(sizes)) <= pool:  # the common case: one pass over the sizes, no loop
-        return
-    for r, tokens in zip(requests, sizes):
-        need = memory.blocks_for(tokens)
-        if need > pool:
-            what = "its reservation" if reserving else "its prompt and output"
-            raise LimitError(
-                f"request {r.id!r} needs {need:,} blocks of {memory.block_size} tokens for {what} ({tokens:,} tokens) "
-                f"but the pool has {pool:,}: give --kv-blocks at least {need:,}"
-            )
 
 
 def schedule(

@@ -11,9 +11,10 @@ of a batch reserves the widest prompt plus 10 tokens, and the batch runs until i
 
 from __future__ import annotations
 
-from .engine import Schedule, schedule
+from .engine import schedule
 from .memory import MemoryConfig
 from .request import Request
+from .schedule_record import Schedule
 
 SLOTS = 4
 BLOCKS = 12

@@ -16,12 +16,13 @@ from typing import Protocol
 import numpy as np
 
 from .cost import StepCost, scalar_pass_ms
-from .engine import Schedule, schedule
+from .engine import schedule
 from .limits import MAX_SLOTS, check_workload
 from .memory import UNLIMITED
 from .metrics import weighted_percentiles
 from .policies import REGISTRY, Policy, get_policy
 from .request import Request
+from .schedule_record import Schedule
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,13 +16,14 @@ import numpy as np
 import torch
 
 from core import Request, Run, simulate
-from core.engine import Schedule, as_run, schedule
+from core.engine import as_run, schedule
 from core.kv_blocks import BlockAllocator
 from core.limits import LimitError, check_steps
 from core.memory import UNLIMITED, KVPool, MemoryConfig
 from core.policies import get_policy
 from core.ragged import build_batch
 from core.sampling import SamplingParams
+from core.schedule_record import Schedule
 from core.sequence import Sequence as Seq
 
 from . import synthetic

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.engine import Schedule
 from core.policies import get_policy
+from core.schedule_record import Schedule
 from core.states import GENERATING, PREFILL, RECOMPUTE
 
 

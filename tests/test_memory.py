@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.engine import as_run, check_fits, schedule
+from core.engine import as_run, schedule
+from core.fits import check_fits
 from core.hardware import cost_model
 from core.limits import LimitError
 from core.memory import KVPool, MemoryConfig, pool_for

@@ -52,7 +52,7 @@ def test_batch_invariance_greedy(engine, seed, slots):
 
 
 def test_sjf_and_priority_replay_their_own_schedules_with_the_same_tokens(engine):
-    """The replay follows sjf and priority (unlimited and on a tight paged pool): their schedules, continuous's tokens."""
+    """The replay follows sjf and priority (unlimited, and a tight paged pool): their schedules, continuous's tokens."""
     from core.engine import as_run, schedule
     from core.memory import MemoryConfig
 

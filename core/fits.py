@@ -1,0 +1,48 @@
+"""What a pool must hold before anything runs: each request's peak, the least pool, and the refusal of one too small."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .limits import LimitError
+from .memory import MemoryConfig
+from .policies import Policy, get_policy
+from .request import Request
+
+
+def _sizes(requests: Sequence[Request], memory: MemoryConfig, policy: str | Policy) -> tuple[bool, list[int]]:
+    """Return whether requests reserve (contiguous, static rows) and the tokens each must hold at its peak."""
+    reserving = get_policy(policy).reserves_whole_life(memory.allocation)
+    extra = memory.reserve_tokens or max((r.output_tokens for r in requests), default=1)
+    return reserving, [(r.prompt_tokens or 1) + (extra if reserving else r.output_tokens) for r in requests]
+
+
+def smallest_pool(requests: Sequence[Request], memory: MemoryConfig, policy: str | Policy = "continuous") -> int:
+    """Return the fewest blocks of `memory.block_size` in which every request fits under `policy` (at least 1)."""
+    _, sizes = _sizes(requests, memory, policy)
+    return max(memory.blocks_for(max(sizes)) if sizes else 1, 1)
+
+
+def check_fits(requests: Sequence[Request], memory: MemoryConfig, policy: str | Policy = "continuous") -> None:
+    """Refuse, before anything runs, a request that could never fit the pool, naming it and both sizes."""
+    if memory.unlimited:
+        return
+    reserve = memory.reserve_tokens
+    longest = max((r.output_tokens for r in requests), default=1)
+    reserving, sizes = _sizes(requests, memory, policy)
+    if reserving and reserve is not None and reserve < longest:
+        raise LimitError(
+            f"reserve_tokens {reserve:,} is below the longest output in the traffic ({longest:,} tokens): a "
+            "contiguous reservation or a static row cannot grow; reserve at least that"
+        )
+    pool = memory.kv_blocks
+    if not sizes or memory.blocks_for(max(sizes)) <= pool:  # the common case: one pass over the sizes, no loop
+        return
+    for r, tokens in zip(requests, sizes):
+        need = memory.blocks_for(tokens)
+        if need > pool:
+            what = "its reservation" if reserving else "its prompt and output"
+            raise LimitError(
+                f"request {r.id!r} needs {need:,} blocks of {memory.block_size} tokens for {what} ({tokens:,} tokens) "
+                f"but the pool has {pool:,}: give --kv-blocks at least {need:,}"
+            )
