@@ -67,24 +67,30 @@ def _compact(values: list[int]) -> str:
     return " ".join(parts)
 
 
+def _title(run: Run) -> str:
+    """Return the policy's label as a batch's title begins: "Continuous", "Static", "Shortest first"."""
+    label = run.rules.label
+    return label[:1].upper() + label[1:]
+
+
 def continuous_html(run: Run, step: ContinuousStep) -> str:
     """Return the ragged batch: the flat token buffer cut by cu_seqlens, the arrays, block tables and the KV pool."""
     b = step.batch
     cu = b.cu_seqlens.tolist()
     rows = len(step.requests)
     head = (
-        f'<div class="bv-batch-title">Continuous, step {step.step}: one ragged batch of {plural(rows, "row")}, '
+        f'<div class="bv-batch-title">{_title(run)}, step {step.step}: one ragged batch of {plural(rows, "row")}, '
         f"{plural(cu[-1], 'token')}, no padding</div>"
     )
     if not step.requests:
-        head = f'<div class="bv-batch-title">Continuous, step {step.step}: no batch</div>'
+        head = f'<div class="bv-batch-title">{_title(run)}, step {step.step}: no batch</div>'
         body = (
             '<p class="bv-batch-empty">Nobody is running at this step: the slots are idle'
             + (f", everything finished by step {run.drain}." if step.step >= run.drain else ".")
             + " Move the cursor back to see a batch.</p>"
         )
         return (
-            f'<section class="bv-batch" data-policy="continuous" data-step="{step.step}" data-cu-seqlens="0">'
+            f'<section class="bv-batch" data-policy="{run.policy}" data-step="{step.step}" data-cu-seqlens="0">'
             f"{head}{body}</section>"
         )
     color = {i: ROW_COLORS[row % len(ROW_COLORS)] for row, i in enumerate(step.requests)}
@@ -126,7 +132,7 @@ def continuous_html(run: Run, step: ContinuousStep) -> str:
         f"<tr><th>token_ids</th><td>{_compact_list(b.token_ids.tolist())}</td></tr></table>"
     )
     return (
-        f'<section class="bv-batch" data-policy="continuous" data-step="{step.step}" data-cu-seqlens="{_attr(cu)}">'
+        f'<section class="bv-batch" data-policy="{run.policy}" data-step="{step.step}" data-cu-seqlens="{_attr(cu)}">'
         f'{head}<div class="bv-flat">{"".join(segments)}</div>{arrays}'
         f'<div class="bv-subtitle">Block tables (KV blocks of {BLOCK_SIZE} tokens; a request only ever adds '
         f"blocks; nobody else's blocks move)</div>{''.join(tables)}"
@@ -145,9 +151,9 @@ def static_html(run: Run, step: StaticStep) -> str:
     """Return the padded rectangle: one row per member (left-padded prompts first), padding rows marked."""
     if not step.requests:
         return (
-            f'<section class="bv-batch" data-policy="static" data-step="{step.step}" data-rows="0" '
+            f'<section class="bv-batch" data-policy="{run.policy}" data-step="{step.step}" data-rows="0" '
             'data-useful-rows="0">'
-            f'<div class="bv-batch-title">Static, step {step.step}: no batch is running</div>'
+            f'<div class="bv-batch-title">{_title(run)}, step {step.step}: no batch is running</div>'
             '<p class="bv-batch-empty">The slots are idle until the next batch forms.</p></section>'
         )
     useful_rows = sum(step.live)
@@ -169,10 +175,11 @@ def static_html(run: Run, step: StaticStep) -> str:
         )
     first = step.width > 1 or int(run.start[step.requests[0]]) == step.step
     what = "the prompts, left-padded to the longest" if first else "one token per row"
+    count = len(step.requests)
     return (
-        f'<section class="bv-batch" data-policy="static" data-step="{step.step}" data-rows="{len(step.requests)}" '
+        f'<section class="bv-batch" data-policy="{run.policy}" data-step="{step.step}" data-rows="{count}" '
         f'data-useful-rows="{useful_rows}" data-computed="{step.computed_tokens}" data-useful="{step.useful_tokens}">'
-        f'<div class="bv-batch-title">Static, step {step.step}: a padded rectangle of {len(step.requests)} rows x '
+        f'<div class="bv-batch-title">{_title(run)}, step {step.step}: a padded rectangle of {count} rows x '
         f"{step.width} ({what})</div>"
         f'<div class="bv-rect">{"".join(rows)}</div>'
         f'<p class="bv-rect-sum">{useful_rows} of {len(step.requests)} rows did useful work; '
@@ -200,7 +207,7 @@ class BatchView(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.div = Div(name="batch", stylesheets=[CSS], sizing_mode="stretch_width")
-        self._walker: ContinuousBatches | None = None
+        self._walkers: dict[str, ContinuousBatches] = {}  # per policy: playback steps forward, not from 0
         self._refresh()
         self.state.param.watch(lambda *_e: on_document(self._refresh), ["step", "runs", "mode", "window", "clock"])
 
@@ -215,15 +222,19 @@ class BatchView(pn.viewable.Viewer):
         t = inspected_step(s.step, s.window)
         if s.kv_blocks:  # this view's block tables never run short: beside a limited pool, the engine's pool
             return pools_html(s.runs, {m: owners_by_step(r) for m, r in s.runs.items()}, s.mode, t)
-        if self._walker is None or self._walker.run is not s.runs["continuous"]:
-            self._walker = ContinuousBatches(s.runs["continuous"])
-        ragged = self._walker.at(t)
-        parts = {
-            "continuous": continuous_html(s.runs["continuous"], ragged) + build_batch_at(ragged.batch, t),
-            "static": static_html(s.runs["static"], static_step(s.runs["static"], t)),
-        }
-        order = [s.mode, *(p for p in parts if p != s.mode)]  # the mode shown first
-        return f'<div class="bv-batches" data-batch-step="{t}">{"".join(parts[p] for p in order)}</div>'
+        shown = (s.mode, s.run.rules.versus)  # the mode shown first, then the one it is compared with
+        return f'<div class="bv-batches" data-batch-step="{t}">{"".join(self._batch(p, t) for p in shown)}</div>'
+
+    def _batch(self, policy: str, t: int) -> str:
+        """Return one policy's batch at step t: a padded rectangle for a batch policy, else the ragged batch."""
+        run = self.state.runs[policy]
+        if run.rules.forms_batches:
+            return static_html(run, static_step(run, t))
+        walker = self._walkers.get(policy)
+        if walker is None or walker.run is not run:
+            walker = self._walkers[policy] = ContinuousBatches(run)
+        ragged = walker.at(t)
+        return continuous_html(run, ragged) + build_batch_at(ragged.batch, t)
 
     def _refresh(self, *_events) -> None:
         self.div.text = self.html()

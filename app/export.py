@@ -28,13 +28,14 @@ from core.chapter_traffic import SLOTS as CHAPTER_SLOTS
 from core.chapter_traffic import chapter_traffic
 from core.limits import check_writable
 from core.losses import losses
-from core.policies import get_policy
+from core.policies import CHAPTER_PAIR, get_policy
 
 from . import chapter, palette, story
 from .export_exercises import knee_section, spread_section, temperature_section
 from .plots import H2H_GROUPS, MIN_LABEL_CELLS
 from .quiz import INTRO as QUIZ_INTRO
 from .quiz import questions_data
+from .state import MODE_ORDER
 from .style import CSS
 from .views import _h2h_table, _latency, h2h_rows
 from .widget import RENDERER_JS
@@ -43,7 +44,7 @@ from .widget_data import policy_fields, renderer_config
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 GLUE_JS = ASSETS / "export_glue.js"
 QUIZ_JS = ASSETS / "quiz.js"
-MODES = ("continuous", "static")
+MODES = MODE_ORDER  # every mode the widget offers
 SLOTS = range(1, 17)
 SEEDS = range(0, 100)
 PLAY_INTERVAL_MS = 16  # one frame (the served page plays at a learner's 120 ms, app/widget.py INTERVAL_MS)
@@ -326,6 +327,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
             "colours": {"static": palette.STATIC_COLOR, "continuous": palette.CONTINUOUS_COLOR},
         },
         "policies": {mode: policy_fields(mode, "paged") for mode in MODES},  # what the renderer reads, not names
+        "pair": list(CHAPTER_PAIR),  # the full head-to-head's two columns
         "lessons": {key: values for key, (_label, values) in story.LESSONS.items()},
         "lesson_slots": story.LESSON_SLOTS,
         "generator_defaults": {"lengths": config.lengths, "arrival_window": config.arrival_window},

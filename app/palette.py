@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+from core.policies import REGISTRY
+
 GENERATING_COLOR = "#0072B2"  # blue
 PADDING_COLOR = "#E69F00"  # orange, hatched
 IDLE_COLOR = "#D9D9D9"  # light grey
@@ -56,31 +58,9 @@ def css_variables(theme: Theme) -> dict[str, str]:
 STATIC_COLOR = "#CC79A7"  # reddish purple
 CONTINUOUS_COLOR = "#009E73"  # bluish green
 
-CAPTIONS = {
-    "static": (
-        "Static batching: a batch forms only when every slot is free, and runs until its longest request "
-        "finishes. Finished requests keep their slot as padding; newcomers wait for the whole batch."
-    ),
-    "continuous": (
-        "Continuous batching: between forward passes, finished requests leave and waiting ones take the "
-        "free slots at once. No padding; a slot is idle only when nobody is waiting."
-    ),
-}
-
-
-# On a limited KV pool memory decides too: a slot may stand empty while the next request's KV does not fit.
-CAPTIONS_MEMORY = {
-    "static": (
-        "Static batching reserves KV for whole rows, whatever the allocation: a batch forms only when every slot is "
-        "free, with as many members as whole rows fit the pool (each row the batch's longest prompt plus the cap on "
-        "answer length, here the traffic's longest answer); it runs until its longest request finishes."
-    ),
-    "continuous": (
-        "Continuous batching: between forward passes, finished requests leave and waiting ones take the free "
-        "slots, in arrival order, while the next one's KV fits; a request that needs a block when none is free "
-        "preempts the one admitted last, which later recomputes its KV."
-    ),
-}
+# Each policy's caption is its own (core.policies): a registered policy brings its words to the page.
+CAPTIONS = {name: policy.caption for name, policy in REGISTRY.items()}
+CAPTIONS_MEMORY = {name: policy.caption_memory for name, policy in REGISTRY.items()}
 MEMORY_LEGEND = (
     ("recomputing its KV after a preemption, then its next token", RECOMPUTE_COLOR, ""),
     ("the slot the next request would take, empty while it waits for memory", "#FFFFFF", "⊘"),

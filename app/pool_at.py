@@ -71,7 +71,7 @@ def pool_html(run: Run, owners: list[tuple[int, ...]] | None, step: int) -> str:
 
 def pools_html(runs: dict[str, Run], owners: dict[str, list | None], mode: str, step: int) -> str:
     """Return both modes' pools at `step`, the mode shown first, under a line saying why the batch view left."""
-    order = [mode] + [m for m in runs if m != mode]
+    order = [mode, runs[mode].rules.versus]  # the mode shown first, then the one it is compared with
     parts = "".join(pool_html(runs[m], owners[m], step) for m in order)
     return (
         f'<div class="bv-batches" data-batch-step="{step}" data-pool-step="{step}"><p class="bv-muted">On a '

@@ -13,7 +13,7 @@ from core.fits import smallest_pool
 from core.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from core.memory import ALLOCATIONS, MemoryConfig
 from core.metrics import Comparison, compare
-from core.policies import get_policy
+from core.policies import CHAPTER_PAIR, REGISTRY, get_policy
 from core.step_batch import BLOCK_SIZE as STEP_BLOCK_SIZE
 from core.timed import TimedRun, simulate_timed
 from core.traffic import LENGTH_KINDS
@@ -25,7 +25,10 @@ RUN_CACHE_SIZE = 512
 CHAPTER_NAME = "the chapter's traffic"
 GENERATOR_TAKES_OVER = {CHAPTER_NAME}
 GENERATOR_PARAMS = ("seed", "requests", "lengths", "mean_tokens", "arrival_window")
-MODES = ("static", "continuous")  # the simulator's policies, keys of `SimState.runs` (core.policies has more)
+# The simulator's policies, keys of `SimState.runs`: every registered policy a pass's budget does not shape (the
+# Memory tab teaches chunked prefill with its budget). Static and continuous first: the chapter's pair.
+MODES = tuple(name for name, policy in REGISTRY.items() if not policy.has_token_budget)
+MODE_ORDER = (*reversed(CHAPTER_PAIR), *(m for m in MODES if m not in CHAPTER_PAIR))  # the buttons: continuous first
 # Tokens per KV block in the simulator's pool: the batch view's block tables' size, so the page has one block size.
 BLOCK_SIZE = STEP_BLOCK_SIZE
 MAX_POOL = MAX_RECORDED_BLOCKS  # the largest limited pool the simulator draws block by block
@@ -103,22 +106,22 @@ def arrival_step_ms(accelerator: str, model: str) -> float:
 @lru_cache(maxsize=RUN_CACHE_SIZE)
 def shared_timed_runs(
     traffic: TrafficConfig | tuple[Request, ...], slots: int, timeout: int, accelerator: str, model: str
-) -> tuple[TimedRun, TimedRun]:
-    """Return (static, continuous) on a clock under a roofline preset, arrival steps as `arrival_step_ms`."""
+) -> dict[str, TimedRun]:
+    """Return each mode's run on a clock under a roofline preset (policy -> TimedRun), arrivals as `arrival_step_ms`."""
     requests = _generated(traffic) if isinstance(traffic, TrafficConfig) else traffic
     step = arrival_step_ms(accelerator, model)
     timed = [replace(r, arrival=round(r.arrival * step)) for r in requests]
     cost = cost_model(accelerator, model)
-    return (
-        simulate_timed(timed, slots, "static", cost, timeout * step),
-        simulate_timed(timed, slots, "continuous", cost),
-    )
+    return {
+        policy: simulate_timed(timed, slots, policy, cost, timeout * step if get_policy(policy).has_timeout else 0.0)
+        for policy in MODES
+    }
 
 
 class SimState(param.Parameterized):
     """Everything the learner chooses; `runs` holds static and continuous on exactly the traffic shown."""
 
-    mode = param.Selector(default="continuous", objects=["continuous", "static"], doc="Batching mode shown")
+    mode = param.Selector(default="continuous", objects=list(MODES), doc="Batching policy shown")
     slots = param.Integer(default=4, bounds=(1, 64), doc="Batch slots (the slider offers 1-16; a URL may ask up to 64)")
     seed = param.Integer(default=4, bounds=(0, 99), doc="Traffic seed")
     requests = param.Integer(default=12, bounds=(1, 1000), doc="Number of requests (slider 1-64; URL up to 1000)")
@@ -223,8 +226,8 @@ class SimState(param.Parameterized):
         """Return the run of the mode shown."""
         return self.runs[self.mode]
 
-    def timed_runs(self) -> tuple[TimedRun, TimedRun]:
-        """Return (static, continuous) on a clock under the chosen preset, on the traffic shown."""
+    def timed_runs(self) -> dict[str, TimedRun]:
+        """Return each mode's run on a clock under the chosen preset (policy -> TimedRun), on the traffic shown."""
         return shared_timed_runs(self.traffic_key(), self.slots, self.batch_timeout, self.accelerator, self.model_shape)
 
     def comparison(self) -> Comparison:

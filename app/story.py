@@ -130,17 +130,25 @@ LOOPS_MEMORY = {  # keyed by policy, and "contiguous" for continuous batching's 
 }
 
 
-def loop_key(policy: str, allocation: str | None = None) -> str:
-    """Return the loop a policy follows, from its traits: a batch's, or between passes (reserving: no growth).
+def loop_lines(policy: str, allocation: str | None = None) -> tuple:
+    """Return the loop a policy follows, from its traits and words; `allocation` given: with memory's lines.
 
-    `allocation` None: the loop without memory's lines.
+    A batch policy runs static's loop; the others continuous's, admitting in their own order, preempting whom they
+    preempt when blocks grow one by one, and without the preempt line when a request reserves its whole life.
     """
     rules = get_policy(policy)
     if rules.forms_batches:
-        return "static"
-    if allocation is not None and rules.reserves_whole_life(allocation):
-        return "contiguous"
-    return "continuous"
+        return LOOPS_MEMORY["static"] if allocation else LOOPS["static"]
+    head, retire, admit, *rest = LOOPS["continuous"]
+    if rules.ordered:
+        admit = ("admit", _code("admit waiting into free slots", f"{rules.queue_words}; prompts join as prefill"))
+    if allocation is None:
+        return (head, retire, admit, *rest)
+    fits = ("admit", _code("admit waiting while their KV fits", f"{rules.queue_words}: a head that does not fit waits"))
+    if rules.reserves_whole_life(allocation):
+        return (head, retire, fits, *rest)  # reserved: nobody grows, nobody is preempted
+    preempt = ("preempt", _code(f"preempt {rules.victim_words}", "when a row needs a block and none is free"))
+    return (head, retire, preempt, fits, *rest)
 
 
 def _verb(subjects: list, verb: str) -> str:
@@ -162,7 +170,7 @@ def _loop_html(
     that is not its request's `last` ended in a preemption, and the loop says so when it has a preempt line;
     `waiting` names the requests that waited for memory at t (the admit line says so).
     """
-    lines = LOOPS[loop_key(run.policy)] if lines is None else lines
+    lines = loop_lines(run.policy) if lines is None else lines
     who = np.arange(len(start)) if who is None else who
     last = np.ones(len(start), dtype=bool) if last is None else last
     leaving = release == t
@@ -210,9 +218,9 @@ def loop_texts(run: Run, window: int, limited: bool = False) -> tuple[str, ...]:
     who, start, finish, release = stays[:, 0], stays[:, 2], stays[:, 3], stays[:, 4]
     last = np.append(who[1:] != who[:-1], True) if len(who) else np.ones(0, dtype=bool)  # stays run by request
     if not limited:
-        lines, waits = LOOPS[loop_key(run.policy)], {}
+        lines, waits = loop_lines(run.policy), {}
     else:
-        lines, waits = LOOPS_MEMORY[loop_key(run.policy, run.schedule.memory.allocation)], {}
+        lines, waits = loop_lines(run.policy, run.schedule.memory.allocation), {}
         for d in run.log:
             if d.kind == "wait":
                 waits.setdefault(d.step, []).append(d.request)

@@ -11,6 +11,7 @@ from bokeh.models import ColumnDataSource
 from core import Metrics
 from core.hardware import ACCELERATOR_OPTIONS, MODEL_OPTIONS
 from core.losses import Losses, losses
+from core.policies import CHAPTER_PAIR
 from core.timed import TimedMetrics, timed_metrics
 
 from . import palette
@@ -46,8 +47,12 @@ def _latency(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
 
 
-def h2h_rows(static: Metrics, continuous: Metrics, static_loss: Losses, continuous_loss: Losses) -> list[tuple]:
-    """Return the head-to-head's rows (key, label, static cell, continuous cell), every figure from the core.
+def h2h_rows(
+    static: Metrics, continuous: Metrics, static_loss: Losses, continuous_loss: Losses, names=CHAPTER_PAIR
+) -> list[tuple]:
+    """Return the head-to-head's rows (key, label, first cell, second cell), every figure from the core.
+
+    The two are the chapter's pair (static, continuous) unless `names` says which policies they are.
 
     Latency compares the modes over every request, each to its own finish: a mode that completes fewer in the
     window never looks faster for it. The chapter's latency over the completed ones alone is labelled so.
@@ -71,8 +76,8 @@ def h2h_rows(static: Metrics, continuous: Metrics, static_loss: Losses, continuo
         (
             None,
             "Avg latency of the completed only (steps)",
-            completed_only(static, "static-avg_latency"),
-            completed_only(continuous, "continuous-avg_latency"),
+            completed_only(static, f"{names[0]}-avg_latency"),
+            completed_only(continuous, f"{names[1]}-avg_latency"),
         ),
         ("padding", "Padding (slot-steps)", f"{static_loss.padding}", f"{continuous_loss.padding}"),
         (
@@ -111,17 +116,23 @@ def _short(rows: list[tuple], labels: dict[str, str]) -> list[tuple]:
     return [(key, labels[key], s, c) for key, _label, s, c in rows if key in labels]
 
 
-def _h2h_table(rows: list[tuple], caption: str = "Same traffic and same slots, over the window shown") -> str:
+def _h2h_table(
+    rows: list[tuple],
+    caption: str = "Same traffic and same slots, over the window shown",
+    names: tuple[str, str] = CHAPTER_PAIR,
+) -> str:
+    """Return the head-to-head table of two policies' cells, `names` their columns (the chapter's pair by default)."""
+    a, b = names
+
     def cell(key: str | None, policy: str, value: str) -> str:
         return f'<td data-h2h="{policy}-{key}">{value}</td>' if key else f"<td>{value}</td>"
 
     body = "".join(
-        f'<tr><th scope="row">{label}</th>{cell(key, "static", s)}{cell(key, "continuous", c)}</tr>'
-        for key, label, s, c in rows
+        f'<tr><th scope="row">{label}</th>{cell(key, a, s)}{cell(key, b, c)}</tr>' for key, label, s, c in rows
     )
     return (
         f'<table class="bv-h2h"><caption>{caption}</caption>'
-        '<thead><tr><td></td><th scope="col">static</th><th scope="col">continuous</th></tr></thead>'
+        f'<thead><tr><td></td><th scope="col">{a}</th><th scope="col">{b}</th></tr></thead>'
         f"<tbody>{body}</tbody></table>"
     )
 
@@ -224,7 +235,8 @@ class HeadToHeadView(pn.viewable.Viewer):
         result = s.comparison()
         loss = (losses(s.runs["static"], s.window), losses(s.runs["continuous"], s.window))
         if s.clock == "ms":  # on a clock every figure is in ms: the step rows would mix units
-            static, continuous = (timed_metrics(run) for run in s.timed_runs())
+            timed = s.timed_runs()
+            static, continuous = timed_metrics(timed["static"]), timed_metrics(timed["continuous"])
             rows = h2h_timed_rows(static, continuous, result["static"].requests)
             self.table.object = _h2h_table(rows)
             self.bar_data.data = head_to_head_timed_data(static, continuous)

@@ -8,15 +8,15 @@ from functools import lru_cache
 
 from core import Request, Run, TrafficConfig, compute_metrics
 from core.losses import losses
-from core.policies import get_policy
+from core.policies import REGISTRY, get_policy
 from core.timed import TimedRun, timed_metrics
 
 from . import palette
 from .batch_data import batch_config
 from .plots import MIN_LABEL_CELLS
 from .pool_at import owners_by_step
-from .state import RUN_CACHE_SIZE, shared_runs, shared_timed_runs
-from .story import LOOPS, LOOPS_MEMORY, loop_key
+from .state import MODE_ORDER, RUN_CACHE_SIZE, shared_runs, shared_timed_runs
+from .story import loop_lines
 
 POLICIES = ("static", "continuous")
 AHEAD_MAX_REQUESTS = 64  # neighbours are sent ahead only for traffic this small (each costs two runs)
@@ -57,8 +57,8 @@ def policy_fields(policy: str, allocation: str) -> dict:
         "policy": policy,
         "traits": get_policy(policy).traits(),
         "reserves": get_policy(policy).reserves_whole_life(allocation),
-        "loop": loop_key(policy),
-        "loop_memory": loop_key(policy, allocation),
+        "loop": [list(line) for line in loop_lines(policy)],
+        "loop_memory": [list(line) for line in loop_lines(policy, allocation)],
     }
 
 
@@ -113,20 +113,31 @@ def _timed_arrays(run: TimedRun) -> dict:
     }
 
 
-def h2h_compact(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, TimedRun] | None) -> str:
-    """Return the first screen's head-to-head table (three rows), as app/views.py's HeadToHeadView builds it."""
+def compact_pair(runs: dict, mode: str) -> tuple[str, str]:
+    """Return the two policies the first screen's head-to-head shows for `mode`: it and the one it is compared with.
+
+    A batch policy first (static, continuous: the chapter's order), else the one it is compared with first.
+    """
+    versus = runs[mode].rules.versus
+    return (mode, versus) if runs[mode].rules.forms_batches else (versus, mode)
+
+
+def h2h_compact(first: Run, second: Run, window: int, timed: tuple[TimedRun, TimedRun] | None) -> str:
+    """Return the first screen's head-to-head table (three rows) of two runs, as app/views.py builds its table."""
     from .views import COMPACT, COMPACT_TIMED, _h2h_table, _short, compact_caption, h2h_rows, h2h_timed_rows
 
+    names = (first.policy, second.policy)
     if timed is not None:
-        rows = h2h_timed_rows(*(timed_metrics(run) for run in timed), len(static.requests))
-        return _h2h_table(_short(rows, COMPACT_TIMED), compact_caption(None))
+        rows = h2h_timed_rows(*(timed_metrics(run) for run in timed), len(first.requests))
+        return _h2h_table(_short(rows, COMPACT_TIMED), compact_caption(None), names)
     rows = h2h_rows(
-        compute_metrics(static, window),
-        compute_metrics(continuous, window),
-        losses(static, window),
-        losses(continuous, window),
+        compute_metrics(first, window),
+        compute_metrics(second, window),
+        losses(first, window),
+        losses(second, window),
+        names,
     )
-    return _h2h_table(_short(rows, COMPACT), compact_caption(window))
+    return _h2h_table(_short(rows, COMPACT), compact_caption(window), names)
 
 
 @lru_cache(maxsize=RUN_CACHE_SIZE)
@@ -159,12 +170,15 @@ def view_json(key: ViewKey) -> str:
     timed = None
     if key.clock == "ms":
         timed = shared_timed_runs(key.traffic, key.slots, key.timeout, key.accelerator, key.model)
-        view["end_ms"] = float(max(t.drain_ms for t in timed))  # the shared time axis: the later drain
-        view["arrival_ms"] = timed[0].arrival_ms.tolist()
-        for run in timed:
-            runs[run.policy].update(_timed_arrays(run))
+        view["end_ms"] = float(max(t.drain_ms for t in timed.values()))  # the shared time axis: the latest drain
+        view["arrival_ms"] = timed["continuous"].arrival_ms.tolist()
+        for policy, run in timed.items():
+            runs[policy].update(_timed_arrays(run))
     if timed is not None:  # on steps the renderer builds the compact table itself (tested against h2h_compact)
-        view["h2h_compact"] = h2h_compact(static, continuous, key.window, timed)
+        pairs = {mode: compact_pair(shown, mode) for mode in shown}
+        view["h2h_compact"] = {
+            mode: h2h_compact(shown[a], shown[b], key.window, (timed[a], timed[b])) for mode, (a, b) in pairs.items()
+        }
     return json.dumps(view, separators=(",", ":"))
 
 
@@ -183,12 +197,9 @@ def renderer_config(theme: palette.Theme, interval_ms: int) -> dict:
             "recompute": palette.RECOMPUTE_COLOR,
             "memory": palette.MEMORY_COLOR,  # on the idle grey strip, in both themes
         },
-        "loops": {
-            **{policy: [list(line) for line in lines] for policy, lines in LOOPS.items()},
-            "memory": {policy: [list(line) for line in lines] for policy, lines in LOOPS_MEMORY.items()},
-        },
-        "captions": palette.CAPTIONS,
-        "captions_memory": palette.CAPTIONS_MEMORY,
+        "modes": [[mode, get_policy(mode).label] for mode in MODE_ORDER],  # the mode buttons, in the page's order
+        "captions": {name: p.caption for name, p in REGISTRY.items()},  # each policy's own words
+        "captions_memory": {name: p.caption_memory for name, p in REGISTRY.items()},
         "legend": palette.legend_html(),
         "legend_memory": palette.memory_legend_html(),
         "interval_ms": interval_ms,

@@ -45,8 +45,8 @@ function _bCells(lo, hi, max) {
  * ContinuousBatches does: moving forward costs one step's work per step; moving back replays from step 0.
  */
 class _bWalker {
-  constructor(view, cfg) {
-    const r = view.runs.continuous, n = r.start.length;
+  constructor(view, cfg, r) {
+    const n = r.start.length;
     if (r.traits.forms_batches) throw new Error(`the batch walker needs a run admitted between passes, got ${r.policy}`);
     this.view = view;
     this.run = r;
@@ -139,8 +139,8 @@ class _bWalker {
 }
 
 /** Return a walker over `view`'s continuous run; `config` is the renderer's config (its `batch` part is read). */
-export function batchWalker(view, config) {
-  return new _bWalker(view, config.batch);
+export function batchWalker(view, config, policy = "continuous") {
+  return new _bWalker(view, config.batch, view.runs[policy]);
 }
 
 // chapter._code_block for build_batch: its source lines, the marked ones with what they produced at this step.
@@ -163,8 +163,8 @@ function _bContinuous(view, w, t) {
   if (!rows) {
     const body = '<p class="bv-batch-empty">Nobody is running at this step: the slots are idle' +
       (t >= r.drain ? `, everything finished by step ${r.drain}.` : ".") + " Move the cursor back to see a batch.</p>";
-    return `<section class="bv-batch" data-policy="continuous" data-step="${t}" data-cu-seqlens="0">` +
-      `<div class="bv-batch-title">Continuous, step ${t}: no batch</div>${body}</section>` + _bSource(cfg, t, null);
+    return `<section class="bv-batch" data-policy="${r.policy}" data-step="${t}" data-cu-seqlens="0">` +
+      `<div class="bv-batch-title">${_bTitle(r)}, step ${t}: no batch</div>${body}</section>` + _bSource(cfg, t, null);
   }
   const limit = Math.max(cfg.list_limit, cfg.note_limit) + 1;
   const cu = [0], positions = [], tokenIds = [], color = new Map();
@@ -215,8 +215,8 @@ function _bContinuous(view, w, t) {
     positions: `  ← positions ${_bShort(positions, total, cfg.note_limit)}`,
     cu_seqlens: `  ← cu_seqlens ${_bShort(cu, cu.length, cfg.note_limit)}`,
   };
-  return `<section class="bv-batch" data-policy="continuous" data-step="${t}" data-cu-seqlens="${cu.join(",")}">` +
-    `<div class="bv-batch-title">Continuous, step ${t}: one ragged batch of ${plural(rows, "row")}, ` +
+  return `<section class="bv-batch" data-policy="${r.policy}" data-step="${t}" data-cu-seqlens="${cu.join(",")}">` +
+    `<div class="bv-batch-title">${_bTitle(r)}, step ${t}: one ragged batch of ${plural(rows, "row")}, ` +
     `${plural(total, "token")}, no padding</div><div class="bv-flat">${segments}</div>${arrays}` +
     `<div class="bv-subtitle">Block tables (KV blocks of ${cfg.block_size} tokens; a request only ever adds ` +
     `blocks; nobody else's blocks move)</div>${tables}` +
@@ -225,12 +225,12 @@ function _bContinuous(view, w, t) {
 }
 
 // batch_view.static_html of step_batch.static_step: every member of the running batch a row, finished ones padding.
-function _bStatic(view, cfg, t) {
-  const r = view.runs.static, members = [];
+function _bStatic(view, cfg, t, r) {
+  const members = [];
   for (let i = 0; i < r.start.length; i++) if (r.start[i] <= t && t < r.release[i]) members.push(i);
   if (!members.length) {
-    return `<section class="bv-batch" data-policy="static" data-step="${t}" data-rows="0" data-useful-rows="0">` +
-      `<div class="bv-batch-title">Static, step ${t}: no batch is running</div>` +
+    return `<section class="bv-batch" data-policy="${r.policy}" data-step="${t}" data-rows="0" data-useful-rows="0">` +
+      `<div class="bv-batch-title">${_bTitle(r)}, step ${t}: no batch is running</div>` +
       '<p class="bv-batch-empty">The slots are idle until the next batch forms.</p></section>';
   }
   members.sort((a, b) => r.slot[a] - r.slot[b]);
@@ -256,15 +256,16 @@ function _bStatic(view, cfg, t) {
   });
   const count = members.length, computed = count * width;
   const what = width > 1 || first ? "the prompts, left-padded to the longest" : "one token per row";
-  return `<section class="bv-batch" data-policy="static" data-step="${t}" data-rows="${count}" ` +
+  return `<section class="bv-batch" data-policy="${r.policy}" data-step="${t}" data-rows="${count}" ` +
     `data-useful-rows="${usefulRows}" data-computed="${computed}" data-useful="${useful}">` +
-    `<div class="bv-batch-title">Static, step ${t}: a padded rectangle of ${count} rows x ${width} (${what})</div>` +
+    `<div class="bv-batch-title">${_bTitle(r)}, step ${t}: a padded rectangle of ${count} rows x ${width} (${what})</div>` +
     `<div class="bv-rect">${rows}</div>` +
     `<p class="bv-rect-sum">${usefulRows} of ${count} rows did useful work; ` +
     `${computed} tokens computed, ${useful} useful.</p></section>`;
 }
 
-const _bWalkers = new WeakMap();  // a view's continuous run -> its walker, so playback steps forward, not from 0
+const _bWalkers = new WeakMap();  // a run -> its walker, so playback steps forward, not from 0
+const _bTitle = (r) => r.traits.label.charAt(0).toUpperCase() + r.traits.label.slice(1);  // batch_view._title
 
 /**
  * Return both batches at step t (clamped to the window), the mode shown first: app/batch_view.py's
@@ -275,12 +276,15 @@ export function batchHtml(view, config, mode, t) {
   if (view.clock === "ms") return cfg.clock_html;
   const step = Math.max(0, Math.min(t, view.window - 1));
   if (view.pool) return _bPools(view, cfg, mode, step);  // the engine's pool: these block tables never run short
-  let w = _bWalkers.get(view.runs.continuous);
-  if (!w) _bWalkers.set(view.runs.continuous, (w = new _bWalker(view, cfg)));
-  if (w.last?.step !== step) w.last = { step, html: _bContinuous(view, w.at(step), step) };
-  const parts = { continuous: w.last.html, static: _bStatic(view, cfg, step) };
-  const order = [mode, ...Object.keys(parts).filter((p) => p !== mode)];  // the mode shown first
-  return `<div class="bv-batches" data-batch-step="${step}">${order.map((p) => parts[p]).join("")}</div>`;
+  const one = (r) => {  // a padded rectangle for a batch policy, else the ragged batch
+    if (r.traits.forms_batches) return _bStatic(view, cfg, step, r);
+    let w = _bWalkers.get(r);
+    if (!w) _bWalkers.set(r, (w = new _bWalker(view, cfg, r)));
+    if (w.last?.step !== step) w.last = { step, html: _bContinuous(view, w.at(step), step) };
+    return w.last.html;
+  };
+  const shown = [mode, view.runs[mode].traits.versus];  // the mode shown first, then the one it is compared with
+  return `<div class="bv-batches" data-batch-step="${step}">${shown.map((p) => one(view.runs[p])).join("")}</div>`;
 }
 
 // app/pool_at.py's pool_html: on a limited pool, each block's owner at the cursor, for one mode.
@@ -303,7 +307,7 @@ function _bPool(view, cfg, r, step) {
 }
 
 function _bPools(view, cfg, mode, step) {
-  const order = [mode, ...Object.keys(view.runs).filter((m) => m !== mode)];
+  const order = [mode, view.runs[mode].traits.versus];  // the mode shown first, then the one it is compared with
   const parts = order.map((m) => _bPool(view, cfg, view.runs[m], step)).join("");
   return `<div class="bv-batches" data-batch-step="${step}" data-pool-step="${step}"><p class="bv-muted">On a ` +
     "limited KV pool memory decides who runs: here is each block's owner at the cursor (the ragged batch's " +

@@ -4,7 +4,7 @@
 // choice, the lessons, the head-to-head, the loop and batch at the cursor, in-app links and the quiz.
 
 const D = JSON.parse(document.getElementById("bv-data").textContent);
-const POLICIES = ["static", "continuous"];
+const MODES = Object.keys(D.policies), POLICIES = D.pair;  // every mode; the full head-to-head's pair
 const LINK_KEYS = new Set(["tab", "preset", "mode", "slots", "seed", "step", "lengths", "arrival_window"]);
 const $ = (id) => document.getElementById(id);
 
@@ -20,7 +20,7 @@ function viewOf(name, slots, seed) {
   if (known) return known;
   const t = table(name), traffic = generated ? t.traffic[seed] : t, n = traffic.ids.length;
   const runs = {};
-  for (const policy of POLICIES) {
+  for (const policy of MODES) {
     const flat = generated ? t.runs[policy][slots - 1][seed] : t.runs[policy][slots - 1];
     const finish = flat.slice(n, 2 * n);
     runs[policy] = {
@@ -191,7 +191,7 @@ function openLink(query) {
     else messages.push(`URL: preset=${showValue(value("preset"))} is not allowed (use worked); kept the traffic.`);
   }
   if (q.has("mode")) {
-    if (POLICIES.includes(value("mode"))) mode = value("mode");
+    if (MODES.includes(value("mode"))) mode = value("mode");
     else messages.push(`URL: mode=${showValue(value("mode"))} is not allowed (use continuous or static); ` +
       `kept ${mode}.`);
   }

@@ -163,18 +163,24 @@ function windowMetrics(view, policy) {
            avg_latency_all: n ? fixed(all / n, 1) : "–" };
 }
 
+/** Return the two policies the compact table shows for `mode` (app/widget_data.py's compact_pair). */
+export function compactPair(view, mode) {
+  const r = view.runs[mode], versus = r.traits.versus;
+  return r.traits.forms_batches ? [mode, versus] : [versus, mode];
+}
+
 /** Return the compact head-to-head table (completed, utilisation, latency over every request) on steps. */
-export function h2hCompactHtml(view) {
-  if (view.h2h_compact) return view.h2h_compact;  // on a clock the server sends its timed table
-  const m = { static: windowMetrics(view, "static"), continuous: windowMetrics(view, "continuous") };
+export function h2hCompactHtml(view, mode = "continuous") {
+  if (view.h2h_compact) return view.h2h_compact[mode];  // on a clock the server sends its timed tables
+  const [a, b] = compactPair(view, mode), ma = windowMetrics(view, a), mb = windowMetrics(view, b);
   const rows = [["completed", "Completed"], ["utilisation", "GPU utilisation"], ["drain", "All done at step"],
                 ["avg_latency_all", "Avg latency, all, each to its finish (steps)"]];
   const body = rows.map(([key, label]) => `<tr><th scope="row">${label}</th>` +
-    `<td data-h2h="static-${key}">${m.static[key]}</td><td data-h2h="continuous-${key}">${m.continuous[key]}</td>` +
+    `<td data-h2h="${a}-${key}">${ma[key]}</td><td data-h2h="${b}-${key}">${mb[key]}</td>` +
     "</tr>").join("");
   return '<table class="bv-h2h"><caption>Head to head, same traffic (completed and utilisation over steps ' +
     `0–${view.window - 1})</caption>` +
-    '<thead><tr><td></td><th scope="col">static</th><th scope="col">continuous</th></tr></thead>' +
+    `<thead><tr><td></td><th scope="col">${a}</th><th scope="col">${b}</th></tr></thead>` +
     `<tbody>${body}</tbody></table>`;
 }
 
@@ -185,14 +191,13 @@ function names(ids, indices) {  // indices: requests
   return escape(shown);
 }
 
-/** Return the loop at step t with the lines that step executed lit; `loops` holds each policy's (key, code) lines. */
-export function loopHtml(view, loops, policy, t) {
+/** Return the loop at step t with the lines that step executed lit; each run brings its (key, code) lines. */
+export function loopHtml(view, policy, t) {
   const stays = staysOf(view.runs[policy]);  // a preempted request leaves, and joins again when readmitted
   const col = (k) => stays.map((s) => s[k]);
   const last = stays.map((s, k) => k + 1 === stays.length || stays[k + 1][0] !== s[0]);  // else: preempted
-  const memory = view.pool && loops.memory;
-  const r = view.runs[policy];
-  const lines = memory ? loops.memory[r.loop_memory] : loops[r.loop];  // the keys come with the run, from traits
+  const r = view.runs[policy], memory = view.pool && r.loop_memory;
+  const lines = memory ? r.loop_memory : r.loop;  // the policy's own loop, written from its traits (app/story.py)
   const waiting = [], log = memory ? (view.runs[policy].log ??= deriveLog(view.runs[policy])) : [];
   for (let k = 0; k < log.length; k += 8) if (log[k] === t && log[k + 1] === 4) waiting.push(log[k + 2]);
   return loopAt(view.ids, lines, policy, col(2), col(3), col(4), t, t,
@@ -303,11 +308,11 @@ export function clockPlaybackHtml(view, policy, k) {
 }
 
 /** Return the loop at frame k on a clock: the last pass begun by then, lit as that pass ran (story.clock_loop_texts). */
-export function clockLoopHtml(view, loops, policy, k) {
+export function clockLoopHtml(view, policy, k) {
   const r = view.runs[policy], t = (view.times ??= clockTimes(view.end_ms, view.window))[k], p = passAt(r, t);
   const title = p < 0 ? `The scheduling loop at ${thousands(t, 1)} ms, between passes` :
     `The scheduling loop, pass ${p} (${thousands(r.pass_start_ms[p], 1)}-${thousands(r.pass_end_ms[p], 1)} ms)`;
-  return loopAt(view.ids, loops[policy], policy, r.start_pass, r.finish_pass, r.release_pass, p, k, title);
+  return loopAt(view.ids, r.loop, policy, r.start_pass, r.finish_pass, r.release_pass, p, k, title);
 }
 
 // ---- the slot timeline, on a canvas ------------------------------------------------------------------------------
@@ -621,8 +626,8 @@ export function mountWidget(root, host) {
   };
   root.classList.add("bv-widget-root");
   const modeGroup = el("div", { role: "radiogroup", "aria-label": "Batching mode", class: "bv-modes" });
-  const modeButtons = ["continuous", "static"].map((mode) => {
-    const b = el("button", { type: "button", role: "radio", "data-mode": mode, text: mode });
+  const modeButtons = (cfg.modes ?? [["continuous", "continuous"], ["static", "static"]]).map(([mode, label]) => {
+    const b = el("button", { type: "button", role: "radio", "data-mode": mode, text: label });
     b.addEventListener("click", () => change({ mode }));
     modeGroup.appendChild(b);
     return b;
@@ -687,7 +692,7 @@ export function mountWidget(root, host) {
     tip.hidden = false;
   }
 
-  const other = () => Object.keys(w.view.runs).find((p) => p !== w.settings.mode);  // the run drawn beneath
+  const other = () => w.view.runs[w.settings.mode].traits.versus;  // the run drawn beneath: the one it is compared with
   const cursorX = (t) => (w.view.clock === "ms" ? (w.view.times ??= clockTimes(w.view.end_ms, w.view.window))[t] :
     t + 1);
 
@@ -702,7 +707,7 @@ export function mountWidget(root, host) {
     timelines[1].canvas.hidden = !v.both;
     if (v.both) timelines[1].draw(v, other(), cursorX(t), w.hover, mark);
     panel.innerHTML = v.clock === "ms" ? clockPlaybackHtml(v, mode, t) : playbackHtml(v, mode, t);
-    const loop = v.clock === "ms" ? clockLoopHtml(v, cfg.loops, mode, t) : loopHtml(v, cfg.loops, mode, t);
+    const loop = v.clock === "ms" ? clockLoopHtml(v, mode, t) : loopHtml(v, mode, t);
     host.onLoop?.(loop, t);
     if (host.onBatch && cfg.batch) {  // the batch at the cursor (assets/batch.js), where the page shows it
       const batch = batchHtml(v, cfg, mode, t);
@@ -734,7 +739,7 @@ export function mountWidget(root, host) {
     traffic.textContent = v.traffic_label ?? "";
     stepInput.max = String(w.last());
     stepInput.value = String(Math.min(w.step, w.last()));
-    compact.innerHTML = h2hCompactHtml(v);
+    compact.innerHTML = h2hCompactHtml(v, s.mode);
     caption.textContent = (v.pool && cfg.captions_memory ? cfg.captions_memory : cfg.captions)[s.mode];
     const memoryLegend = Boolean(v.pool && cfg.legend_memory);
     if (legend.dataset.memory !== String(memoryLegend)) {

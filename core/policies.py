@@ -61,6 +61,18 @@ class Policy:
     forms_batches = False  # a batch forms when every slot is free and runs until its longest member finishes
     has_timeout = False  # a batch also forms when the oldest waiting request has waited `batch_timeout`
     has_token_budget = False  # a pass holds at most `token_budget` tokens: decoding rows first, then prompt chunks
+    versus = "static"  # the policy a page shows beside it
+    queue_words = "in arrival order"  # the waiting order, as the loop's comment says it
+    victim_words = "the last admitted"  # whom a block shortage preempts (at most 24 characters: a loop line)
+    caption = (
+        "Continuous batching: between forward passes, finished requests leave and waiting ones take the "
+        "free slots at once. No padding; a slot is idle only when nobody is waiting."
+    )
+    caption_memory = (
+        "Continuous batching: between forward passes, finished requests leave and waiting ones take the free "
+        "slots, in arrival order, while the next one's KV fits; a request that needs a block when none is free "
+        "preempts the one admitted last, which later recomputes its KV."
+    )
     # Its rules again as a loop over heaps, for an unlimited pool (3x the engine's speed); None: the engine only.
     fast_steps = None
     fast_timed = None
@@ -94,6 +106,11 @@ class Policy:
         """Batch policies: return when a batch headed by waiting request k forms (arrivals sorted, FCFS)."""
         raise NotImplementedError(f"{self.name} admits between passes; it forms no batches")
 
+    @property
+    def ordered(self) -> bool:
+        """Return whether the waiting queue has an order of its own (not arrival)."""
+        return self.queue_key(Request("-", 0, 1)) is not None
+
     def traits(self) -> dict:
         """Return what the app, the replay and the renderer read instead of the name."""
         return {
@@ -105,6 +122,8 @@ class Policy:
             "has_timeout": self.has_timeout,
             "has_token_budget": self.has_token_budget,
             "has_fast_timed": self.fast_timed is not None,
+            "ordered": self.ordered,
+            "versus": self.versus,
         }
 
     def __repr__(self) -> str:
@@ -139,6 +158,16 @@ class Static(Policy):
     summary = "form a batch, run it until its longest member finishes"
     forms_batches = True
     has_timeout = True
+    versus = "continuous"
+    caption = (
+        "Static batching: a batch forms only when every slot is free, and runs until its longest request "
+        "finishes. Finished requests keep their slot as padding; newcomers wait for the whole batch."
+    )
+    caption_memory = (
+        "Static batching reserves KV for whole rows, whatever the allocation: a batch forms only when every slot is "
+        "free, with as many members as whole rows fit the pool (each row the batch's longest prompt plus the cap on "
+        "answer length, here the traffic's longest answer); it runs until its longest request finishes."
+    )
 
     def fast_steps(self, arrivals: list[int], lengths: list[int], slots: int, timeout: float):
         """Return (start, slot, release) per request in FCFS order on an unlimited pool (step clock)."""
@@ -171,6 +200,12 @@ class Chunked(Policy):
     colour = "#56B4E9"  # Okabe-Ito sky blue
     summary = "continuous, with prompts split into chunks under a token budget"
     has_token_budget = True
+    versus = "continuous"
+    caption = (
+        "Chunked prefill: continuous batching whose passes hold at most a token budget: every decoding row first, "
+        "then prompt chunks, oldest first; a long prompt is split over several passes."
+    )
+    caption_memory = caption
 
 
 class ShortestFirst(Policy):
@@ -184,6 +219,18 @@ class ShortestFirst(Policy):
     label = "shortest first"
     colour = "#D55E00"  # Okabe-Ito vermillion
     summary = "continuous, the waiting queue ordered by output length, shortest first (a perfect predictor)"
+    versus = "continuous"
+    queue_words = "shortest answer first"
+    caption = (
+        "Shortest job first: continuous batching whose waiting queue is ordered by answer length, shortest first. "
+        "The simulator knows every answer's length, which no engine does: this is the most a perfect length "
+        "predictor could buy. Short requests overtake long ones, which wait longer."
+    )
+    caption_memory = (
+        "Shortest job first: between forward passes, finished requests leave and the shortest waiting answers take "
+        "the free slots while the next one's KV fits; a request that needs a block when none is free preempts the "
+        "one admitted last, which rejoins the queue by its length and later recomputes its KV."
+    )
 
     def queue_key(self, request: Request) -> int:
         """Return the output length: shorter first."""
@@ -201,6 +248,18 @@ class Priority(Policy):
     label = "priority"
     colour = "#000000"
     summary = "continuous, the waiting queue by priority (lower first), the lowest class preempted first"
+    versus = "continuous"
+    queue_words = "lowest priority number first"
+    victim_words = "the lowest class, newest"
+    caption = (
+        "Priority scheduling (vLLM's policy=priority): continuous batching whose waiting queue is ordered by each "
+        "request's priority, lower numbers first, then arrival. A high class overtakes a low one in the queue."
+    )
+    caption_memory = (
+        "Priority scheduling: between forward passes, finished requests leave and waiting ones take the free slots "
+        "by priority (lower numbers first) while the next one's KV fits; a request that needs a block when none is "
+        "free preempts the lowest class running, the newest of it, which rejoins the queue by its priority."
+    )
 
     def queue_key(self, request: Request) -> int:
         """Return the request's priority: lower first."""

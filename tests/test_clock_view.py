@@ -15,7 +15,7 @@ FRAMES = 64
 
 def _runs():
     state = SimState(seed=4, clock="ms")
-    static, continuous = state.timed_runs()
+    static, continuous = state.timed_runs()["static"], state.timed_runs()["continuous"]
     return static, continuous, max(static.drain_ms, continuous.drain_ms)
 
 

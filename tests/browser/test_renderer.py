@@ -6,12 +6,11 @@ import json
 
 import pytest
 
-from app import palette
 from app.progress import clock_playback_texts, clock_times, playback_texts
 from app.state import shared_runs, shared_timed_runs
 from app.story import clock_loop_texts, loop_texts
 from app.widget import RENDERER_JS
-from app.widget_data import ViewKey, h2h_compact, renderer_config, view_json
+from app.widget_data import ViewKey, h2h_compact, view_json
 from core import TrafficConfig
 from core import worked_example as worked
 from core.chapter_traffic import chapter_traffic
@@ -63,7 +62,7 @@ def _key(traffic, slots, timeout, window, kv_blocks=0, allocation="paged") -> Vi
 def test_every_steps_texts_equal_pythons(renderer, name, traffic, slots, timeout, window, kv_blocks, allocation):
     """Readout, stats, waste meter, KV line, decision log and lit loop: the JS strings equal Python's, every step."""
     view = view_json(_key(traffic, slots, timeout, window, kv_blocks, allocation))
-    loops = renderer_config(palette.THEMES["light"], 16)["loops"]
+    loops = None  # each run brings its own loop's lines
     got = renderer.evaluate(
         """([view, loops]) => {
           const v = JSON.parse(view), out = {};
@@ -71,7 +70,7 @@ def test_every_steps_texts_equal_pythons(renderer, name, traffic, slots, timeout
             out[mode] = { panel: [], loop: [] };
             for (let t = 0; t < v.window; t++) {
               out[mode].panel.push(window.__R.playbackHtml(v, mode, t));
-              out[mode].loop.push(window.__R.loopHtml(v, loops, mode, t));
+              out[mode].loop.push(window.__R.loopHtml(v, mode, t));
             }
           }
           out.h2h = window.__R.h2hCompactHtml(v);
@@ -121,7 +120,7 @@ CLOCK_CASES = [
 def test_every_clock_frames_texts_equal_pythons(renderer, name, traffic, slots, timeout, accelerator, model):
     """On a clock: the time readout, stats in ms, pass meter, the pass under the cursor and the loop, every frame."""
     key = ViewKey(traffic, slots, timeout, 64, "ms", accelerator, model, True, True, 16)
-    loops = renderer_config(palette.THEMES["light"], 16)["loops"]
+    loops = None  # each run brings its own loop's lines
     got = renderer.evaluate(
         """([view, loops]) => {
           const v = JSON.parse(view), out = {};
@@ -129,7 +128,7 @@ def test_every_clock_frames_texts_equal_pythons(renderer, name, traffic, slots, 
             out[mode] = { panel: [], loop: [] };
             for (let k = 0; k < v.window; k++) {
               out[mode].panel.push(window.__R.clockPlaybackHtml(v, mode, k));
-              out[mode].loop.push(window.__R.clockLoopHtml(v, loops, mode, k));
+              out[mode].loop.push(window.__R.clockLoopHtml(v, mode, k));
             }
           }
           return out;
@@ -137,7 +136,7 @@ def test_every_clock_frames_texts_equal_pythons(renderer, name, traffic, slots, 
         [view_json(key), loops],
     )
     timed = shared_timed_runs(traffic, slots, timeout, accelerator, model)
-    end = max(run.drain_ms for run in timed)
-    for run in timed:
+    end = max(run.drain_ms for run in timed.values())
+    for run in timed.values():
         assert got[run.policy]["panel"] == list(clock_playback_texts(run, end, 64)), run.policy
         assert got[run.policy]["loop"] == list(clock_loop_texts(run, clock_times(end, 64))), run.policy
