@@ -90,6 +90,11 @@ GENERATOR_FLAGS = {
     "--tail": ("tail", bounded_float(0.05, 4.0), "heavy lengths: log-normal sigma (bigger: longer tail)"),
     "--prompt-lengths": ("prompt_lengths", None, "prompt lengths: heavy, uniform or fixed"),
     "--mean-prompt-tokens": ("mean_prompt_tokens", bounded_int(0, MAX_PROMPT_TOKENS), "mean prompt length, tokens"),
+    "--high-priority-share": (
+        "high_priority_share",
+        bounded_float(0.0, 1.0),
+        "share of requests in priority class 0, the rest class 1 (0: every request class 0)",
+    ),
 }
 CHOICES = {"--arrivals": ARRIVAL_KINDS, "--lengths": LENGTH_KINDS, "--prompt-lengths": LENGTH_KINDS}
 SWEEP_EXCLUDED = ("--arrivals", "--arrival-window", "--rate")  # the sweep's arrivals are Poisson at --rate-per-s
@@ -108,7 +113,7 @@ def add_traffic_args(parser: argparse.ArgumentParser, defaults: TrafficConfig, e
         "--trace",
         metavar="FILE",
         type=file_name,
-        help="CSV trace: arrival,output_tokens[,id,prompt_tokens], or the Azure format (default: the generator)",
+        help="CSV trace: arrival,output_tokens[,id,prompt_tokens,priority], or the Azure format (default: generated)",
     )
     for flag, (name, (low, high)) in TRACE_FLAGS.items():
         default = getattr(TraceOptions(), name)

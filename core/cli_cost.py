@@ -9,6 +9,7 @@ from .cli_args import UsageError, is_azure
 from .cost import Fitted, StepCost
 from .hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from .limits import show_name
+from .report import how_much_sooner
 from .request import Request
 from .timed import TimedMetrics
 from .traces import DEFAULT_STEP_MS, TraceError, TraceOptions, parse_trace, read_trace_bytes
@@ -97,7 +98,8 @@ def timed_text(cost: StepCost, by_policy: dict[str, TimedMetrics]) -> str:
     than = f" than {names[0]}" if len(names) > 2 else ""
     for name, m in zip(names[1:], ms[1:]):
         ratio = base.drain_ms / m.drain_ms if m.drain_ms else 1.0
-        lines.append(f"{name} drains {ratio:.2f}x sooner in time{than}; tokens/s x{_ratio(m, base):.2f}")
+        sooner = how_much_sooner(ratio, "sooner", "later")
+        lines.append(f"{name} drains {sooner} in time{than}; tokens/s x{_ratio(m, base):.2f}")
     return "\n".join(lines)
 
 

@@ -265,3 +265,21 @@ def test_nobody_outside_the_registry_compares_a_policy_name():
                 if COMPARISON.search(line):
                     found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+def test_compare_says_slower_when_slower_and_shows_each_class(tmp_path, capsys):
+    """A ratio below 1 reads "slower", never "0.96x faster"; two priority classes get a latency row each."""
+    from core.cli import main
+    from core.report import how_much_sooner
+
+    assert how_much_sooner(2.0) == "2.00x faster" and how_much_sooner(0.8) == "1.25x slower"
+    assert how_much_sooner(1.0) == "as fast (1.00x)" and how_much_sooner(0.5, "sooner", "later") == "2.00x later"
+    trace = tmp_path / "classes.csv"
+    # One slot: A (class 1, 6 tokens) and B (class 0, 2 tokens) both wait at step 1 behind C.
+    trace.write_text("arrival,output_tokens,priority\n1,6,1\n1,2,0\n0,1,1\n")
+    assert main(["compare", "--trace", str(trace), "--slots", "1", "--policies", "continuous,priority"]) == 0
+    out = capsys.readouterr().out
+    # continuous: C 0-1, A 1-7, B 7-9 -> class 0 (B) 8.0, class 1 (A 6, C 1) 3.5; priority: B 1-3, A 3-9.
+    assert "latency mean, class 0 (1)           8.0         2.0" in out
+    assert "latency mean, class 1 (2)           3.5         4.5" in out
+    assert "priority drains as fast (1.00x)" in out
