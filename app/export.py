@@ -120,6 +120,7 @@ def _traffic(requests) -> dict:
         "arrival": [r.arrival for r in requests],
         "prompt": [r.prompt_tokens for r in requests],
         "output": [r.output_tokens for r in requests],
+        "priority": [r.priority for r in requests],
     }
 
 

@@ -29,7 +29,7 @@ from .views import Controls, HeadToHeadView, Messages
 from .widget import BatchBox, ChapterWidget, LoopView
 
 PRESET = "worked"
-MORE_TRAFFIC = ("requests", "lengths", "mean_tokens", "arrival_window")
+MORE_TRAFFIC = ("requests", "lengths", "mean_tokens", "arrival_window", "priority_share")
 GENERATOR_URL_KEYS = tuple(key for key, name in URL_KEYS.items() if name in GENERATOR_PARAMS)
 # The active tab keeps the page's own text colour (Bokeh's default paints it on white, unreadable in the dark theme).
 TAB_CSS = (

@@ -24,7 +24,7 @@ RUN_CACHE_SIZE = 512
 # Traces a generator setting replaces when moved (the chapter's opening traffic); other traces hide those settings.
 CHAPTER_NAME = "the chapter's traffic"
 GENERATOR_TAKES_OVER = {CHAPTER_NAME}
-GENERATOR_PARAMS = ("seed", "requests", "lengths", "mean_tokens", "arrival_window")
+GENERATOR_PARAMS = ("seed", "requests", "lengths", "mean_tokens", "arrival_window", "priority_share")
 # The simulator's policies, keys of `SimState.runs`: every registered policy a pass's budget does not shape (the
 # Memory tab teaches chunked prefill with its budget). Static and continuous first: the chapter's pair.
 MODES = tuple(name for name, policy in REGISTRY.items() if not policy.has_token_budget)
@@ -90,9 +90,10 @@ def shared_runs(
     }
 
 
-def generated_label(requests: int, lengths: str) -> str:
+def generated_label(requests: int, lengths: str, priority_share: int = 0) -> str:
     """Return the words naming generated traffic (its seed is the slider beside them)."""
-    return f"Traffic: generated, {requests} requests, {lengths} lengths"
+    classes = f", {priority_share}% high priority" if priority_share else ""
+    return f"Traffic: generated, {requests} requests, {lengths} lengths{classes}"
 
 
 def arrival_step_ms(accelerator: str, model: str) -> float:
@@ -132,6 +133,9 @@ class SimState(param.Parameterized):
         doc="Mean output length in tokens: the load (lengths are capped at the generator's cap)",
     )
     arrival_window = param.Integer(default=18, bounds=(1, 512), doc="Requests arrive over steps 0..N-1")
+    priority_share = param.Integer(
+        default=0, bounds=(0, 100), doc="Requests in the high priority class (priority 0), %; the rest are class 1"
+    )
     batch_timeout = param.Integer(default=0, bounds=(0, 64), doc="Static: steps the oldest request may wait")
     window = param.Integer(default=64, bounds=(8, 4096), doc="Steps shown and measured")
     step = param.Integer(
@@ -159,12 +163,17 @@ class SimState(param.Parameterized):
         trace = self.trace if trace is None else trace
         if trace is not None:
             return tuple(trace)
+        return self.generator_config(self.seed)
+
+    def generator_config(self, seed: int) -> TrafficConfig:
+        """Return the generator's config at `seed` with the rest of the learner's traffic settings."""
         return TrafficConfig(
-            seed=self.seed,
+            seed=seed,
             requests=self.requests,
             lengths=self.lengths,
             arrival_window=self.arrival_window,
             mean_tokens=self.mean_tokens,
+            high_priority_share=self.priority_share / 100,
         )
 
     @property
@@ -186,7 +195,7 @@ class SimState(param.Parameterized):
         n = len(self.runs["continuous"].requests)
         if self.trace is not None:
             return f"Traffic: {self.trace_name or 'a trace'}, {n} requests"
-        return generated_label(n, self.lengths)
+        return generated_label(n, self.lengths, self.priority_share)
 
     @property
     def pool(self) -> int | None:

@@ -20,6 +20,7 @@ URL_KEYS = {
     "mean_tokens": "mean_tokens",
     "timeout": "batch_timeout",
     "arrival_window": "arrival_window",
+    "priority_share": "priority_share",
     "both": "both",
     "clock": "clock",
     "accelerator": "accelerator",

@@ -11,7 +11,7 @@ from bokeh.models import ColumnDataSource
 from core import Metrics
 from core.hardware import ACCELERATOR_OPTIONS, MODEL_OPTIONS
 from core.losses import Losses, losses
-from core.policies import CHAPTER_PAIR
+from core.policies import CHAPTER_PAIR, get_policy
 from core.timed import TimedMetrics, timed_metrics
 
 from . import palette
@@ -132,7 +132,8 @@ def _h2h_table(
     )
     return (
         f'<table class="bv-h2h"><caption>{caption}</caption>'
-        f'<thead><tr><td></td><th scope="col">{a}</th><th scope="col">{b}</th></tr></thead>'
+        f'<thead><tr><td></td><th scope="col">{get_policy(a).label}</th><th scope="col">{get_policy(b).label}</th>'
+        "</tr></thead>"
         f"<tbody>{body}</tbody></table>"
     )
 
@@ -171,6 +172,7 @@ class Controls(pn.viewable.Viewer):
             pn.widgets.Select.from_param(s.param.lengths, label="Output lengths"),
             pn.widgets.IntSlider.from_param(s.param.mean_tokens, label="Mean output length (tokens)"),
             pn.widgets.IntSlider.from_param(s.param.arrival_window, label="Arrival window (steps)", end=64),
+            pn.widgets.IntSlider.from_param(s.param.priority_share, label="High priority share (%), for priority"),
         ]
         s.param.watch(self._show_generator, ["trace", "trace_name"])
         self._show_generator()

@@ -9,8 +9,6 @@ from pathlib import Path
 import param
 from panel.custom import JSComponent
 
-from core import TrafficConfig
-
 from . import palette
 from .state import GENERATOR_TAKES_OVER, SimState, generated_label
 from .style import CSS
@@ -112,14 +110,8 @@ class ChapterWidget(JSComponent):
         s = self.state
         slots = overrides.get("slots", s.slots)
         if "seed" in overrides:  # a generator seed replaces the chapter's traffic, as SimState does
-            traffic = TrafficConfig(
-                seed=overrides["seed"],
-                requests=s.requests,
-                lengths=s.lengths,
-                arrival_window=s.arrival_window,
-                mean_tokens=s.mean_tokens,
-            )
-            label = generated_label(s.requests, s.lengths)
+            traffic = s.generator_config(overrides["seed"])
+            label = generated_label(s.requests, s.lengths, s.priority_share)
         else:
             traffic, label = s.traffic_key(), s.traffic_label()
         return ViewKey(

@@ -160,6 +160,7 @@ def view_json(key: ViewKey) -> str:
         "arrival": static.arrival.tolist(),
         "prompt": [r.prompt_tokens for r in static.requests],
         "output": [r.output_tokens for r in static.requests],
+        "priority": [r.priority for r in static.requests],
         "runs": runs,
         "pool": pool,
         "pool_asked": key.kv_blocks or None,

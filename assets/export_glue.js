@@ -31,7 +31,7 @@ function viewOf(name, slots, seed) {
   const view = {
     key, window: t.window, clock: "steps", both: true, generator: generated || t.generator, slots,
     slots_end: D.slots_end, min_label_cells: D.min_label_cells, ids: traffic.ids, arrival: traffic.arrival,
-    prompt: traffic.prompt, output: traffic.output, runs,
+    prompt: traffic.prompt, output: traffic.output, priority: traffic.priority, runs,
   };
   viewCache.set(key, view);
   return view;

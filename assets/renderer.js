@@ -163,6 +163,21 @@ function windowMetrics(view, policy) {
            avg_latency_all: n ? fixed(all / n, 1) : "–" };
 }
 
+/**
+ * Return the words the caption adds when an ordered policy's run is exactly the run it is compared with: why (every
+ * request has the same key) or that its order changed nobody's admission here. "" when the runs differ.
+ */
+export function sameRunNote(view, mode) {
+  const r = view.runs[mode], v = view.runs[r.traits.versus];
+  if (!r.traits.ordered || !v) return "";
+  if (!["start", "finish", "slot"].every((k) => r[k].every((x, i) => x === v[k][i]))) return "";
+  const keys = view[r.traits.order_field] ?? [];
+  const why = keys.length && keys.every((k) => k === keys[0])
+    ? `every request here has the same ${r.traits.order_words}, so the queue's order is arrival order`
+    : "on this traffic its order never changes who is admitted, or when";
+  return ` Here it runs exactly as ${v.traits.label} batching: ${why}.`;
+}
+
 /** Return the two policies the compact table shows for `mode` (app/widget_data.py's compact_pair). */
 export function compactPair(view, mode) {
   const r = view.runs[mode], versus = r.traits.versus;
@@ -180,7 +195,8 @@ export function h2hCompactHtml(view, mode = "continuous") {
     "</tr>").join("");
   return '<table class="bv-h2h"><caption>Head to head, same traffic (completed and utilisation over steps ' +
     `0–${view.window - 1})</caption>` +
-    `<thead><tr><td></td><th scope="col">${a}</th><th scope="col">${b}</th></tr></thead>` +
+    `<thead><tr><td></td><th scope="col">${view.runs[a].traits.label}</th>` +
+    `<th scope="col">${view.runs[b].traits.label}</th></tr></thead>` +
     `<tbody>${body}</tbody></table>`;
 }
 
@@ -418,7 +434,7 @@ export class Timeline {
     this.frameW = width - MARGIN.left - MARGIN.right;
     this.rowH = frameH / slots;
     this.geom = intervals(view, policy);
-    const title = `${policy} batching${onClock ? ", on a clock" : ""}`;
+    const title = `${r.traits.label} batching${onClock ? ", on a clock" : ""}`;  // the policy's own label
     this.canvas.setAttribute("aria-label", `${title}: ${slots} slots over ${onClock ? fixed(this.end, 1) + " ms" :
       this.end + " steps"}`);
     const g = this.canvas.getContext("2d");
@@ -740,7 +756,8 @@ export function mountWidget(root, host) {
     stepInput.max = String(w.last());
     stepInput.value = String(Math.min(w.step, w.last()));
     compact.innerHTML = h2hCompactHtml(v, s.mode);
-    caption.textContent = (v.pool && cfg.captions_memory ? cfg.captions_memory : cfg.captions)[s.mode];
+    caption.textContent = (v.pool && cfg.captions_memory ? cfg.captions_memory : cfg.captions)[s.mode] +
+      sameRunNote(v, s.mode);
     const memoryLegend = Boolean(v.pool && cfg.legend_memory);
     if (legend.dataset.memory !== String(memoryLegend)) {
       legend.dataset.memory = String(memoryLegend);

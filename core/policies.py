@@ -63,6 +63,8 @@ class Policy:
     has_token_budget = False  # a pass holds at most `token_budget` tokens: decoding rows first, then prompt chunks
     versus = "static"  # the policy a page shows beside it
     queue_words = "in arrival order"  # the waiting order, as the loop's comment says it
+    order_field = ""  # the request field its order reads, as the renderer's view names it ("" : arrival)
+    order_words = ""  # that field in words
     victim_words = "the last admitted"  # whom a block shortage preempts (at most 24 characters: a loop line)
     caption = (
         "Continuous batching: between forward passes, finished requests leave and waiting ones take the "
@@ -124,6 +126,8 @@ class Policy:
             "has_fast_timed": self.fast_timed is not None,
             "ordered": self.ordered,
             "versus": self.versus,
+            "order_field": self.order_field,
+            "order_words": self.order_words,
         }
 
     def __repr__(self) -> str:
@@ -221,6 +225,8 @@ class ShortestFirst(Policy):
     summary = "continuous, the waiting queue ordered by output length, shortest first (a perfect predictor)"
     versus = "continuous"
     queue_words = "shortest answer first"
+    order_field = "output"
+    order_words = "answer length"
     caption = (
         "Shortest job first: continuous batching whose waiting queue is ordered by answer length, shortest first. "
         "The simulator knows every answer's length, which no engine does: this is the most a perfect length "
@@ -250,6 +256,8 @@ class Priority(Policy):
     summary = "continuous, the waiting queue by priority (lower first), the lowest class preempted first"
     versus = "continuous"
     queue_words = "lowest priority number first"
+    order_field = "priority"
+    order_words = "priority"
     victim_words = "the lowest class, newest"
     caption = (
         "Priority scheduling (vLLM's policy=priority): continuous batching whose waiting queue is ordered by each "

@@ -20,6 +20,7 @@ from core import TrafficConfig, compute_metrics, generate, simulate
 from core import worked_example as worked
 from core.chapter_traffic import chapter_traffic
 from core.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, cost_model
+from core.policies import get_policy
 from core.spread import spread_study
 from core.sweep import DEFAULT_BATCHES, decode_knee, knee, sweep
 
@@ -70,7 +71,7 @@ def _both(page, slots: int, window: int = 64) -> tuple[list[str], list[str]]:
 
 
 def _core_both(requests, mode: str, slots: int, timeout: int = 0, window: int = 64) -> tuple[list[str], list[str]]:
-    other = "static" if mode == "continuous" else "continuous"
+    other = get_policy(mode).versus  # the run drawn beneath: the one the mode is compared with
     return tuple(
         simulate(requests, slots, m, timeout if m == "static" else 0).timeline_strings(window) for m in (mode, other)
     )
@@ -103,6 +104,22 @@ def test_export_opens_on_the_chapters_traffic_and_follows_the_sliders(page, page
     page.locator("[data-traffic=chapter]").click()
     assert _both(page, 6) == _core_both(chapter_requests, "static", 6)
     page.screenshot(path=artifacts / "export-chapter-static-6.png", full_page=True)
+
+
+def test_export_offers_sjf_and_priority(page, page_errors, offline, exported):
+    """The exported page's mode choice holds sjf and priority: each drawn as the core schedules it, above continuous."""
+    _open(page, exported + "?seed=6&slots=3")
+    requests = generate(TrafficConfig(seed=6))
+    page.locator("[data-mode=sjf]").click()
+    assert _both(page, 3) == _core_both(requests, "sjf", 3)
+    sjf, fcfs = simulate(requests, 3, "sjf"), simulate(requests, 3, "continuous")
+    assert sjf.start.tolist() != fcfs.start.tolist()  # the order changes who runs when
+    latency = compute_metrics(sjf, 64).avg_latency_all
+    expect(page.locator("[data-h2h=sjf-avg_latency_all]")).to_have_text(f"{latency:.1f}")
+    page.locator("[data-mode=priority]").click()
+    assert _both(page, 3) == _core_both(requests, "priority", 3)
+    # Every generated request is class 0 here, so the caption says priority runs as continuous batching, and why.
+    expect(page.locator(".bv-caption").first).to_contain_text("every request here has the same priority")
 
 
 def test_export_seed_moved_quickly_ends_on_the_last_value(page, page_errors, offline, exported):

@@ -1,0 +1,46 @@
+"""sjf and priority on the served page: drawn as the core runs them; the caption's claim true where it is made."""
+
+import pytest
+from playwright.sync_api import expect
+
+from core import TrafficConfig, compute_metrics, generate, simulate
+
+from .helpers import open_app
+from .pixels import read_timeline
+
+# (mode, slots, seed, high priority %, requests): a heavy load, so the queue's order decides who runs when.
+SETTINGS = [("sjf", 3, 6, 0, 12), ("priority", 2, 3, 30, 24), ("sjf", 2, 9, 30, 24)]
+
+
+def _runs(mode: str, slots: int, seed: int, share: int, requests: int):
+    traffic = generate(TrafficConfig(seed=seed, requests=requests, high_priority_share=share / 100))
+    return simulate(traffic, slots, mode), simulate(traffic, slots, "continuous")
+
+
+@pytest.mark.parametrize("mode,slots,seed,share,requests", SETTINGS)
+def test_an_ordered_policy_is_drawn_as_the_core_runs_it(page, page_errors, app_url, mode, slots, seed, share, requests):
+    """Both timelines (the mode above, continuous beneath) equal the core's runs, cell for cell, and they differ."""
+    query = f"?mode={mode}&slots={slots}&seed={seed}&priority_share={share}&requests={requests}"
+    open_app(page, app_url, query)
+    mine, fcfs = _runs(mode, slots, seed, share, requests)
+    assert mine.start.tolist() != fcfs.start.tolist()  # the order really changes who runs when
+    assert read_timeline(page, slots, 64) == mine.timeline_strings(64)
+    assert read_timeline(page, slots, 64, name="timeline-other") == fcfs.timeline_strings(64)
+    for policy, run in ((mode, mine), ("continuous", fcfs)):  # each to its finish: the order's effect on latency
+        latency = compute_metrics(run, 64).avg_latency_all
+        expect(page.locator(f"[data-h2h={policy}-avg_latency_all]").first).to_have_text(f"{latency:.1f}")
+    expect(page.locator(".bv-caption").first).not_to_contain_text("runs exactly as")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4, 5])
+def test_the_caption_says_runs_exactly_as_only_where_they_do(page, page_errors, app_url, seed):
+    """Over seeds and both ordered modes: "runs exactly as continuous batching" iff the core's runs are equal."""
+    for mode, share in (("priority", 0 if seed % 2 else 20), ("sjf", 0)):
+        open_app(page, app_url, f"?mode={mode}&slots=2&seed={seed}&priority_share={share}")
+        mine, fcfs = _runs(mode, 2, seed, share, 12)
+        same = all((getattr(mine, k) == getattr(fcfs, k)).all() for k in ("start", "finish", "slot"))
+        caption = page.locator(".bv-caption").first
+        if same:
+            expect(caption).to_contain_text("runs exactly as continuous batching")
+        else:
+            expect(caption).not_to_contain_text("runs exactly as")
