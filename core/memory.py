@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, insort
+from collections import deque
 from dataclasses import dataclass
 from operator import itemgetter
 
@@ -91,7 +92,7 @@ class KVPool:
     only counts, and block ids cost a heap operation per block.
     """
 
-    def __init__(self, config: MemoryConfig, track_blocks: bool = True):
+    def __init__(self, config: MemoryConfig, track_blocks: bool = True, reuse: str = "lowest"):
         self.config = config
         self.block_size = config.block_size
         self.size = config.kv_blocks  # None: unlimited
@@ -105,7 +106,13 @@ class KVPool:
         # Paged: which blocks each request holds, taken lowest-numbered first from a heap of free block ids.
         self.track = track_blocks and self.size is not None and not self.contiguous
         self.blocks: dict[int, list[int]] = {}
-        self.free_ids: list[int] = list(range(self.size)) if self.track else []
+        # Free block ids: a heap, the lowest taken first; or with reuse="fifo" a queue, blocks taken in the order they
+        # were freed (nano-vllm's free list, which the replay's and the batch view's block tables follow).
+        if reuse not in ("lowest", "fifo"):
+            raise ValueError(f"reuse must be lowest or fifo, got {reuse!r}")
+        self.fifo = reuse == "fifo"
+        ids = range(self.size) if self.track else ()
+        self.free_ids = deque(ids) if self.fifo else list(ids)
 
     @property
     def free(self) -> int | None:
@@ -143,8 +150,7 @@ class KVPool:
             if length == self._largest:  # only cutting a longest run can shorten the longest run
                 self._largest = None
         elif self.track:
-            pop, free_ids = heapq.heappop, self.free_ids
-            self.blocks[request] = [pop(free_ids) for _ in range(need)]
+            self.blocks[request] = [self._take() for _ in range(need)]
         self.held[request] = need
         self.used += need
 
@@ -165,7 +171,7 @@ class KVPool:
         self.held[request] += extra
         self.used += extra
         if self.track:
-            self.blocks[request] += [heapq.heappop(self.free_ids) for _ in range(extra)]
+            self.blocks[request] += [self._take() for _ in range(extra)]
 
     def can_grow(self, count: int) -> bool:
         """Return whether `count` running requests can each take one more block (paged)."""
@@ -181,7 +187,7 @@ class KVPool:
         self.used += len(requests)
         if self.track:
             for request in requests:
-                self.blocks[request].append(heapq.heappop(self.free_ids))
+                self.blocks[request].append(self._take())
 
     def release(self, request: int) -> None:
         """Return every block a request holds (contiguous: its run becomes a hole, merged with free neighbours)."""
@@ -199,9 +205,28 @@ class KVPool:
             if self._largest is not None and end - start > self._largest:
                 self._largest = end - start  # a merged hole can only lengthen the longest run
         elif self.track:
-            push, free_ids = heapq.heappush, self.free_ids
-            for block in self.blocks.pop(request):
-                push(free_ids, block)
+            free_ids = self.free_ids
+            if self.fifo:
+                free_ids.extend(self.blocks.pop(request))
+            else:
+                for block in self.blocks.pop(request):
+                    heapq.heappush(free_ids, block)
+
+    def _take(self) -> int:
+        """Return a free block id, taken from the free list (tracked paged pools)."""
+        return self.free_ids.popleft() if self.fifo else heapq.heappop(self.free_ids)
+
+    def reset(self, free_order=None) -> None:
+        """Free every block of a tracked paged pool, the free list in `free_order` (default 0, 1, ...)."""
+        if not self.track:
+            raise ValueError("reset applies to a paged pool that tracks block ids")
+        order = list(range(self.size) if free_order is None else free_order)
+        if sorted(order) != list(range(self.size)):
+            raise ValueError(f"free_order must hold each of the {self.size} blocks once")
+        self.held.clear()
+        self.blocks.clear()
+        self.used = 0
+        self.free_ids = deque(order) if self.fifo else sorted(order)
 
     def largest_free_run(self) -> int:
         """Return the longest run of consecutive free blocks (paged: every free block counts)."""
