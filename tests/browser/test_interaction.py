@@ -56,7 +56,7 @@ def test_bad_url_values_show_a_message_and_clamp(page, page_errors, app_url):
     message = text_of(page, ".bv-message")
     assert "slots=99 is out of range 1..64; using 64" in message
     assert "seed='abc' is not a whole number (allowed 0..99); kept 4" in message
-    assert "mode='turbo' is not allowed (use continuous or static)" in message
+    assert "mode='turbo' is not allowed (use static or continuous or sjf or priority)" in message
     assert read_timeline(page, 64, 64) == core_run("continuous", 64, 4).timeline_strings(64)
 
 

@@ -43,7 +43,7 @@ def test_try_it_from_the_keyboard(page, page_errors, app_url):
     page.keyboard.press("Space")
     wait_for_timeline(page, chapter("static", 4), 4)
 
-    tab_to(page, lambda f: f["label"] == "Batch slots", most=2)
+    tab_to(page, lambda f: f["label"] == "Batch slots", most=4)  # past the other modes (sjf, priority)
     for _ in range(3):
         page.keyboard.press("ArrowLeft")
     slider = page.get_by_role("slider", name="Batch slots", exact=True)

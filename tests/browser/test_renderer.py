@@ -7,10 +7,10 @@ import json
 import pytest
 
 from app.progress import clock_playback_texts, clock_times, playback_texts
-from app.state import shared_runs, shared_timed_runs
+from app.state import MODES, shared_runs, shared_timed_runs
 from app.story import clock_loop_texts, loop_texts
 from app.widget import RENDERER_JS
-from app.widget_data import ViewKey, h2h_compact, view_json
+from app.widget_data import ViewKey, compact_pair, h2h_compact, view_json
 from core import TrafficConfig
 from core import worked_example as worked
 from core.chapter_traffic import chapter_traffic
@@ -66,14 +66,14 @@ def test_every_steps_texts_equal_pythons(renderer, name, traffic, slots, timeout
     got = renderer.evaluate(
         """([view, loops]) => {
           const v = JSON.parse(view), out = {};
-          for (const mode of ["static", "continuous"]) {
+          for (const mode of Object.keys(v.runs)) {
             out[mode] = { panel: [], loop: [] };
             for (let t = 0; t < v.window; t++) {
               out[mode].panel.push(window.__R.playbackHtml(v, mode, t));
               out[mode].loop.push(window.__R.loopHtml(v, mode, t));
             }
           }
-          out.h2h = window.__R.h2hCompactHtml(v);
+          out.h2h = Object.fromEntries(Object.keys(v.runs).map((m) => [m, window.__R.h2hCompactHtml(v, m)]));
           return out;
         }""",
         [view, loops],
@@ -84,13 +84,16 @@ def test_every_steps_texts_equal_pythons(renderer, name, traffic, slots, timeout
     for run in runs.values():
         assert got[run.policy]["panel"] == list(playback_texts(run, window, pool)), run.policy
         assert got[run.policy]["loop"] == list(loop_texts(run, window, pool is not None)), run.policy
-    assert got["h2h"] == h2h_compact(runs["static"], runs["continuous"], window, None)
+    assert set(got["h2h"]) == set(runs) == set(MODES)  # every mode the page offers, each with its compact table
+    for mode in runs:
+        first, second = compact_pair(runs, mode)
+        assert got["h2h"][mode] == h2h_compact(runs[first], runs[second], window, None), mode
 
 
 def test_the_view_is_flat_arrays_the_size_of_the_traffic():
     """The server sends data, not per-step HTML: a view holds per-request arrays and no step's text."""
     view = json.loads(view_json(_key(TrafficConfig(seed=4), 4, 0, 64)))
-    assert set(view["runs"]) == {"static", "continuous"}
+    assert set(view["runs"]) == set(MODES)
     for run in view["runs"].values():
         assert all(len(run[k]) == 12 for k in ("start", "finish", "slot", "release"))
     assert "step 0" not in json.dumps(view)  # no readout or log text: the renderer writes those
@@ -124,7 +127,7 @@ def test_every_clock_frames_texts_equal_pythons(renderer, name, traffic, slots, 
     got = renderer.evaluate(
         """([view, loops]) => {
           const v = JSON.parse(view), out = {};
-          for (const mode of ["static", "continuous"]) {
+          for (const mode of Object.keys(v.runs)) {
             out[mode] = { panel: [], loop: [] };
             for (let k = 0; k < v.window; k++) {
               out[mode].panel.push(window.__R.clockPlaybackHtml(v, mode, k));
