@@ -9,6 +9,7 @@ from functools import lru_cache
 from core import Request, Run, TrafficConfig, compute_metrics
 from core.losses import losses
 from core.policies import REGISTRY, get_policy
+from core.states import STATE_NUMBERS
 from core.timed import TimedRun, timed_metrics
 
 from . import palette
@@ -59,6 +60,7 @@ def policy_fields(policy: str, allocation: str) -> dict:
         "reserves": get_policy(policy).reserves_whole_life(allocation),
         "loop": [list(line) for line in loop_lines(policy)],
         "loop_memory": [list(line) for line in loop_lines(policy, allocation)],
+        "states": STATE_NUMBERS,  # the cell states, defined once (core/states.py)
     }
 
 

@@ -46,7 +46,8 @@ export function statsHtml(completed, total, useful, util, avg) {
 
 // A run's cells and stays. The memory engine sends them when a request was preempted (it then has several stays,
 // and recompute cells); otherwise each request is one stay: generating from start to finish, padding to release.
-const [GEN, PAD, REC, PRE] = [1, 2, 3, 4];
+// The cell states' numbers come with each run (core/states.py, defined once): generating, padding, recompute, prefill.
+const codes = (r) => [r.states.generating, r.states.padding, r.states.recompute, r.states.prefill];
 const chunks = (flat, width) => {
   const out = [];
   for (let k = 0; k < flat.length; k += width) out.push(flat.slice(k, k + width));
@@ -55,7 +56,7 @@ const chunks = (flat, width) => {
 export function cellsOf(r) {
   if (r._cells) return r._cells;
   if (r.cells) return (r._cells = chunks(r.cells, 5));
-  const out = [];
+  const [GEN, PAD] = codes(r), out = [];
   for (let i = 0; i < r.start.length; i++) {
     out.push([i, r.slot[i], r.start[i], r.finish[i], GEN]);
     if (r.release[i] > r.finish[i]) out.push([i, r.slot[i], r.finish[i], r.release[i], PAD]);
@@ -132,7 +133,7 @@ export function kvHtml(view, r, t) {
 
 /** Return step t's readout, stats, waste meter and log as one block: app/progress.py's playback_texts(run)[t]. */
 export function playbackHtml(view, policy, t) {
-  const r = view.runs[policy], W = view.window, ran = t + 1, n = r.start.length;
+  const r = view.runs[policy], W = view.window, ran = t + 1, n = r.start.length, [GEN, PAD, REC, PRE] = codes(r);
   const useful = cellsBefore(r, [GEN, REC], ran), padding = cellsBefore(r, [PAD], ran);
   const idle = ran * r.slots - useful - padding - cellsBefore(r, [PRE], ran);
   let done = 0, latency = 0;
@@ -158,7 +159,7 @@ function windowMetrics(view, policy) {
     if (r.finish[i] <= W) done++;
     all += r.finish[i] - view.arrival[i];
   }
-  const useful = cellsBefore(r, [GEN, REC], W), cells = W * r.slots;
+  const [GEN, , REC] = codes(r), useful = cellsBefore(r, [GEN, REC], W), cells = W * r.slots;
   return { completed: `${done}/${n}`, utilisation: pct(cells ? useful / cells : 0), drain: `${r.drain}`,
            avg_latency_all: n ? fixed(all / n, 1) : "–" };
 }
@@ -352,7 +353,7 @@ export function intervals(view, policy) {
   const start = r.start_ms ?? r.start, finish = r.finish_ms ?? r.finish, release = r.release_ms ?? r.release;
   const gen = [], pad = [], rec = [];
   if (r.cells && view.clock !== "ms") {  // preempted: its cells, recompute passes their own state
-    const into = { [GEN]: gen, [PAD]: pad, [REC]: rec, [PRE]: gen };
+    const [GEN, PAD, REC, PRE] = codes(r), into = { [GEN]: gen, [PAD]: pad, [REC]: rec, [PRE]: gen };
     for (const [i, slot, lo, hi, state] of cellsOf(r)) if (lo < W) into[state].push([lo, Math.min(hi, W), slot, i]);
     return { gen, pad, rec };
   }

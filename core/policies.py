@@ -286,8 +286,10 @@ def register(policy: Policy) -> Policy:
     """Add `policy` to the registry under its name (replacing one of the same name); return it."""
     if not isinstance(policy, Policy):
         raise TypeError(f"register needs a Policy, got {policy!r}")
-    if policy.forms_batches and policy.queue_key(Request("-", 0, 1)) is not None:
+    if policy.forms_batches and policy.ordered:
         raise ValueError(f"{policy.name}: a batch policy forms its batches first come, first served")
+    if policy.ordered and policy.queue_words == Policy.queue_words:  # the page's loop would say "arrival order"
+        raise ValueError(f"{policy.name}: an ordered policy says its order in queue_words, not {Policy.queue_words!r}")
     REGISTRY[policy.name] = policy
     return policy
 

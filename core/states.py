@@ -4,4 +4,5 @@
 # next token); F: a prompt chunk that yields no token yet.
 IDLE, GENERATING, PADDING, RECOMPUTE, PREFILL = 0, 1, 2, 3, 4
 STATE_CHARS = ".GPRF"
-STATE_NAMES = ("idle", "generating", "padding", "recompute", "prefill")  # what the renderer receives, by number
+STATE_NAMES = ("idle", "generating", "padding", "recompute", "prefill")
+STATE_NUMBERS = {name: number for number, name in enumerate(STATE_NAMES)}  # what the renderer receives with a run

@@ -15,6 +15,7 @@ from core.engine import as_run, schedule
 from core.memory import MemoryConfig
 from core.policies import REGISTRY, Policy, get_policy, register, unregister
 from core.reference import simulate_memory_per_step
+from core.states import STATE_NUMBERS
 from core.timed import simulate_timed
 from core.traffic import TrafficConfig, generate
 
@@ -29,6 +30,7 @@ class LongestFirst(Policy):
     label = "longest first"
     colour = "#123456"
     summary = "continuous, the longest answer first"
+    queue_words = "longest answer first"
 
     def queue_key(self, request: Request) -> int:
         """Return minus the output length: the longest first."""
@@ -77,6 +79,8 @@ def test_a_toy_policy_runs_end_to_end_from_one_file(toy, tmp_path, capsys):
 
     view = run_arrays(run)
     assert view["policy"] == "longest" and view["traits"] == LongestFirst().traits()
+    assert view["states"] == STATE_NUMBERS  # the cell states travel with the run, defined once
+    assert view["loop"][2][1].endswith("# longest answer first; prompts join as prefill")  # its own words
     assert view["start"] == [17, 0, 14, 5]
     h2h = compare(simulate(TOY_TRAFFIC, 1, "static"), run)
     assert h2h.names == ("static", "longest") and h2h["longest"].drain_steps == 19
