@@ -519,7 +519,7 @@ class MemoryView(LazyViewer):
 
     def apply_query(self, query: dict) -> list[str]:
         """Take ?blocks= from a deep link; return the messages for values refused."""
-        value, message = query_number(query, "blocks", MIN_BLOCKS, MAX_BLOCKS, self.blocks)
+        value, message = query_number(query, "blocks", MIN_BLOCKS, MAX_BLOCKS, self.blocks, integer=True)
         if value is not None:
             self.blocks = int(round(value))
         messages = [message] if message else []

@@ -38,11 +38,11 @@ def check_fits(requests: Sequence[Request], memory: MemoryConfig, policy: str | 
     pool = memory.kv_blocks
     if not sizes or memory.blocks_for(max(sizes)) <= pool:  # the common case: one pass over the sizes, no loop
         return
-    for r, tokens in zip(requests, sizes):
-        need = memory.blocks_for(tokens)
-        if need > pool:
-            what = "its reservation" if reserving else "its prompt and output"
-            raise LimitError(
-                f"request {r.id!r} needs {need:,} blocks of {memory.block_size} tokens for {what} ({tokens:,} tokens) "
-                f"but the pool has {pool:,}: give --kv-blocks at least {need:,}"
-            )
+    # Name the largest request (the first of them in trace order): its blocks are the least pool that works.
+    k = max(range(len(sizes)), key=lambda i: (sizes[i], -i))
+    r, tokens, need = requests[k], sizes[k], memory.blocks_for(sizes[k])
+    what = "its reservation" if reserving else "its prompt and output"
+    raise LimitError(
+        f"request {r.id!r} needs {need:,} blocks of {memory.block_size} tokens for {what} ({tokens:,} tokens) "
+        f"but the pool has {pool:,}: give --kv-blocks at least {need:,}, the largest request's"
+    )

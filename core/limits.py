@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import math
 import os
 import re
 import stat
@@ -51,6 +52,15 @@ def plain_int(text: str) -> int | None:
 
 
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def plain_float(text: str) -> float | None:
+    """Return `text` as a finite number if it is a plain ASCII decimal (sign, dot, exponent; no `1_0`, nan, inf)."""
+    text = text.strip()
+    if len(text) > 40 or not _DECIMAL.fullmatch(text):
+        return None
+    value = float(text)
+    return value if math.isfinite(value) else None
 
 
 def parse_float(text: str, name: str, low: float, high: float) -> float:

@@ -25,6 +25,11 @@ PLAIN = "arrival,output_tokens\n"
 
 # (name, trace file text or None, argv after the subcommand, message on stderr)
 CLI_CASES = [
+    # Round 4, defect 8: the least pool is named at once (the largest request's), not one request at a time.
+    ("kv pool of 1 names the least", None, ["simulate", "--kv-blocks", "1"], "at least 7, the largest request's"),
+    ("kv pool of 4 names the least", None, ["simulate", "--kv-blocks", "4"], "at least 7, the largest request's"),
+    ("a bad --policies name", None, ["compare", "--policies", "static,fifo"], "'fifo' is not a policy; registered"),
+    ("one policy to compare", None, ["compare", "--policies", "static"], "give at least two different policies"),
     ("window past the cell limit", None, ["simulate", "--json", "--window", "1000000000"], "over the limit of 16,777,216"),
     ("arrival window 10**30", None, ["simulate", "--arrival-window", "1" + "0" * 30], "--arrival-window: expected an"),
     ("mean tokens 10**30", None, ["simulate", "--mean-tokens", "1" + "0" * 30], "--mean-tokens: expected an integer"),
@@ -555,3 +560,24 @@ def _connects(port: int) -> bool:
         return True
     except OSError:
         return False
+
+
+@pytest.mark.parametrize(
+    "key, text, integer, words",
+    [
+        ("blocks", "2_0", True, "is not a whole number"),
+        ("blocks", "7.9", True, "is not a whole number"),
+        ("blocks", "1e1", True, "is not a whole number"),
+        ("rate", "8_0", False, "is not a number"),
+        ("sigma", "1_2", False, "is not a number"),
+        ("rate", "nan", False, "is not a number"),
+        ("rate", "١٢", False, "is not a number"),  # other scripts' digits
+    ],
+)
+def test_one_url_number_parser_refuses_what_the_cli_refuses(key, text, integer, words):
+    """Round 4, defect 9: URL numbers are plain ASCII (no `2_0`), and a whole-number key takes no `7.9` or `1e1`."""
+    from app.exercises.common import query_number
+
+    value, message = query_number({key: text}, key, 1, 100, 12, integer=integer)
+    assert value is None and f"URL: {key}={text!r} {words} (allowed 1..100); kept 12." == message
+    assert query_number({key: "20"}, key, 1, 100, 12, integer=integer) == (20, "")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 import panel as pn
 from bokeh.models import Range1d
 from bokeh.plotting import figure
+
+from core.limits import plain_float, plain_int
 
 from ..style import CSS
 from ..url import query_value
@@ -63,18 +63,22 @@ def small_figure(
     return fig
 
 
-def query_number(query: dict, key: str, low: float, high: float, current: float) -> tuple[float | None, str]:
-    """Return (a number from the URL, or None, and a message): finite, within [low, high], or refused and named."""
+def query_number(
+    query: dict, key: str, low: float, high: float, current: float, integer: bool = False
+) -> tuple[float | None, str]:
+    """Return (a number from the URL, or None, and a message): within [low, high], or refused and named.
+
+    One parser for every URL number (core.limits's plain_int and plain_float): ASCII digits only, no `2_0`; an
+    `integer` key takes whole numbers only (no `7.9`, no `1e1`).
+    """
     if key not in query:
         return None, ""
     text = query_value(query[key]).strip()
     shown = repr(text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "...")
-    try:
-        value = float(text) if len(text) <= MAX_SHOWN and text.isascii() else math.nan
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        return None, f"URL: {key}={shown} is not a number (allowed {low:g}..{high:g}); kept {current:g}."
+    value = plain_int(text) if integer else plain_float(text)
+    if value is None:
+        what = "a whole number" if integer else "a number"
+        return None, f"URL: {key}={shown} is not {what} (allowed {low:g}..{high:g}); kept {current:g}."
     if not low <= value <= high:
         clamped = min(max(value, low), high)
         return clamped, f"URL: {key}={value:g} is out of range {low:g}..{high:g}; using {clamped:g}."

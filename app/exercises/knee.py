@@ -176,7 +176,7 @@ class KneeView(LazyViewer):
             if value is not None:
                 setattr(self, name, value)
             messages += [message] if message else []
-        value, message = query_number(query, "guess", DEFAULT_BATCHES[0], DEFAULT_BATCHES[-1], 0)
+        value, message = query_number(query, "guess", DEFAULT_BATCHES[0], DEFAULT_BATCHES[-1], 0, integer=True)
         if value is not None and value in DEFAULT_BATCHES and not message:
             self.guess = int(value)
         elif "guess" in query:
