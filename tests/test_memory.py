@@ -204,7 +204,7 @@ def test_a_named_accelerator_and_model_give_a_pool():
     "argv, message",
     [
         (["simulate", "--block-size", "4"], "--block-size applies to a limited pool: give --kv-blocks N too"),
-        (["simulate", "--kv-blocks", "1"], "needs 2 blocks of 16 tokens for its prompt and output"),
+        (["simulate", "--kv-blocks", "1"], "needs 7 blocks of 16 tokens for its prompt and output"),
         (["simulate", "--policy", "chunked"], "--policy chunked needs --token-budget T"),
         (["simulate", "--policy", "chunked", "--token-budget", "2"], "--token-budget 2 is below --slots 4"),
         (["simulate", "--token-budget", "9"], "--token-budget applies to a policy with a token budget (chunked) only"),

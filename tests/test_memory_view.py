@@ -139,7 +139,7 @@ def test_a_deep_link_sets_the_pool_and_a_bad_one_is_named():
     (message,) = view.apply_query({"blocks": "0"})
     assert f"{MIN_BLOCKS}..{MAX_BLOCKS}" in message and view.blocks == MIN_BLOCKS
     (message,) = MemoryView().apply_query({"blocks": "nan"})
-    assert "not a number" in message
+    assert "not a whole number" in message
 
 
 def check_chunk_claims(budget: int) -> None:
