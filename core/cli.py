@@ -21,7 +21,7 @@ from .cli_args import (
 )
 from .cli_cost import add_cost_args, cost_from_args, describe_cost, requests_in_ms, step_ms, timed_text
 from .cli_memory import add_memory_args, memory_from_args, token_budget
-from .cost import ROOFLINE_FIELDS
+from .cost import ROOFLINE_FIELDS, ROOFLINE_RANGES
 from .hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError, one_line, show_name
 from .losses import losses
@@ -189,7 +189,7 @@ def _add_sweep(sub) -> None:
     for f in COST_FIELDS:
         p.add_argument(
             "--" + f.name.replace("_", "-"),
-            type=bounded_float(0.0, 1e15),
+            type=bounded_float(*ROOFLINE_RANGES[f.name]),
             default=None,
             help=f"cost model: {COST_HELP[f.name]}; overrides the preset (default {getattr(preset, f.name):g}, "
             "from the default presets)",

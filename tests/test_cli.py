@@ -144,7 +144,7 @@ def test_sweep_is_the_timed_simulation(capsys, tmp_path):
         (["compare", "--seed", "x"], "argument --seed: expected an integer in 0..4294967295, got 'x'"),
         (["simulate", "--trace", "__missing__.csv"], "cannot read __missing__.csv: No such file or directory"),
         (["sweep", "--batches", "1,a"], "--batches: expected comma-separated integers"),
-        (["sweep", "--mem-bw-gbs", "0"], "mem_bw_gbs must be a finite number > 0"),
+        (["sweep", "--mem-bw-gbs", "0"], "--mem-bw-gbs: expected a number in 1..100000"),
         (["replay", "--device", "tpu"], "argument --device: invalid choice: 'tpu'"),
         (["replay", "--model", "huge"], "argument --model: invalid choice: 'huge'"),
         (["export", "page.html", "--requests", "65"], "argument --requests: expected an integer in 1..64, got '65'"),

@@ -11,7 +11,7 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from core.cost import ROOFLINE_FIELDS
+from core.cost import ROOFLINE_FIELDS, ROOFLINE_RANGES
 from core.hardware import (
     ACCELERATOR_OPTIONS,
     ACCELERATORS,
@@ -33,14 +33,15 @@ __all__ = ["EXPLAIN", "KneePlots", "KneeView", "cached_sweep", "knee_plots", "po
 
 RATE_RANGE = (1.0, 1000.0)
 TARGET_RANGE = (1.0, 500.0)
-FIELDS = {  # CostModel field -> (label, low, high)
-    "params_b": ("Weights, billions of parameters", 0.01, 2000.0),
-    "bytes_per_param": ("Bytes per parameter", 0.25, 8.0),
-    "kv_bytes_per_token": ("KV-cache bytes per token", 0.0, 1e8),
-    "mem_bw_gbs": ("Memory bandwidth, GB/s", 1.0, 1e5),
-    "tflops": ("Peak dense compute, TFLOP/s", 0.01, 1e5),
-    "overhead_ms": ("Per-step overhead, ms", 0.0, 100.0),
+LABELS = {
+    "params_b": "Weights, billions of parameters",
+    "bytes_per_param": "Bytes per parameter",
+    "kv_bytes_per_token": "KV-cache bytes per token",
+    "mem_bw_gbs": "Memory bandwidth, GB/s",
+    "tflops": "Peak dense compute, TFLOP/s",
+    "overhead_ms": "Per-step overhead, ms",
 }
+FIELDS = {name: (LABELS[name], *ROOFLINE_RANGES[name]) for name in LABELS}  # the CLI's ranges (core/cost.py)
 INTRO = (
     "<h3>Exercise 1: find the knee</h3><p>2,000 heavy-tailed chat requests (mean 200 output tokens, 1,000-token "
     "prompts, Poisson arrivals) under continuous batching at each batch size from 1 to 512, on the core's timed "
