@@ -40,14 +40,14 @@ def waiting_per_step(run: Run, window: int) -> np.ndarray:
 def losses(run: Run, window: int | None = None) -> Losses:
     """Return where the run's slot-steps in [0, window) went (the window defaults to the drain)."""
     window = run.drain if window is None else int(window)
-    grid = run.grid(window)
-    empty = (grid == IDLE).sum(axis=0)
-    could_serve = empty + (grid == PADDING).sum(axis=0)
+    counts = run.counts_per_step(window)  # per step, not per slot-step: no dense grid for a long drain
+    empty = counts[IDLE]
+    could_serve = empty + counts[PADDING]
     waiting = waiting_per_step(run, window)
     someone_waits = waiting > 0
     return Losses(
         window=window,
-        padding=int((grid == PADDING).sum()),
+        padding=int(counts[PADDING].sum()),
         idle_while_waiting=int(empty[someone_waits].sum()),
         spare=int(empty[~someone_waits].sum()),
         boundary_wait=int(waiting[could_serve > 0].sum()),

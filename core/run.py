@@ -7,7 +7,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .limits import check_cells
+from .limits import check_cells, check_steps
 from .policies import Policy, get_policy
 from .request import Request
 from .states import GENERATING, IDLE, PADDING, PREFILL, RECOMPUTE, STATE_CHARS
@@ -92,6 +92,27 @@ class Run:
         grid[open_[1]] = PADDING
         grid[open_[0]] = GENERATING
         return grid
+
+    def counts_per_step(self, width: int) -> np.ndarray:
+        """Return how many slots are in each state at each step of [0, width): a (5, width) array, states as rows.
+
+        Built from the intervals with difference arrays, so it costs one number per step and state, not one per
+        slot-step: a long drain on many slots is counted without its dense grid.
+        """
+        check_steps(width, "the per-step counts")
+        if self.cells is not None:
+            cells = self.cells
+            spans = [(cells[cells[:, 4] == s, 2], cells[cells[:, 4] == s, 3]) for s in range(1, len(STATE_CHARS))]
+        else:
+            spans = [(self.start, self.finish), (self.finish, self.release), ((), ()), ((), ())]
+        out = np.zeros((len(STATE_CHARS), width), dtype=np.int64)
+        for state, (lo, hi) in enumerate(spans, start=1):
+            diff = np.zeros(width + 1, dtype=np.int64)
+            np.add.at(diff, np.minimum(np.asarray(lo, dtype=np.int64), width), 1)
+            np.add.at(diff, np.minimum(np.asarray(hi, dtype=np.int64), width), -1)
+            out[state] = np.cumsum(diff)[:width]
+        out[IDLE] = self.slots - out[1:].sum(axis=0)
+        return out
 
     def _grid_from_cells(self, width: int) -> np.ndarray:
         grid = np.zeros((self.slots, width), dtype=np.uint8)

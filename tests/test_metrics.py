@@ -1,6 +1,7 @@
 """Metrics over a window, checked against counts taken from the timeline itself."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -143,3 +144,39 @@ def test_weighted_percentiles_count_each_value_its_weight():
     assert weighted_percentiles(np.array([5]), np.array([1]), (50,)) == (5.0,)
     assert weighted_percentiles(np.array([5, 7]), np.array([0, 0]), (50, 99)) == (0.0, 0.0)  # no weight: zeros
     assert weighted_percentiles(np.array([]), np.array([]), (50,)) == (0.0,)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 15), st.integers(1, 12), st.integers(0, 20)), min_size=1, max_size=15),
+    st.integers(1, 4),
+    st.sampled_from(["static", "continuous", "sjf", "chunked"]),
+    st.integers(0, 3),
+    st.integers(1, 80),
+)
+def test_counts_per_step_are_the_grids_columns(rows, slots, policy, extra, width):
+    """Run.counts_per_step (no dense grid) equals the grid's per-step count of every state, memory runs included."""
+    from core.engine import as_run, schedule
+    from core.memory import MemoryConfig
+
+    reqs = [Request(f"r{i}", a, o, p) for i, (a, o, p) in enumerate(rows)]
+    need = max(-(-(max(1, r.prompt_tokens) + max(o for _, o, _ in rows)) // 4) for r in reqs)
+    memory = MemoryConfig(kv_blocks=need + extra, block_size=4)
+    budget = slots + 2 if policy == "chunked" else None
+    run = as_run(schedule(reqs, slots, policy, memory, token_budget=budget))
+    grid = run.grid(width)
+    counts = run.counts_per_step(width)
+    for state in range(5):
+        assert (grid == state).sum(axis=0).tolist() == counts[state].tolist()
+
+
+def test_compare_measures_a_long_drain_without_its_dense_grid(capsys):
+    """Round 4, defect 7: one million-token request on 32 slots is compared (losses per step, not per slot-step)."""
+    from core.cli import main
+
+    argv = ["compare", "--requests", "1", "--lengths", "fixed", "--mean-tokens", "1000000", "--max-tokens", "1000000"]
+    assert main([*argv, "--slots", "32", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["continuous"]["drain_steps"] == doc["static"]["drain_steps"] > 1_000_000
+    drain = doc["continuous"]["drain_steps"]
+    assert doc["losses"]["continuous"]["spare"] == 32 * drain - 1_000_000  # every slot-step but its tokens
