@@ -23,7 +23,7 @@ import numpy as np
 
 from .cost import StepCost, UnitCost, scalar_pass_ms
 from .fits import check_fits
-from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, check_workload
+from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, check_prefill_passes, check_workload
 from .memory import UNLIMITED, KVPool, MemoryConfig
 from .policies import Policy, get_policy
 from .request import Request
@@ -75,6 +75,8 @@ def schedule(
     requests = tuple(requests)
     check_workload(len(requests), sum(r.output_tokens for r in requests))
     check_fits(requests, memory, pol)
+    if pol.has_token_budget:  # a chunk pass is recorded on its own: bound them before the loop, not after
+        check_prefill_passes(sum(max(1, r.prompt_tokens) for r in requests), token_budget)
     return _Engine(requests, slots, pol, memory, cost, float(batch_timeout), token_budget, record_pool).run()
 
 

@@ -118,6 +118,20 @@ def check_steps(steps: int, what: str) -> None:
         raise LimitError(f"{what} would run {steps:,} steps, over the limit of {MAX_STEP_ARRAY:,} steps")
 
 
+MAX_PREFILL_PASSES = 1_000_000  # passes a token budget needs for the prompts alone (each one recorded on its own)
+
+
+def check_prefill_passes(prompt_tokens: int, budget: int) -> None:
+    """Raise LimitError, before anything runs, if the prompts alone need more passes of `budget` than the limit."""
+    passes = -(-prompt_tokens // budget)
+    if passes > MAX_PREFILL_PASSES:
+        least = -(-prompt_tokens // MAX_PREFILL_PASSES)
+        raise LimitError(
+            f"the prompts ({prompt_tokens:,} tokens) need at least {passes:,} passes of {budget:,} tokens, over the "
+            f"limit of {MAX_PREFILL_PASSES:,}; give a token budget of at least {least:,}"
+        )
+
+
 def check_workload(num_requests: int, total_tokens: int) -> None:
     """Raise LimitError if a workload has more requests or output tokens than the limits allow."""
     if num_requests > MAX_REQUESTS:

@@ -28,6 +28,14 @@ CLI_CASES = [
     # Round 4, defect 8: the least pool is named at once (the largest request's), not one request at a time.
     ("kv pool of 1 names the least", None, ["simulate", "--kv-blocks", "1"], "at least 7, the largest request's"),
     ("kv pool of 4 names the least", None, ["simulate", "--kv-blocks", "4"], "at least 7, the largest request's"),
+    # Defect 4: a budget's prompt passes are bounded before the loop (it took 38.8 s and 2.79 GB).
+    (
+        "chunked prompts past the pass limit",
+        None,
+        ["simulate", "--policy", "chunked", "--token-budget", "1", "--slots", "1", "--prompt-lengths", "fixed",
+         "--mean-prompt-tokens", "1000000", "--requests", "10"],
+        "need at least 10,000,000 passes of 1 tokens, over the limit of 1,000,000; give a token budget of at least 10",
+    ),  # fmt: skip
     ("a bad --policies name", None, ["compare", "--policies", "static,fifo"], "'fifo' is not a policy; registered"),
     ("one policy to compare", None, ["compare", "--policies", "static"], "give at least two different policies"),
     ("window past the cell limit", None, ["simulate", "--json", "--window", "1000000000"], "over the limit of 16,777,216"),
