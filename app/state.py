@@ -83,7 +83,9 @@ def shared_runs(
                 policy,
                 memory,
                 batch_timeout=timeout if get_policy(policy).has_timeout else 0,
-                record_pool=bool(kv_blocks),
+                # Each block's owner is kept for a pool the views draw box by box; a larger one (a long upload's
+                # least pool) runs without the map, and the views say the pool is too big to draw.
+                record_pool=bool(kv_blocks) and memory.kv_blocks <= MAX_POOL,
             )
         )
         for policy in MODES

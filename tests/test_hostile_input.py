@@ -592,3 +592,20 @@ def test_one_url_number_parser_refuses_what_the_cli_refuses(key, text, integer, 
     value, message = query_number({key: text}, key, 1, 100, 12, integer=integer)
     assert value is None and f"URL: {key}={text!r} {words} (allowed 1..100); kept 12." == message
     assert query_number({key: "20"}, key, 1, 100, 12, integer=integer) == (20, "")
+
+
+def test_an_upload_then_a_small_pool_keeps_the_session_working():
+    """Round 4, defect 2: a long upload raises a small pool past what the views draw; the runs and views still come."""
+    from app.state import MAX_POOL, SimState
+    from app.widget_data import run_arrays
+
+    state = SimState()
+    state.use_trace([Request("A", 0, 8192)], "k.csv")
+    state.kv_blocks = 8  # raised to the least this traffic fits: 1,025 blocks of 8 tokens, past MAX_POOL
+    assert state.pool == 1025 > MAX_POOL
+    for run in state.runs.values():
+        view = run_arrays(run, limited=True)
+        assert view["pool"] == 1025 and view["pool_at"] is None  # the batch view says it is too big to draw
+        assert run.finish.tolist() == [8192]
+    state.kv_blocks = 0  # and every later control still works
+    assert state.pool is None and state.runs["continuous"].finish.tolist() == [8192]
