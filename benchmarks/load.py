@@ -163,12 +163,13 @@ def chapter_widget(doc):
     return next((m.data for m in doc.select({"type": ReactiveESM}) if "payload" in m.data.properties()), None)
 
 
+RUN_KEYS = ("policy", "slots", "drain", "start", "finish", "slot", "release")  # the timeline (KV aside)
+
+
 def _expected_generating(seed: int) -> dict:
     """Return the core's continuous run at this seed as the widget receives it (flat per-request arrays)."""
-    return run_arrays(simulate(generate(TrafficConfig(seed=seed)), 4, "continuous"))
-
-
-RUN_KEYS = ("policy", "slots", "drain", "start", "finish", "slot", "release")  # the timeline (KV aside)
+    arrays = run_arrays(simulate(generate(TrafficConfig(seed=seed)), 4, "continuous"))
+    return {key: arrays[key] for key in RUN_KEYS}
 
 
 def shown_run(widget) -> dict:
