@@ -19,7 +19,6 @@ from .pool_at import owners_by_step
 from .state import MODE_ORDER, RUN_CACHE_SIZE, shared_runs, shared_timed_runs
 from .story import loop_lines
 
-POLICIES = ("static", "continuous")
 AHEAD_MAX_REQUESTS = 64  # neighbours are sent ahead only for traffic this small (each costs two runs)
 
 

@@ -46,10 +46,10 @@ def _add_replay(sub) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (default: shown on a tty)")
     p.add_argument(
         "--policy",
-        choices=("continuous", "chunked"),
+        choices=[name for name, policy in REGISTRY.items() if not policy.forms_batches],
         default="continuous",
-        help="what runs beside static: continuous batching, or chunked prefill under --token-budget, the core's "
-        "chunked schedule pass for pass (default continuous)",
+        help="what runs beside static: any registered policy that admits between passes (continuous, chunked "
+        "prefill under --token-budget, sjf, priority), the core's schedule pass for pass (default continuous)",
     )
     add_token_budget_arg(p)
     online = p.add_argument_group("online (in real time)")

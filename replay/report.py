@@ -52,6 +52,7 @@ def summary(static: ReplayResult, continuous: ReplayResult) -> dict:
         "slots": continuous.run.slots,
         "requests": len(continuous.run.requests),
         "static": policy_summary(static),
+        "beside": policy,  # the policy that ran beside static
         policy: policy_summary(continuous),
         "measured_speedup": continuous.throughput / static.throughput if static.throughput else None,
         "predicted_speedup": predicted.throughput_ratio,
@@ -71,7 +72,7 @@ def _ms(value: float | None) -> str:
 
 def summary_text(doc: dict, workload: str) -> str:
     """Return the side-by-side table of a summary (see `summary`)."""
-    other = "chunked" if "chunked" in doc else "continuous"
+    other = doc["beside"]
     s, c = doc["static"], doc[other]
     rows = [
         ("tokens/s (measured)", f"{s['tokens_per_s']:.0f}", f"{c['tokens_per_s']:.0f}"),

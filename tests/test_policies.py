@@ -255,6 +255,7 @@ COMPARISON = re.compile(
     r"""(==|!=|===|!==)\s*["'](static|continuous|chunked|sjf|priority)["']"""
     r"""|["'](static|continuous|chunked|sjf|priority)["']\s*(==|!=|===|!==)"""
     r"""|\bin\s*[(\[]\s*["'](static|continuous|chunked|sjf|priority)["']"""
+    r"""|["'](static|continuous|chunked|sjf)["']\s+(not\s+)?in\b"""  # ("priority" is also a trace column)
 )
 
 

@@ -180,6 +180,21 @@ def test_pass_plans_read_every_schedule_back():
 CLI_SMALL = ["--requests", "6", "--mean-prompt-tokens", "30", "--mean-tokens", "4", "--slots", "3", "--no-progress"]
 
 
+@pytest.mark.parametrize("policy", ["sjf", "priority"])
+def test_the_replay_command_runs_an_ordered_policy_beside_static(capsys, policy):
+    """`replay --policy sjf|priority --json`: the second column is that policy's, named, its tokens all emitted."""
+    import json
+
+    from batchviz.cli import main
+
+    assert main(["replay", *CLI_SMALL, "--device", "cpu", "--policy", policy, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["beside"] == policy and "continuous" not in doc and "token_budget" not in doc
+    assert doc[policy]["tokens"] == doc["static"]["tokens"]
+    assert main(["replay", *CLI_SMALL, "--device", "cpu", "--policy", policy]) == 0
+    assert f"measured speedup (tokens/s, {policy} / static)" in capsys.readouterr().out
+
+
 def test_the_replay_command_runs_chunked_beside_static(capsys):
     """`replay --policy chunked --token-budget 8 --json`: the chunked column is the core's schedule, replayed."""
     import json
