@@ -558,11 +558,13 @@ def test_an_address_past_tornados_header_limit_is_the_documented_limit():
             time.sleep(0.2)
         assert _first_bytes(port, "slots=4&x=" + "a" * 60_000).startswith(b"HTTP/1.1 200")
         assert _first_bytes(port, "slots=4&x=" + "a" * 70_000) == b""
+        assert _first_bytes(port, "&".join(["a=1"] * 1000)).startswith(b"HTTP/1.1 200")  # round 4, defect 10
+        assert _first_bytes(port, "&".join(["a=1"] * 1001)).startswith(b"HTTP/1.1 400")
     finally:
         os.killpg(server.pid, 15)
         server.wait(timeout=30)
     limits = (Path(__file__).resolve().parents[1] / "docs" / "limits.md").read_text()
-    assert "65,536 bytes" in limits and "414" in limits
+    assert "65,536 bytes" in limits and "414" in limits and "more than 1,000 arguments" in limits
 
 
 def _connects(port: int) -> bool:
