@@ -21,13 +21,14 @@ from .cli_args import (
 )
 from .cli_cost import add_cost_args, cost_from_args, describe_cost, requests_in_ms, step_ms, timed_text
 from .cli_memory import add_memory_args, memory_from_args, token_budget
-from .cost import ROOFLINE_FIELDS, ROOFLINE_RANGES
+from .cost import ROOFLINE_FIELDS, ROOFLINE_RANGES, UnitCost
 from .hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError, one_line, show_name
 from .losses import losses
 from .metrics import compare, compute_metrics
 from .policies import REGISTRY, get_policy
 from .schedule import simulate
+from .serving import serving_metrics
 from .sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, SWEEP_TRAFFIC, decode_knee, knee, poisson_requests, sweep
 from .timed import simulate_timed, timed_metrics
 from .traffic import TrafficConfig
@@ -132,6 +133,14 @@ def _add_compare(sub) -> None:
     timeout_flag(p)
     add_cost_args(p)
     add_memory_args(p)
+    for name, what in (("ttft", "time to first token"), ("itl", "p99 of a request's own inter-token gaps")):
+        p.add_argument(
+            f"--{name}-target",
+            type=bounded_float(0.0, 1e9),
+            default=None,
+            help=f"serving target: {what}, in ms under --cost, in steps without; with both targets compare adds "
+            "TTFT, ITL, goodput, SLO attainment and fairness (default: none)",
+        )
     json_flag(p, "each policy's metrics and the ratios")
 
 
@@ -220,11 +229,19 @@ def _simulate(args) -> str:
     return text
 
 
+def _timed_run(args, requests, cost, policy: str, memory=None, budget=None):
+    """Return one policy's run on the cost model's clock, arrivals in milliseconds (steps under the unit cost)."""
+    if cost.name == "unit":
+        timeout, arrivals = batch_timeout(args), requests
+    else:
+        timeout, arrivals = batch_timeout(args) * step_ms(args), requests_in_ms(args, requests)
+    timeout = timeout if get_policy(policy).has_timeout else 0.0
+    return simulate_timed(arrivals, args.slots, policy, cost, timeout, memory, budget)
+
+
 def _timed(args, requests, cost, policy: str, memory=None, budget=None):
     """Return the timed metrics of one policy on the workload, arrivals in milliseconds."""
-    timeout_ms = batch_timeout(args) * step_ms(args) if get_policy(policy).has_timeout else 0.0
-    in_ms = requests_in_ms(args, requests)
-    return timed_metrics(simulate_timed(in_ms, args.slots, policy, cost, timeout_ms, memory, budget))
+    return timed_metrics(_timed_run(args, requests, cost, policy, memory, budget))
 
 
 def _with(trait: str) -> str:
@@ -255,6 +272,7 @@ def _compare(args) -> str:
     runs = {p: simulate(requests, args.slots, p, timeout(p), memory, budgets[p]) for p in policies}
     result = compare(*runs.values())
     timed = {p: _timed(args, requests, cost, p, memory, budgets[p]) for p in policies} if cost else None
+    serving = _serving(args, requests, cost, memory, budgets)
     if args.json:
         doc = result.as_dict()
         doc["losses"] = {p: losses(run).as_dict() for p, run in runs.items()}
@@ -263,6 +281,8 @@ def _compare(args) -> str:
                 doc[policy].update(run.schedule.memory_metrics())
         if timed:
             doc["timed"] = {"cost": describe_cost(cost), **{p: m.as_dict() for p, m in timed.items()}}
+        if serving:
+            doc["serving"] = {**serving[0], **{p: m.as_dict() for p, m in serving[1].items()}}
         return report.dumps(doc)
     text = report.comparison_text(result, describe_traffic(args, requests), args.slots, runs)
     if not memory.unlimited:
@@ -270,7 +290,22 @@ def _compare(args) -> str:
         text += "\n\n" + "\n".join(f"{p:<{width}}{report.memory_text(run)}" for p, run in runs.items())
     if timed:
         text += "\n\n" + timed_text(cost, timed)
+    if serving:
+        text += "\n\n" + report.serving_text(*serving)
     return text
+
+
+def _serving(args, requests, cost, memory, budgets):
+    """Return (targets, policy -> serving figures) when targets were given, on the cost's clock or on steps."""
+    if args.ttft_target is None and args.itl_target is None:
+        return None
+    if args.ttft_target is None or args.itl_target is None:
+        raise UsageError("--ttft-target and --itl-target go together: goodput counts requests that met both")
+    clock = cost or UnitCost()
+    unit = "steps" if clock.name == "unit" else "ms"
+    runs = {p: _timed_run(args, requests, clock, p, memory, budget) for p, budget in budgets.items()}
+    figures = {p: serving_metrics(run, clock, args.ttft_target, args.itl_target) for p, run in runs.items()}
+    return {"unit": unit, "ttft_target": args.ttft_target, "itl_target": args.itl_target}, figures
 
 
 def _batches(text: str) -> tuple[int, ...]:

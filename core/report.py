@@ -209,6 +209,33 @@ def comparison_text(comparison: Comparison, workload: str, slots: int, runs: dic
     return "\n".join(lines)
 
 
+def serving_text(targets: dict, figures: dict) -> str:
+    """Return each policy's serving figures side by side: TTFT, ITL, goodput against the targets, fairness."""
+    unit = targets["unit"]
+    rate = "per step" if unit == "steps" else "per s"
+    names = list(figures)
+    rows = [
+        (f"TTFT p50 ({unit})", "ttft_p50", ".1f"),
+        (f"TTFT p99 ({unit})", "ttft_p99", ".1f"),
+        (f"ITL p50 ({unit})", "itl_p50", ".1f"),
+        (f"ITL p99 ({unit})", "itl_p99", ".1f"),
+        (f"queue wait mean ({unit})", "wait_mean", ".1f"),
+        ("met both targets", "met", "d"),
+        ("SLO attainment", "slo_attainment", ".1%"),
+        (f"goodput (requests {rate})", "goodput", ".4f" if unit == "steps" else ".2f"),
+        ("fairness (Jain, slowdown)", "fairness", ".3f"),
+        ("preemptions", "preemptions", "d"),
+    ]
+    head = (
+        f"serving: targets TTFT <= {targets['ttft_target']:g} {unit} and each request's ITL p99 <= "
+        f"{targets['itl_target']:g} {unit} (goodput: requests that met both, DistServe's)"
+    )
+    lines = [head, f"{'':27}" + "".join(f"{n:>12}" for n in names)]
+    for label, key, fmt in rows:
+        lines.append(f"{label:27}" + "".join(f"{getattr(figures[n], key):>12{fmt}}" for n in names))
+    return "\n".join(lines)
+
+
 def sweep_text(
     points: list[SweepPoint], knee: SweepPoint | None, target_ms: float, decode_knee: SweepPoint | None = None
 ) -> str:
