@@ -114,7 +114,8 @@ def _rows(text: str, source: str, max_requests: int) -> Iterator[tuple[int, list
         except StopIteration:
             return
         except csv.Error as exc:
-            raise TraceError(source, reader.line_num, 1, f"not a readable CSV record ({exc})") from None
+            # Named at the line its record starts on: a quoted field may have run on for thousands of lines.
+            raise TraceError(source, line, 1, f"not a readable CSV record ({exc})") from None
         if row:
             count += 1
             if count > max_requests + 1:

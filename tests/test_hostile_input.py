@@ -357,6 +357,13 @@ def test_a_quoted_field_spanning_lines_keeps_the_line_count():
         parse_trace(text, "t.csv")
 
 
+def test_a_quoted_field_past_the_field_limit_is_named_at_its_first_line():
+    """Round 4, defect 12: a quoted field running on for 70,000 lines is reported where its record starts (line 3)."""
+    text = 'arrival,output_tokens\n0,1\n"' + "a\n" * 70_000 + '",2\n'
+    with pytest.raises(TraceError, match=r"^q.csv:3:1: not a readable CSV record"):
+        parse_trace(text, "q.csv")
+
+
 def test_row_limit_is_checked_while_reading():
     """A trace with more rows than allowed is refused at the first row past the limit."""
     with pytest.raises(TraceError, match=r"^t.csv:5:1: more than 3 requests"):
