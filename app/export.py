@@ -29,6 +29,7 @@ from core.chapter_traffic import chapter_traffic
 from core.limits import check_writable
 from core.losses import losses
 from core.policies import CHAPTER_PAIR, get_policy
+from core.traffic import LENGTH_KINDS
 
 from . import chapter, palette, story
 from .export_exercises import knee_section, spread_section, temperature_section
@@ -329,6 +330,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
         },
         "policies": {mode: policy_fields(mode, "paged") for mode in MODES},  # what the renderer reads, not names
         "pair": list(CHAPTER_PAIR),  # the full head-to-head's two columns
+        "length_kinds": list(LENGTH_KINDS),
         "lessons": {key: values for key, (_label, values) in story.LESSONS.items()},
         "lesson_slots": story.LESSON_SLOTS,
         "generator_defaults": {"lengths": config.lengths, "arrival_window": config.arrival_window},

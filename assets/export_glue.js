@@ -155,7 +155,8 @@ document.querySelector(".bv-tabs").addEventListener("keydown", (e) => {
 
 // ---- in-app links: the page's own address, the story's links and the quiz's, opened in place --------------------
 const showValue = (v) => `'${v.length <= 40 ? v : v.slice(0, 37) + "..."}'`;
-const wholeNumber = (v) => (/^\s*\d+\s*$/.test(v) ? Number(v) : null);
+// Plain ASCII digits only (no `1_0`, no other scripts' digits), at most 18 of them: a number, never Infinity.
+const wholeNumber = (v) => (/^\s*[0-9]{1,18}\s*$/.test(v) ? Number(v) : null);
 
 /** Open a query string of the app (`?preset=worked&step=5`) from the default settings, as the served page does. */
 function openLink(query) {
@@ -175,7 +176,14 @@ function openLink(query) {
     if (n !== null && n <= 99) { seed = n; traffic = "generated"; }
     else messages.push(`URL: seed=${showValue(value("seed"))} is not allowed (use 0-99); kept ${seed}.`);
   }
-  if (q.has("lengths") || q.has("arrival_window")) {
+  const junk = [];  // a traffic setting that is no value at all is named, not read as "not asked"
+  if (q.has("arrival_window") && wholeNumber(value("arrival_window")) === null) junk.push("arrival_window");
+  if (q.has("lengths") && !D.length_kinds.includes(value("lengths"))) junk.push("lengths");
+  for (const key of junk) {
+    messages.push(`URL: ${key}=${showValue(value(key))} is not allowed (` +
+      (key === "lengths" ? `use ${D.length_kinds.join(", ")}` : "use a whole number") + "); kept this page's traffic.");
+  }
+  if (!junk.length && (q.has("lengths") || q.has("arrival_window"))) {
     const asked = { lengths: q.has("lengths") ? value("lengths") : null,
                     arrival_window: q.has("arrival_window") ? wholeNumber(value("arrival_window")) : null };
     const same = (want) => (asked.lengths ?? want.base.lengths) === want.lengths &&
@@ -192,22 +200,26 @@ function openLink(query) {
   }
   if (q.has("mode")) {
     if (MODES.includes(value("mode"))) mode = value("mode");
-    else messages.push(`URL: mode=${showValue(value("mode"))} is not allowed (use continuous or static); ` +
+    else messages.push(`URL: mode=${showValue(value("mode"))} is not allowed (use ${MODES.join(" or ")}); ` +
       `kept ${mode}.`);
   }
   if (q.has("slots")) {
     const n = wholeNumber(value("slots"));
-    if (n === null) messages.push(`URL: slots=${showValue(value("slots"))} is not a whole number; kept ${slots}.`);
+    const shown = showValue(value("slots"));
+    if (n === null) messages.push(`URL: slots=${shown} is not a whole number (allowed 1-${D.slots_end}); kept ${slots}.`);
     else {
       slots = Math.max(1, Math.min(n, D.slots_end));
-      if (slots !== n) messages.push(`URL: slots=${n} is outside 1-${D.slots_end} on this page; using ${slots}.`);
+      if (slots !== n) messages.push(`URL: slots=${shown} is outside 1-${D.slots_end} on this page; using ${slots}.`);
     }
   }
   const last = table(traffic).window - 1;
   if (q.has("step")) {
     const n = wholeNumber(value("step"));
     if (n === null) messages.push(`URL: step=${showValue(value("step"))} is not a whole number; kept ${last}.`);
-    else step = Math.min(n, last);
+    else {
+      step = Math.min(n, last);
+      if (step !== n) messages.push(`URL: step=${showValue(value("step"))} is past the last step; using ${last}.`);
+    }
   }
   const box = $("bv-message");
   box.textContent = messages.join(" ");

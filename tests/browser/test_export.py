@@ -456,3 +456,20 @@ def _set_models(page, values: dict, prop: str = "value") -> None:
         [values, prop],
     )
     page.wait_for_timeout(150)
+
+
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("?lengths=fixed&arrival_window=junk", "arrival_window='junk' is not allowed (use a whole number)"),
+        ("?lengths=fixed&arrival_window=1_0", "arrival_window='1_0' is not allowed"),
+        ("?lengths=sideways", "lengths='sideways' is not allowed (use heavy, uniform, fixed)"),
+        ("?slots=" + "9" * 30, "is not a whole number (allowed 1-16); kept 4."),
+        ("?step=99999", "step='99999' is past the last step; using 63."),
+        ("?mode=turbo", "mode='turbo' is not allowed (use continuous or static or sjf or priority)"),
+    ],
+)
+def test_export_names_junk_in_its_address(page, page_errors, offline, exported, query, message):
+    """Round 4, defect 13: the exported page says what it refused or clamped, as the served page does."""
+    _open(page, exported + query)
+    expect(page.locator("#bv-message")).to_contain_text(message)
