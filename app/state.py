@@ -25,9 +25,9 @@ RUN_CACHE_SIZE = 512
 CHAPTER_NAME = "the chapter's traffic"
 GENERATOR_TAKES_OVER = {CHAPTER_NAME}
 GENERATOR_PARAMS = ("seed", "requests", "lengths", "mean_tokens", "arrival_window", "priority_share")
-# The simulator's policies, keys of `SimState.runs`: every registered policy a pass's budget does not shape (the
+# The simulator's policies, keys of `SimState.runs`: the registered policies that say they are a simulator mode (the
 # Memory tab teaches chunked prefill with its budget). Static and continuous first: the chapter's pair.
-MODES = tuple(name for name, policy in REGISTRY.items() if not policy.has_token_budget)
+MODES = tuple(name for name, policy in REGISTRY.items() if policy.simulator_mode)
 MODE_ORDER = (*reversed(CHAPTER_PAIR), *(m for m in MODES if m not in CHAPTER_PAIR))  # the buttons: continuous first
 # Tokens per KV block in the simulator's pool: the batch view's block tables' size, so the page has one block size.
 BLOCK_SIZE = STEP_BLOCK_SIZE

@@ -33,7 +33,7 @@ def check_fits(requests: Sequence[Request], memory: MemoryConfig, policy: str | 
     if reserving and reserve is not None and reserve < longest:
         raise LimitError(
             f"reserve_tokens {reserve:,} is below the longest output in the traffic ({longest:,} tokens): a "
-            "contiguous reservation or a static row cannot grow; reserve at least that"
+            "reservation (contiguous, a static row, no-evict) cannot grow; reserve at least that"
         )
     pool = memory.kv_blocks
     if not sizes or memory.blocks_for(max(sizes)) <= pool:  # the common case: one pass over the sizes, no loop

@@ -62,6 +62,7 @@ class Policy:
     has_timeout = False  # a batch also forms when the oldest waiting request has waited `batch_timeout`
     has_token_budget = False  # a pass holds at most `token_budget` tokens: decoding rows first, then prompt chunks
     versus = "static"  # the policy a page shows beside it
+    simulator_mode = False  # offered on the simulator's mode choice (the chapter's policies and its two orders)
     queue_words = "in arrival order"  # the waiting order, as the loop's comment says it
     order_field = ""  # the request field its order reads, as the renderer's view names it ("" : arrival)
     order_words = ""  # that field in words
@@ -126,6 +127,7 @@ class Policy:
             "has_fast_timed": self.fast_timed is not None,
             "ordered": self.ordered,
             "versus": self.versus,
+            "simulator_mode": self.simulator_mode,
             "order_field": self.order_field,
             "order_words": self.order_words,
         }
@@ -136,6 +138,8 @@ class Policy:
 
 class Continuous(Policy):
     """Continuous batching, first come first served (the base rules, unchanged)."""
+
+    simulator_mode = True
 
     def fast_steps(self, arrivals: list[int], lengths: list[int], slots: int, timeout: float):
         """Return (start, slot, release) per request in FCFS order on an unlimited pool (step clock)."""
@@ -163,6 +167,7 @@ class Static(Policy):
     forms_batches = True
     has_timeout = True
     versus = "continuous"
+    simulator_mode = True
     caption = (
         "Static batching: a batch forms only when every slot is free, and runs until its longest request "
         "finishes. Finished requests keep their slot as padding; newcomers wait for the whole batch."
@@ -224,6 +229,7 @@ class ShortestFirst(Policy):
     colour = "#D55E00"  # Okabe-Ito vermillion
     summary = "continuous, the waiting queue ordered by output length, shortest first (a perfect predictor)"
     versus = "continuous"
+    simulator_mode = True
     queue_words = "shortest answer first"
     order_field = "output"
     order_words = "answer length"
@@ -255,6 +261,7 @@ class Priority(Policy):
     colour = "#000000"
     summary = "continuous, the waiting queue by priority (lower first), the lowest class preempted first"
     versus = "continuous"
+    simulator_mode = True
     queue_words = "lowest priority number first"
     order_field = "priority"
     order_words = "priority"
@@ -278,6 +285,51 @@ class Priority(Policy):
         return request.priority
 
 
+class TrtllmNoEvict(Policy):
+    """TensorRT-LLM's capacity scheduler, GUARANTEED_NO_EVICT (its default; TensorRT-LLM docs, "Scheduler").
+
+    A request is admitted, first come first served, only if its prompt plus its maximum output fits the free KV for
+    its whole life, so a running request never runs out of blocks and nothing is ever evicted. What we simplify: the
+    maximum output is the traffic's cap on answer length (`reserve_tokens`, default the longest answer in the
+    traffic), the same for every request, where the engine reads each request's own max_tokens.
+    """
+
+    name = "trtllm-no-evict"
+    label = "TensorRT-LLM no-evict"
+    colour = "#882255"
+    summary = "admit only what fits its whole life (prompt + max tokens): never preempts"
+    versus = "trtllm-max-util"
+    caption = (
+        "TensorRT-LLM's GUARANTEED_NO_EVICT: a request is admitted only when its prompt plus its maximum answer fits "
+        "the free KV cache, so no running request is ever evicted; on a tight pool fewer run at once."
+    )
+    caption_memory = caption
+
+    def reserves_whole_life(self, allocation: str) -> bool:
+        """Return True: every request reserves its prompt plus the output cap at admission, paged or not."""
+        return True
+
+
+class TrtllmMaxUtil(Policy):
+    """TensorRT-LLM's capacity scheduler, MAX_UTILIZATION (TensorRT-LLM docs, "Scheduler").
+
+    Requests are admitted, first come first served, by what they need now (prompt plus the next token); when a
+    running request needs a block and none is free, the most recently admitted is paused, its blocks freed, and it
+    later recomputes. What we simplify: a paused request's KV is recomputed, never offloaded to host memory.
+    """
+
+    name = "trtllm-max-util"
+    label = "TensorRT-LLM max-util"
+    colour = "#117733"
+    summary = "admit by current need, pause the newest when a block runs out"
+    versus = "trtllm-no-evict"
+    caption = (
+        "TensorRT-LLM's MAX_UTILIZATION: requests are admitted by what they need now, so more run at once; when a "
+        "block runs out the newest is paused and later recomputes its KV."
+    )
+    caption_memory = caption
+
+
 REGISTRY: dict[str, Policy] = {}
 CHAPTER_PAIR = ("static", "continuous")  # the two policies the chapter's lessons compare, in the order it shows them
 
@@ -299,7 +351,7 @@ def unregister(name: str) -> None:
     REGISTRY.pop(name, None)
 
 
-for _policy in (Static(), Continuous(), Chunked(), ShortestFirst(), Priority()):
+for _policy in (Static(), Continuous(), Chunked(), ShortestFirst(), Priority(), TrtllmNoEvict(), TrtllmMaxUtil()):
     register(_policy)
 
 

@@ -99,7 +99,11 @@ def memory_text(run: Run) -> str:
     s = run.schedule
     m = s.memory_metrics()
     pool = "unlimited" if s.memory.unlimited else f"{s.memory.kv_blocks:,} blocks of {s.memory.block_size} tokens"
-    how = "dense rectangles" if get_policy(s.policy).forms_batches else s.memory.allocation  # a batch row: its width
+    rules, how = get_policy(s.policy), s.memory.allocation
+    if rules.forms_batches:
+        how = "dense rectangles"  # a batch row: its width
+    elif rules.reserves_whole_life(how) and how == "paged":
+        how = "paged, each request's whole life reserved at admission"
     line = f"memory: {pool}, {how}; peak {m['peak_blocks']:,} blocks"
     if "kv_utilisation" in m:
         line += f", KV use {m['kv_utilisation']:.0%} of the pool"

@@ -315,3 +315,36 @@ def test_ordered_policies_on_a_clock_admit_in_their_order_and_cost_each_pass(req
         for j, q in enumerate(start):
             if q > p and arrival[j] <= run.pass_start_ms[p]:
                 assert key(j) > key(k), (reqs[j], "waited while", reqs[k], "was admitted at pass", p)
+
+
+@settings(max_examples=150, deadline=None)
+@given(traffic, st.integers(1, 5), st.integers(0, 6), st.sampled_from([1, 4, 16]))
+def test_guaranteed_no_evict_never_preempts(reqs, slots, extra, block_size):
+    """TensorRT-LLM's GUARANTEED_NO_EVICT on any pool that fits the largest reservation: not one preemption."""
+    from core.fits import smallest_pool
+
+    least = smallest_pool(reqs, MemoryConfig(block_size=block_size), "trtllm-no-evict")
+    s = schedule(reqs, slots, "trtllm-no-evict", MemoryConfig(kv_blocks=least + extra, block_size=block_size))
+    assert s.preemptions == 0 and s.pass_blocks.max() <= least + extra
+
+
+def test_no_evict_runs_fewer_at_once_and_max_util_recomputes(capsys):
+    """Four requests (4-token prompts, 8-token answers) on 6 blocks of 4.
+
+    No-evict reserves 3 blocks each, so two run at once and none is evicted; max-util admits by current need
+    (2 blocks), runs three, and must pause one. On the CLI, compare's traffic on a pool that fits: no-evict pauses none.
+    """
+    from core.cli import main
+
+    reqs = [Request(k, 0, 8, 4) for k in "ABCD"]
+    memory = MemoryConfig(kv_blocks=6, block_size=4)
+    rows = {}
+    for policy in ("trtllm-no-evict", "trtllm-max-util"):
+        s = schedule(reqs, 4, policy, memory)
+        rows[policy] = (int(s.pass_rows.max() if s.passes else 0), s.preemptions)
+    assert rows["trtllm-no-evict"][0] < rows["trtllm-max-util"][0]
+    assert rows["trtllm-no-evict"][1] == 0 < rows["trtllm-max-util"][1]
+    argv = ["compare", "--requests", "40", "--slots", "8", "--kv-blocks", "120"]
+    assert main([*argv, "--policies", "trtllm-no-evict,trtllm-max-util", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["trtllm-no-evict"]["preemptions"] == 0
