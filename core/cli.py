@@ -104,6 +104,7 @@ def _add_simulate(sub) -> None:
     timeout_flag(p)
     add_cost_args(p)
     add_memory_args(p)
+    add_knob_args(p)
     p.add_argument(
         "--window",
         type=bounded_int(0, MAX_DRAIN_STEPS),
@@ -133,6 +134,7 @@ def _add_compare(sub) -> None:
     timeout_flag(p)
     add_cost_args(p)
     add_memory_args(p)
+    add_knob_args(p)
     for name, what in (("ttft", "time to first token"), ("itl", "p99 of a request's own inter-token gaps")):
         p.add_argument(
             f"--{name}-target",
@@ -213,7 +215,8 @@ def _simulate(args) -> str:
     budget = token_budget(args, args.policy, args.slots)
     cost = cost_from_args(args)
     requests = load_requests(args)
-    run = simulate(requests, args.slots, args.policy, batch_timeout(args), memory, budget)
+    (policy,) = policies_with_knobs(args, (args.policy,))
+    run = simulate(requests, args.slots, policy, batch_timeout(args), memory, budget)
     metrics = compute_metrics(run, args.window)
     timed = _timed(args, requests, cost, args.policy, memory, budget) if cost else None
     if args.json:
@@ -244,6 +247,41 @@ def _timed(args, requests, cost, policy: str, memory=None, budget=None):
     return timed_metrics(_timed_run(args, requests, cost, policy, memory, budget))
 
 
+# An engine setting's flag -> (its name on the policy, its type, help); each refused under a policy without it.
+KNOB_FLAGS = {
+    "--scheduling-policy": ("scheduling_policy", str, "vLLM's queue order: fcfs or priority (default fcfs)"),
+    "--long-prefill-token-threshold": (
+        "long_prefill_token_threshold",
+        bounded_int(0, 10_000_000),
+        "vLLM: the most of one prompt's tokens in a pass (0: off, the default)",
+    ),
+}
+
+
+def add_knob_args(parser) -> None:
+    """Add the engines' own settings, by their own names (applied to a policy that has them)."""
+    for flag, (_, kind, text) in KNOB_FLAGS.items():
+        parser.add_argument(flag, type=kind, default=None, help=text)
+
+
+def policies_with_knobs(args, names: tuple[str, ...]) -> list:
+    """Return each named policy with the engine settings the flags give; refuse a setting none of them has."""
+    given = {name: getattr(args, name) for name, *_ in KNOB_FLAGS.values() if getattr(args, name, None) is not None}
+    out = []
+    for name in names:
+        pol = get_policy(name)
+        mine = {k: v for k, v in given.items() if k in pol.knobs}
+        try:
+            out.append(pol.with_knobs(**mine) if mine else pol)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    for key in given:
+        if not any(key in get_policy(name).knobs for name in names):
+            having = ", ".join(n for n, p in REGISTRY.items() if key in p.knobs)
+            raise UsageError(f"--{key.replace('_', '-')} applies to a policy with that setting ({having}) only")
+    return out
+
+
 def _with(trait: str) -> str:
     """Return the registered policies that have `trait`, for a message."""
     return ", ".join(name for name, pol in REGISTRY.items() if getattr(pol, trait))
@@ -269,7 +307,8 @@ def _compare(args) -> str:
     cost = cost_from_args(args)
     requests = load_requests(args)
     timeout = lambda p: batch_timeout(args) if get_policy(p).has_timeout else 0  # noqa: E731
-    runs = {p: simulate(requests, args.slots, p, timeout(p), memory, budgets[p]) for p in policies}
+    objects = dict(zip(policies, policies_with_knobs(args, policies)))
+    runs = {p: simulate(requests, args.slots, objects[p], timeout(p), memory, budgets[p]) for p in policies}
     result = compare(*runs.values())
     timed = {p: _timed(args, requests, cost, p, memory, budgets[p]) for p in policies} if cost else None
     serving = _serving(args, requests, cost, memory, budgets)

@@ -178,6 +178,7 @@ class _Engine:
         events, add_cell = self.events, self.cells.extend
         pol = self.pol
         chunked, budget, reserve, unit = pol.has_token_budget, self.budget, self.reserve, self.unit
+        cap = pol.prefill_chunk_cap or budget  # one prompt's tokens in a pass (vLLM's long_prefill_token_threshold)
         # The policy's order: a deque (arrival; a preempted request back at the front) or a queue by its key, where
         # an arrival may become the head: then a refused head is not the last one refused, and an arrival may be
         # admitted past a waiting head, so stretches stop at arrivals while a slot is free.
@@ -298,7 +299,7 @@ class _Engine:
             if chunked:
                 left = budget - count
                 for k, (done_, target) in prefilling.items():
-                    c = min(target - done_, left)
+                    c = min(target - done_, left, cap)
                     left -= c
                     chunks.append((k, c))
                     prefill += c
@@ -326,7 +327,7 @@ class _Engine:
                 recomputed += g[k]
                 target = P[k] + g[k]
                 if chunked:
-                    c = min(target, left)
+                    c = min(target, left, cap)
                     left -= c
                     prefilling[k] = [0, target]
                     cell_state[k] = IDLE  # no cell open yet in this residency

@@ -61,6 +61,8 @@ class Policy:
     forms_batches = False  # a batch forms when every slot is free and runs until its longest member finishes
     has_timeout = False  # a batch also forms when the oldest waiting request has waited `batch_timeout`
     has_token_budget = False  # a pass holds at most `token_budget` tokens: decoding rows first, then prompt chunks
+    prefill_chunk_cap = 0  # with a budget: at most this many of one prompt's tokens in a pass (0: the budget's)
+    knobs: tuple[str, ...] = ()  # the engine settings it takes, by the engine's own names (`with_knobs`)
     versus = "static"  # the policy a page shows beside it
     simulator_mode = False  # offered on the simulator's mode choice (the chapter's policies and its two orders)
     queue_words = "in arrival order"  # the waiting order, as the loop's comment says it
@@ -108,6 +110,14 @@ class Policy:
     def batch_forms_at(self, arrivals: Sequence[float], k: int, slots: int, timeout: float, clock: float) -> float:
         """Batch policies: return when a batch headed by waiting request k forms (arrivals sorted, FCFS)."""
         raise NotImplementedError(f"{self.name} admits between passes; it forms no batches")
+
+    def with_knobs(self, **knobs) -> Policy:
+        """Return this policy with some of its engine settings changed; a setting it does not have is refused."""
+        unknown = [k for k in knobs if k not in self.knobs]
+        if unknown:
+            have = ", ".join(self.knobs) or "none"
+            raise ValueError(f"{self.name} has no setting {unknown[0]} (its settings: {have})")
+        return type(self)(**{**{k: getattr(self, k) for k in self.knobs}, **knobs})
 
     @property
     def ordered(self) -> bool:
@@ -330,6 +340,58 @@ class TrtllmMaxUtil(Policy):
     caption_memory = caption
 
 
+class VLLM(Policy):
+    """vLLM v1's scheduler (vLLM docs, "Scheduler" and the engine arguments): continuous batching with chunked prefill.
+
+    Every pass holds at most `max_num_batched_tokens` tokens (the token budget): decoding rows first, then prompt
+    chunks, oldest first; `long_prefill_token_threshold` (0: off, vLLM's default without partial prefills) caps one
+    prompt's tokens in a pass, so a long prompt cannot take the whole budget. `scheduling_policy` fcfs orders the
+    queue by arrival and a block shortage preempts (recomputes) the newest; priority orders it by each request's
+    priority, lower first, and preempts the lowest class first. `max_num_seqs` is the slots. What we simplify: no
+    prefix caching, no speculative decoding, and a preempted request always recomputes.
+    """
+
+    name = "vllm"
+    label = "vLLM"
+    colour = "#332288"
+    summary = "vLLM v1: chunked prefill under max_num_batched_tokens; fcfs or priority"
+    has_token_budget = True
+    versus = "continuous"
+    knobs = ("scheduling_policy", "long_prefill_token_threshold")
+    caption = (
+        "vLLM v1: continuous batching whose passes hold at most max_num_batched_tokens tokens, decoding rows first "
+        "and then prompt chunks; a block shortage preempts the newest request, which later recomputes."
+    )
+    caption_memory = caption
+
+    def __init__(self, scheduling_policy: str = "fcfs", long_prefill_token_threshold: int = 0):
+        if scheduling_policy not in ("fcfs", "priority"):
+            raise ValueError(f"scheduling_policy must be fcfs or priority, got {scheduling_policy!r}")
+        if type(long_prefill_token_threshold) is not int or not 0 <= long_prefill_token_threshold <= 10_000_000:
+            got = long_prefill_token_threshold
+            raise ValueError(f"long_prefill_token_threshold must be an integer in 0..10,000,000, got {got!r}")
+        self.scheduling_policy = scheduling_policy
+        self.long_prefill_token_threshold = long_prefill_token_threshold
+
+    @property
+    def prefill_chunk_cap(self) -> int:
+        """Return the long-prefill threshold: one prompt's tokens in a pass (0: the budget's)."""
+        return self.long_prefill_token_threshold
+
+    @property
+    def queue_words(self) -> str:
+        """Return the waiting order in the loop's words."""
+        return "lowest priority number first" if self.scheduling_policy == "priority" else "in arrival order"
+
+    def queue_key(self, request: Request) -> int | None:
+        """Return the priority under scheduling_policy=priority, else None (arrival order)."""
+        return request.priority if self.scheduling_policy == "priority" else None
+
+    def victim_rank(self, request: Request) -> int:
+        """Return the priority under scheduling_policy=priority (the lowest class preempted first), else 0."""
+        return request.priority if self.scheduling_policy == "priority" else 0
+
+
 REGISTRY: dict[str, Policy] = {}
 CHAPTER_PAIR = ("static", "continuous")  # the two policies the chapter's lessons compare, in the order it shows them
 
@@ -351,7 +413,16 @@ def unregister(name: str) -> None:
     REGISTRY.pop(name, None)
 
 
-for _policy in (Static(), Continuous(), Chunked(), ShortestFirst(), Priority(), TrtllmNoEvict(), TrtllmMaxUtil()):
+for _policy in (
+    Static(),
+    Continuous(),
+    Chunked(),
+    ShortestFirst(),
+    Priority(),
+    VLLM(),
+    TrtllmNoEvict(),
+    TrtllmMaxUtil(),
+):
     register(_policy)
 
 

@@ -248,7 +248,7 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
         chunk = {}
         for i in admitted:
             if prefilled[i] < target[i]:
-                chunk[i] = min(target[i] - prefilled[i], left)
+                chunk[i] = min(target[i] - prefilled[i], left, pol.prefill_chunk_cap or left)
                 left -= chunk[i]
         if static:
             if all(o is None for o in occupant) and waiting:
@@ -283,7 +283,7 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
                 admitted.append(i)
                 recomputed += generated[i]
                 target[i], prefilled[i] = prompt[i] + generated[i], 0
-                chunk[i] = target[i] if left is None else min(target[i], left)
+                chunk[i] = target[i] if left is None else min(target[i], left, pol.prefill_chunk_cap or left)
                 if left is not None:
                     left -= chunk[i]
         peak = max(peak, sum(held.values()))

@@ -170,7 +170,7 @@ def test_refusals_name_the_request_and_both_sizes():
         schedule(reqs, 4, "chunked", token_budget=0)
     with pytest.raises(LimitError, match="reserve_tokens 5 is below the longest output"):
         schedule(reqs, 4, "continuous", MemoryConfig(kv_blocks=99, allocation="contiguous", reserve_tokens=5))
-    with pytest.raises(ValueError, match="policy must be one of static, continuous, chunked, sjf, priority, trtllm-no-evict, trtllm-max-util"):
+    with pytest.raises(ValueError, match="policy must be one of static, continuous, chunked, sjf, priority, vllm"):
         get_policy("fifo")
     assert {"static", "continuous", "chunked", "sjf", "priority", "trtllm-no-evict", "trtllm-max-util"} <= set(REGISTRY)
 
@@ -207,7 +207,7 @@ def test_a_named_accelerator_and_model_give_a_pool():
         (["simulate", "--kv-blocks", "1"], "needs 7 blocks of 16 tokens for its prompt and output"),
         (["simulate", "--policy", "chunked"], "--policy chunked needs --token-budget T"),
         (["simulate", "--policy", "chunked", "--token-budget", "2"], "--token-budget 2 is below --slots 4"),
-        (["simulate", "--token-budget", "9"], "--token-budget applies to a policy with a token budget (chunked) only"),
+        (["simulate", "--token-budget", "9"], "--token-budget applies to a policy with a token budget (chunked, vllm)"),
         (["simulate", "--kv-blocks", "9", "--reserve-tokens", "5"], "--reserve-tokens applies to --allocation"),
         (
             ["simulate", "--kv-blocks", "99", "--allocation", "contiguous", "--reserve-tokens", "5"],
@@ -280,7 +280,7 @@ def test_compare_takes_a_budget_only_for_a_budget_policy(capsys):
     from core.cli import main
 
     assert main(["compare", "--token-budget", "9"]) == 2
-    assert "applies to a policy with a token budget (chunked)" in capsys.readouterr().err
+    assert "applies to a policy with a token budget (chunked, vllm)" in capsys.readouterr().err
     assert main(["compare", "--policies", "continuous,chunked", "--token-budget", "64", "--requests", "20"]) == 0
     assert "chunked drains" in capsys.readouterr().out
 

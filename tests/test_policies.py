@@ -348,3 +348,43 @@ def test_no_evict_runs_fewer_at_once_and_max_util_recomputes(capsys):
     assert main([*argv, "--policies", "trtllm-no-evict,trtllm-max-util", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["trtllm-no-evict"]["preemptions"] == 0
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    traffic,
+    st.integers(1, 4),
+    st.sampled_from(["fcfs", "priority"]),
+    st.integers(0, 12),
+    st.one_of(st.none(), st.integers(0, 4)),
+    st.integers(0, 20),
+)
+def test_vllm_with_its_settings_equals_the_oracle(reqs, slots, order, threshold, extra, budget_extra):
+    """vLLM's preset with any scheduling_policy and long_prefill_token_threshold: the oracle's cells and events.
+
+    And no pass holds more than the budget (max_num_batched_tokens).
+    """
+    from core.policies import VLLM
+
+    pol = VLLM(order, threshold)
+    memory = _pool(reqs, "paged", extra, 4)
+    budget = slots + budget_extra
+    s = schedule(reqs, slots, pol, memory, token_budget=budget)
+    strings, events, recomputed, _ = simulate_memory_per_step(reqs, slots, pol, memory, 0, budget)
+    assert as_run(s).timeline_strings() == strings and s.recomputed_tokens == recomputed
+    assert [(int(s.pass_start[e.step]), e.kind, e.request) for e in s.events] == events
+    assert ((s.pass_rows + s.pass_prefill) <= budget).all()
+
+
+def test_the_long_prefill_threshold_caps_one_prompt_per_pass(capsys):
+    """A 100-token prompt under a 64-token budget: two passes without a threshold, seven of at most 16 with one."""
+    from core.cli import main
+    from core.policies import VLLM
+
+    reqs = [Request("A", 0, 3, 100)]
+    plain = schedule(reqs, 1, "vllm", token_budget=64)
+    capped = schedule(reqs, 1, VLLM(long_prefill_token_threshold=16), token_budget=64)
+    assert plain.first_pass.tolist() == [1] and capped.first_pass.tolist() == [6]
+    assert capped.pass_prefill[:7].tolist() == [16, 16, 16, 16, 16, 16, 4]
+    assert main(["simulate", "--policy", "chunked", "--token-budget", "64", "--scheduling-policy", "priority"]) == 2
+    assert "--scheduling-policy applies to a policy with that setting (vllm) only" in capsys.readouterr().err
