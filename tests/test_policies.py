@@ -360,7 +360,7 @@ def test_no_evict_runs_fewer_at_once_and_max_util_recomputes(capsys):
     st.integers(0, 20),
 )
 def test_vllm_with_its_settings_equals_the_oracle(reqs, slots, order, threshold, extra, budget_extra):
-    """vLLM's preset with any scheduling_policy and long_prefill_token_threshold: the oracle's cells and events.
+    """VLLM's preset with any scheduling_policy and long_prefill_token_threshold: the oracle's cells and events.
 
     And no pass holds more than the budget (max_num_batched_tokens).
     """
