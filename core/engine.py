@@ -184,7 +184,8 @@ class _Engine:
         # admitted past a waiting head, so stretches stop at arrivals while a slot is free.
         waiting = pol.new_queue(self.queue)
         keyed = not isinstance(waiting, deque)
-        ranks = [pol.victim_rank(r) for r in self.queue]
+        # Victims are asked for only where blocks grow one by one; elsewhere nobody is preempted.
+        ranks = [pol.victim_rank(r) for r in self.queue] if self.paged_growth else []
         ranked = len(set(ranks)) > 1  # else the victim is simply the most recently admitted
         contiguous, limited, growth = pool.contiguous, self.limited, self.paged_growth
         reserving = pol.reserves_whole_life(self.memory.allocation)  # prompt + the output cap, held to the end
