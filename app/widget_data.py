@@ -172,7 +172,11 @@ def view_json(key: ViewKey) -> str:
     timed = None
     if key.clock == "ms":
         timed = shared_timed_runs(key.traffic, key.slots, key.timeout, key.accelerator, key.model)
-        view["end_ms"] = float(max(t.drain_ms for t in timed.values()))  # the shared time axis: the latest drain
+        view["end_ms"] = float(max(t.drain_ms for t in timed.values()))  # the latest drain of all
+        # Each mode's time axis: the later drain of the two runs it shows (it, and the one it is compared with).
+        view["end_ms_by"] = {
+            mode: float(max(timed[mode].drain_ms, timed[get_policy(mode).versus].drain_ms)) for mode in timed
+        }
         view["arrival_ms"] = timed["continuous"].arrival_ms.tolist()
         for policy, run in timed.items():
             runs[policy].update(_timed_arrays(run))

@@ -298,7 +298,7 @@ function clockStatsHtml(completed, total, tokens, perSecond, avg) {
 
 /** Return frame k's readout, stats, pass meter and the pass under the cursor, on a clock (all in ms). */
 export function clockPlaybackHtml(view, policy, k) {
-  const r = view.runs[policy], times = (view.times ??= clockTimes(view.end_ms, view.window));
+  const r = view.runs[policy], times = timesOf(view, policy);
   const t = times[k], end = times[times.length - 1], n = r.finish_ms.length;
   const tokensOut = (r.tokens_out ??= tokensByPass(r));
   const donePasses = searchsorted(r.pass_end_ms, t, "right");
@@ -326,7 +326,7 @@ export function clockPlaybackHtml(view, policy, k) {
 
 /** Return the loop at frame k on a clock: the last pass begun by then, lit as that pass ran (story.clock_loop_texts). */
 export function clockLoopHtml(view, policy, k) {
-  const r = view.runs[policy], t = (view.times ??= clockTimes(view.end_ms, view.window))[k], p = passAt(r, t);
+  const r = view.runs[policy], t = timesOf(view, policy)[k], p = passAt(r, t);
   const title = p < 0 ? `The scheduling loop at ${thousands(t, 1)} ms, between passes` :
     `The scheduling loop, pass ${p} (${thousands(r.pass_start_ms[p], 1)}-${thousands(r.pass_end_ms[p], 1)} ms)`;
   return loopAt(view.ids, r.loop, policy, r.start_pass, r.finish_pass, r.release_pass, p, k, title);
@@ -365,13 +365,22 @@ export function intervals(view, policy) {
 }
 
 const KV = { gap: 8, bars: 26, text: 16 };  // the KV strip under a timeline: gap above, bars, its words
-/** Return the KV strip's scale in blocks: the pool, or on an unlimited pool the larger peak of the runs drawn. */
-function kvScale(view) {
+/** Return the KV strip's scale in blocks: the pool, or on an unlimited pool the larger peak of the two runs shown. */
+function kvScale(view, pair) {
   if (view.pool) return view.pool;
   let peak = 1;
-  for (const r of Object.values(view.runs)) for (const b of r.kv ?? []) peak = Math.max(peak, b);
+  for (const p of pair) for (const b of view.runs[p].kv ?? []) peak = Math.max(peak, b);
   return peak;
 }
+
+/** Return the two runs shown for `mode`: it, and the one it is compared with (drawn beneath it). */
+export function shownPair(view, mode) {
+  return [mode, view.runs[mode].traits.versus];
+}
+
+/** Return the clock axis's end for `mode`: the later drain of the two runs shown (the server computes it). */
+const clockEnd = (view, mode) => view.end_ms_by?.[mode] ?? view.end_ms;
+const timesOf = (view, mode) => ((view._times ??= {})[mode] ??= clockTimes(clockEnd(view, mode), view.window));
 
 export class Timeline {
   /** One policy's timeline in `host`: a canvas sized to the host's width, redrawn whole in well under a frame. */
@@ -417,11 +426,15 @@ export class Timeline {
     return [box.left + this.x(x), box.top + this.y(y)];
   }
 
-  /** Draw `policy`'s run of `view`, revealed up to `cursor` (x units: steps, or ms on a clock), `mark` above it. */
-  draw(view, policy, cursor, hover, mark) {
+  /**
+   * Draw `policy`'s run of `view`, revealed up to `cursor` (x units: steps, or ms on a clock), `mark` above it; the
+   * axis and the KV scale are those of `mode`'s pair (the mode shown, which is `policy` on the upper timeline).
+   */
+  draw(view, policy, cursor, hover, mark, mode = policy) {
     const r = view.runs[policy], c = this.colours, slots = r.slots;
     const onClock = view.clock === "ms";
-    this.end = onClock ? view.end_ms : view.window;
+    this.end = onClock ? clockEnd(view, mode) : view.window;
+    this.pair = shownPair(view, mode);
     const width = Math.max(this.host.clientWidth || 320, 240), frameH = frameHeight(slots);
     const kv = !onClock && r.kv ? r.kv : null;  // blocks held per step (the memory engine's runs, on steps)
     const height = MARGIN.top + frameH + MARGIN.bottom + (kv ? KV.gap + KV.bars + KV.text : 0);
@@ -571,7 +584,7 @@ export class Timeline {
 
   /** Draw the KV strip: the blocks held at each step played, on the pool's scale (or the larger peak's). */
   drawKV(view, r, kv, cursor, top, x0, x1) {
-    const g = this.canvas.getContext("2d"), c = this.colours, scale = kvScale(view);
+    const g = this.canvas.getContext("2d"), c = this.colours, scale = kvScale(view, this.pair);
     g.fillStyle = c.idle;
     g.fillRect(x0, top, x1 - x0, KV.bars);
     g.fillStyle = c.memory;
@@ -710,8 +723,7 @@ export function mountWidget(root, host) {
   }
 
   const other = () => w.view.runs[w.settings.mode].traits.versus;  // the run drawn beneath: the one it is compared with
-  const cursorX = (t) => (w.view.clock === "ms" ? (w.view.times ??= clockTimes(w.view.end_ms, w.view.window))[t] :
-    t + 1);
+  const cursorX = (t) => (w.view.clock === "ms" ? timesOf(w.view, w.settings.mode)[t] : t + 1);
 
   function paint() {
     const v = w.view;
@@ -722,7 +734,7 @@ export function mountWidget(root, host) {
     timelines[0].draw(v, mode, cursorX(t), w.hover, mark);
     timelines[1].host.hidden = false;
     timelines[1].canvas.hidden = !v.both;
-    if (v.both) timelines[1].draw(v, other(), cursorX(t), w.hover, mark);
+    if (v.both) timelines[1].draw(v, other(), cursorX(t), w.hover, mark, mode);
     panel.innerHTML = v.clock === "ms" ? clockPlaybackHtml(v, mode, t) : playbackHtml(v, mode, t);
     const loop = v.clock === "ms" ? clockLoopHtml(v, mode, t) : loopHtml(v, mode, t);
     host.onLoop?.(loop, t);

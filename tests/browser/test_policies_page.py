@@ -4,6 +4,7 @@ import pytest
 from playwright.sync_api import expect
 
 from core import TrafficConfig, compute_metrics, generate, simulate
+from core.timed import simulate_timed
 
 from .helpers import open_app
 from .pixels import read_timeline
@@ -44,3 +45,31 @@ def test_the_caption_says_runs_exactly_as_only_where_they_do(page, page_errors, 
             expect(caption).to_contain_text("runs exactly as continuous batching")
         else:
             expect(caption).not_to_contain_text("runs exactly as")
+
+
+def test_an_ordered_mode_gets_its_own_pairs_axis_and_kv_scale(page, page_errors, app_url):
+    """Beside continuous, sjf's clock axis ends at the later of their two drains (not static's).
+
+    On steps the KV strips share the larger of their two peaks (not static's reserved rows).
+    """
+    from dataclasses import replace
+
+    from app.state import arrival_step_ms, shared_runs
+    from core.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, cost_model
+
+    requests = generate(TrafficConfig(seed=4))
+    step = arrival_step_ms(DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE)
+    timed = [replace(r, arrival=round(r.arrival * step)) for r in requests]
+    cost = cost_model(DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE)
+    drains = {p: simulate_timed(timed, 4, p, cost).drain_ms for p in ("sjf", "continuous", "static")}
+    assert drains["static"] > max(drains["sjf"], drains["continuous"])  # so the two axes really differ
+    open_app(page, app_url, "?clock=ms&mode=sjf&slots=4&seed=4")
+    end = max(drains["sjf"], drains["continuous"])
+    page.wait_for_function(f"Math.abs(window.__bvWidget.timelines[0].end - {end}) < 1e-6", timeout=15_000)
+    assert page.evaluate("window.__bvWidget.timelines[1].end") == pytest.approx(end)
+    open_app(page, app_url, "?mode=sjf&slots=4&seed=4&step=63")
+    runs = shared_runs(TrafficConfig(seed=4), 4, 0)  # the page's own runs (blocks of 8 tokens)
+    peak = max(int(runs[p].schedule.blocks_by_step().max()) for p in ("sjf", "continuous"))
+    assert peak < max(int(run.schedule.blocks_by_step().max()) for run in runs.values())  # static reserves more
+    assert page.evaluate("window.__bvWidget.timelines[0].kvScale") == peak
+    assert page.evaluate("window.__bvWidget.timelines[1].kvScale") == peak
