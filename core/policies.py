@@ -231,13 +231,15 @@ class ShortestFirst(Policy):
     """Shortest job first: continuous batching whose queue is ordered by output length, shortest first.
 
     Ties by arrival, then trace order. The simulator knows each request's true length, which no engine does: this is
-    the upper bound on what a perfect length predictor could buy. A preempted request rejoins by its length.
+    what ordering the queue by a perfect length prediction buys, without interrupting anyone running (not the best
+    any scheduler could do: one that pauses a long request for a short one can do better, and the longest answers
+    wait longer, sometimes running alone at the end). A preempted request rejoins by its length.
     """
 
     name = "sjf"
     label = "shortest first"
     colour = "#D55E00"  # Okabe-Ito vermillion
-    summary = "continuous, the waiting queue ordered by output length, shortest first (a perfect predictor)"
+    summary = "continuous, the waiting queue ordered by output length, shortest first (a perfect prediction)"
     versus = "continuous"
     simulator_mode = True
     queue_words = "shortest answer first"
@@ -245,8 +247,9 @@ class ShortestFirst(Policy):
     order_words = "answer length"
     caption = (
         "Shortest job first: continuous batching whose waiting queue is ordered by answer length, shortest first. "
-        "The simulator knows every answer's length, which no engine does: this is the most a perfect length "
-        "predictor could buy. Short requests overtake long ones, which wait longer."
+        "The simulator knows every answer's length, which no engine does: this is what ordering the queue by a "
+        "perfect length prediction buys, without interrupting anyone running. Short requests overtake long ones; the "
+        "longest wait longer and may finish alone at the end: the mean latency can fall while the drain grows."
     )
     caption_memory = (
         "Shortest job first: between forward passes, finished requests leave and the shortest waiting answers take "
