@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from core import Request, Run, TrafficConfig, compute_metrics
 from core.losses import losses
 from core.policies import REGISTRY, get_policy
@@ -138,7 +140,20 @@ def h2h_compact(first: Run, second: Run, window: int, timed: tuple[TimedRun, Tim
         losses(second, window),
         names,
     )
-    return _h2h_table(_short(rows, COMPACT), compact_caption(window), names)
+    return _h2h_table(_short(rows, COMPACT) + class_rows(first, second), compact_caption(window), names)
+
+
+def class_rows(first: Run, second: Run) -> list[tuple]:
+    """Return a latency row per priority class when a policy ordered by priority is shown on classed traffic."""
+    if not (first.rules.orders_by_class or second.rules.orders_by_class):
+        return []
+    classes = np.array([r.priority for r in first.requests])
+    rows = []
+    for c in sorted(set(classes.tolist())) if len(set(classes.tolist())) > 1 else []:
+        mine = classes == c
+        cells = [f"{float((run.finish - run.arrival)[mine].mean()):.1f}" for run in (first, second)]
+        rows.append((f"latency_class{c}", f"Avg latency, priority {c} ({int(mine.sum())}), to finish (steps)", *cells))
+    return rows
 
 
 @lru_cache(maxsize=RUN_CACHE_SIZE)

@@ -191,6 +191,17 @@ export function h2hCompactHtml(view, mode = "continuous") {
   const [a, b] = compactPair(view, mode), ma = windowMetrics(view, a), mb = windowMetrics(view, b);
   const rows = [["completed", "Completed"], ["utilisation", "GPU utilisation"], ["drain", "All done at step"],
                 ["avg_latency_all", "Avg latency, all, each to its finish (steps)"]];
+  // A policy ordered by priority on classed traffic: each class's latency (app/widget_data.py's class_rows).
+  const classes = [...new Set(view.priority ?? [])].sort((x, y) => x - y);
+  if (classes.length > 1 && [a, b].some((p) => view.runs[p].traits.orders_by_class)) {
+    for (const c of classes) {
+      const mine = view.priority.map((q, i) => (q === c ? i : -1)).filter((i) => i >= 0);
+      const mean = (r) => fixed(mine.reduce((s, i) => s + r.finish[i] - view.arrival[i], 0) / mine.length, 1);
+      ma[`latency_class${c}`] = mean(view.runs[a]);
+      mb[`latency_class${c}`] = mean(view.runs[b]);
+      rows.push([`latency_class${c}`, `Avg latency, priority ${c} (${mine.length}), to finish (steps)`]);
+    }
+  }
   const body = rows.map(([key, label]) => `<tr><th scope="row">${label}</th>` +
     `<td data-h2h="${a}-${key}">${ma[key]}</td><td data-h2h="${b}-${key}">${mb[key]}</td>` +
     "</tr>").join("");

@@ -68,6 +68,7 @@ class Policy:
     queue_words = "in arrival order"  # the waiting order, as the loop's comment says it
     order_field = ""  # the request field its order reads, as the renderer's view names it ("" : arrival)
     order_words = ""  # that field in words
+    orders_by_class = False  # its order reads each request's priority class (a page shows each class's latency)
     victim_words = "the last admitted"  # whom a block shortage preempts (at most 24 characters: a loop line)
     caption = (
         "Continuous batching: between forward passes, finished requests leave and waiting ones take the "
@@ -140,6 +141,7 @@ class Policy:
             "simulator_mode": self.simulator_mode,
             "order_field": self.order_field,
             "order_words": self.order_words,
+            "orders_by_class": self.orders_by_class,
         }
 
     def __repr__(self) -> str:
@@ -278,6 +280,7 @@ class Priority(Policy):
     queue_words = "lowest priority number first"
     order_field = "priority"
     order_words = "priority"
+    orders_by_class = True
     victim_words = "the lowest class, newest"
     caption = (
         "Priority scheduling (vLLM's policy=priority): continuous batching whose waiting queue is ordered by each "
@@ -375,6 +378,11 @@ class VLLM(Policy):
             raise ValueError(f"long_prefill_token_threshold must be an integer in 0..10,000,000, got {got!r}")
         self.scheduling_policy = scheduling_policy
         self.long_prefill_token_threshold = long_prefill_token_threshold
+
+    @property
+    def orders_by_class(self) -> bool:
+        """Return whether the queue is ordered by priority class (scheduling_policy=priority)."""
+        return self.scheduling_policy == "priority"
 
     @property
     def prefill_chunk_cap(self) -> int:

@@ -36,6 +36,9 @@ CASES = [  # (name, traffic, slots, batch timeout, window, KV pool in blocks (0:
     ("paged-raised", TrafficConfig(seed=4), 4, 0, 64, 3, "paged"),
     ("contiguous-12", TrafficConfig(seed=4), 4, 0, 128, 12, "contiguous"),
     ("paged-many", TrafficConfig(seed=4, requests=300), 32, 0, 200, 60, "paged"),
+    # Two priority classes: priority's compact table adds each class's latency; a tight pool preempts by class.
+    ("classes", TrafficConfig(seed=3, requests=24, high_priority_share=0.3), 2, 0, 64, 0, "paged"),
+    ("classes-paged-14", TrafficConfig(seed=3, requests=24, high_priority_share=0.3), 3, 0, 96, 14, "paged"),
 ]
 
 
@@ -89,6 +92,9 @@ def test_every_steps_texts_equal_pythons(renderer, name, traffic, slots, timeout
     for mode in runs:
         first, second = compact_pair(runs, mode)
         assert got["h2h"][mode] == h2h_compact(runs[first], runs[second], window, None), mode
+    classed = len({r.priority for r in runs["continuous"].requests}) > 1
+    assert ("Avg latency, priority 0" in got["h2h"]["priority"]) == classed  # each class's latency, when classed
+    assert "Avg latency, priority 0" not in got["h2h"]["sjf"]
 
 
 def test_the_view_is_flat_arrays_the_size_of_the_traffic():
