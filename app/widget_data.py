@@ -6,10 +6,9 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 
-import numpy as np
-
 from core import Request, Run, TrafficConfig, compute_metrics
 from core.losses import losses
+from core.metrics import latency_by_class
 from core.policies import REGISTRY, get_policy
 from core.states import STATE_NUMBERS
 from core.timed import TimedRun, timed_metrics
@@ -147,13 +146,10 @@ def class_rows(first: Run, second: Run) -> list[tuple]:
     """Return a latency row per priority class when a policy ordered by priority is shown on classed traffic."""
     if not (first.rules.orders_by_class or second.rules.orders_by_class):
         return []
-    classes = np.array([r.priority for r in first.requests])
-    rows = []
-    for c in sorted(set(classes.tolist())) if len(set(classes.tolist())) > 1 else []:
-        mine = classes == c
-        cells = [f"{float((run.finish - run.arrival)[mine].mean()):.1f}" for run in (first, second)]
-        rows.append((f"latency_class{c}", f"Avg latency, priority {c} ({int(mine.sum())}), to finish (steps)", *cells))
-    return rows
+    return [
+        (f"latency_class{c}", f"Avg latency, priority {c} ({n}), to finish (steps)", *(f"{m:.1f}" for m in means))
+        for c, (n, means) in latency_by_class([first, second]).items()
+    ]
 
 
 @lru_cache(maxsize=RUN_CACHE_SIZE)

@@ -166,6 +166,18 @@ def compare(*runs: Run, window: int | None = None) -> Comparison:
     return Comparison({r.policy: compute_metrics(r, window) for r in runs})
 
 
+def latency_by_class(runs) -> dict[int, tuple[int, list[float]]]:
+    """Return, per priority class, its request count and each run's mean latency to finish; {} for one class."""
+    priority = np.array([r.priority for r in runs[0].requests])
+    classes = sorted(set(priority.tolist()))
+    if len(classes) < 2:
+        return {}
+    return {
+        c: (int((priority == c).sum()), [float((run.finish - run.arrival)[priority == c].mean()) for run in runs])
+        for c in classes
+    }
+
+
 def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> tuple[float, ...]:
     """Return percentiles of `values` where value i counts `weights[i]` times (the lower value at a tie)."""
     if not len(values) or weights.sum() == 0:

@@ -96,7 +96,7 @@ class Policy:
 
     def new_queue(self, requests: Sequence[Request]):
         """Return an empty waiting queue for `requests` (numbered in first-come-first-served order)."""
-        if self.queue_key(requests[0] if requests else Request("-", 0, 1)) is None:
+        if not self.ordered:
             return deque()  # arrival order; a preempted request goes back to the front (vLLM's FCFS)
         return KeyedQueue([(self.queue_key(r), k) for k, r in enumerate(requests)])
 

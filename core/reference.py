@@ -18,7 +18,7 @@ from .timed import TimedRun
 def _admits_between_passes(policy: str | Policy) -> bool:
     """Return whether the policy admits between passes; refuse one whose rules the chapter's loops do not follow."""
     pol = get_policy(policy)
-    if pol.has_token_budget or pol.queue_key(Request("-", 0, 1)) is not None:
+    if pol.has_token_budget or pol.ordered:
         raise ValueError(
             f"the chapter's loop follows first come, first served without a token budget, not {pol.name}; "
             "simulate_memory_per_step follows every policy"
@@ -207,7 +207,7 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
 
     static = pol.forms_batches
     reserving = pol.reserves_whole_life(memory.allocation)
-    keyed = pol.queue_key(Request("-", 0, 1)) is not None
+    keyed = pol.ordered
 
     def head():  # the waiting request the policy serves next (a keyed queue: by key, then arrival and trace order)
         if not keyed:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-
 from .losses import Losses, losses
-from .metrics import Comparison, Metrics
+from .metrics import Comparison, Metrics, latency_by_class
 from .policies import get_policy
 from .run import Run
 from .sweep import CostModel, SweepPoint
@@ -161,17 +159,8 @@ def loss_rows(losses_by: dict[str, Losses]) -> list[tuple[str, ...]]:
 
 def class_rows(runs: dict[str, Run]) -> list[tuple[str, ...]]:
     """Return each priority class's mean latency (to its finish) per policy, when the traffic has more than one."""
-    first = next(iter(runs.values()))
-    priority = np.array([r.priority for r in first.requests])
-    classes = sorted(set(priority.tolist()))
-    if len(classes) < 2:
-        return []
-    rows = []
-    for c in classes:
-        mine = priority == c
-        means = [float((run.finish - run.arrival)[mine].mean()) for run in runs.values()]
-        rows.append((f"latency mean, class {c} ({int(mine.sum())})", *(f"{m:.1f}" for m in means)))
-    return rows
+    by_class = latency_by_class(list(runs.values()))
+    return [(f"latency mean, class {c} ({n})", *(f"{m:.1f}" for m in means)) for c, (n, means) in by_class.items()]
 
 
 def how_much_sooner(ratio: float, word: str = "faster", opposite: str = "slower") -> str:

@@ -19,6 +19,8 @@ from core.states import STATE_NUMBERS
 from core.timed import simulate_timed
 from core.traffic import TrafficConfig, generate
 
+from .test_memory import _pool_for
+
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = tuple(REGISTRY)  # the registered ones, before any test adds its own
 
@@ -126,9 +128,7 @@ def _pool(reqs, allocation, extra, block_size):
     """A pool just big enough for the largest request plus `extra` blocks (None: unlimited)."""
     if extra is None:
         return MemoryConfig(block_size=block_size, allocation=allocation)
-    longest = max(r.output_tokens for r in reqs)
-    need = max(-(-(max(1, r.prompt_tokens) + longest) // block_size) for r in reqs)
-    return MemoryConfig(kv_blocks=need + extra, block_size=block_size, allocation=allocation)
+    return _pool_for(reqs, allocation, extra, block_size)
 
 
 @settings(max_examples=300, deadline=None)
