@@ -7,10 +7,11 @@ pool the memory engine kept: one box per block, at the cursor's step, for both m
 from __future__ import annotations
 
 import html
-from functools import lru_cache
 
 from core import Run
 from core.memory import longest_free_run
+
+from .byte_cache import byte_cache
 
 MAX_POOL_CELLS = 100_000  # blocks x steps sent to the browser per run; past it the page says the pool is too big
 TITLES = {"static": "Static batching (whole rows reserved)", "paged": "Continuous batching, paged",
@@ -21,7 +22,7 @@ TOO_BIG = (
 )
 
 
-@lru_cache(maxsize=64)  # runs are shared and immutable (compared by identity): every session reads the same
+@byte_cache(share=0.05)  # runs are shared and immutable (compared by identity): every session reads the same
 def owners_by_step(run: Run) -> list[tuple[int, ...]] | None:
     """Return, for each step 0..drain-1, each block's owner (-1: free), or None when too big to send."""
     s = run.schedule

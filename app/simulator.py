@@ -63,6 +63,7 @@ class App(pn.viewable.Viewer):
         self.chapter_traffic = pn.widgets.Button(label="The chapter's traffic (12 requests)")
         self.chapter_traffic.on_click(lambda _e: self.use_chapter_traffic())
         self.state.param.watch(self._on_traffic, "trace_name")
+        self.state.param.watch(self._on_refusal, "refusal")
         self.measurements = Measurements()  # the replay writes its step times here; the knee view reads them
         self.knee, self.spread, self.temperature = (
             KneeView(measurements=self.measurements),
@@ -149,10 +150,11 @@ class App(pn.viewable.Viewer):
         if "window" in values and "step" not in values:
             values["step"] = values["window"] - 1  # the window's last pass
         # The window first: it sets the step's bounds, which a deep link past step 64 needs before the step is set.
+        self.state.refusal = ""
         if "window" in values:
             self.state.window = values.pop("window")
         self.state.param.update(**values)
-        self.messages.text = " ".join(messages)
+        self.messages.text = " ".join(filter(None, [*messages, self.state.refusal]))
 
     def _follow(self, event) -> None:
         """Open the quiz's view link (its `goto`) in place."""
@@ -184,7 +186,12 @@ class App(pn.viewable.Viewer):
                 'generator seed. "The chapter\'s traffic" brings them back.'
             )
 
+    def _on_refusal(self, event) -> None:
+        if event.new:
+            self.messages.text = event.new
+
     def _on_upload(self, event) -> None:
+        self.state.refusal = ""
         data, name, size = decode_upload(event.new or {})
         requests, message = read_upload(data, name, size)
         if requests is not None:
@@ -192,7 +199,7 @@ class App(pn.viewable.Viewer):
                 self.state.use_trace(requests, name)
             except ValueError as exc:  # a limit the parser could not see alone; the state is untouched
                 requests, message = None, f"{name}: {exc}"
-        self.messages.text = message
+        self.messages.text = " ".join(filter(None, [message, self.state.refusal]))
         self.reset_trace.visible = self.state.trace is not None
         if getattr(self, "trace_card", None) is not None:
             self.trace_card.collapsed = False

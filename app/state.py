@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import lru_cache
 
 import param
 
@@ -11,16 +10,17 @@ from core import Request, Run, TrafficConfig, generate
 from core.engine import MAX_RECORDED_BLOCKS, as_run, schedule
 from core.fits import smallest_pool
 from core.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
-from core.memory import ALLOCATIONS, MemoryConfig
+from core.memory import ALLOCATIONS, MAX_KV_BLOCKS, MemoryConfig
 from core.metrics import Comparison, compare
 from core.policies import CHAPTER_PAIR, REGISTRY, get_policy
 from core.step_batch import BLOCK_SIZE as STEP_BLOCK_SIZE
 from core.timed import TimedRun, simulate_timed
 from core.traffic import LENGTH_KINDS
 
+from .byte_cache import byte_cache
+
 # Runs are immutable and the same inputs give the same runs, so every session on this server shares them: a class
-# opening the default page computes it once, not once per learner.
-RUN_CACHE_SIZE = 512
+# opening the default page computes it once, not once per learner. The caches are bounded in bytes (app/byte_cache.py).
 # Traces a generator setting replaces when moved (the chapter's opening traffic); other traces hide those settings.
 CHAPTER_NAME = "the chapter's traffic"
 GENERATOR_TAKES_OVER = {CHAPTER_NAME}
@@ -32,9 +32,12 @@ MODE_ORDER = (*reversed(CHAPTER_PAIR), *(m for m in MODES if m not in CHAPTER_PA
 # Tokens per KV block in the simulator's pool: the batch view's block tables' size, so the page has one block size.
 BLOCK_SIZE = STEP_BLOCK_SIZE
 MAX_POOL = MAX_RECORDED_BLOCKS  # the largest limited pool the simulator draws block by block
+# The clock view sends every forward pass to the browser (its time, rows and prefill): at most this many per run,
+# checked on the step runs before any clock run is computed.
+MAX_CLOCK_PASSES = 50_000
 
 
-@lru_cache(maxsize=RUN_CACHE_SIZE)
+@byte_cache(share=0.05)
 def _generated(config: TrafficConfig) -> tuple[Request, ...]:
     return tuple(generate(config))
 
@@ -61,11 +64,13 @@ def pool_memory(traffic: TrafficConfig | tuple[Request, ...], kv_blocks: int, al
         blocks = max(kv_blocks, least_pool(traffic, allocation))
     else:
         room = MemoryConfig(block_size=BLOCK_SIZE, allocation=allocation)
-        blocks = max(len(requests), 1) * least_pool(traffic, allocation) + room.blocks_for(1)
+        # Never more than the core allows: an upload's tokens are bounded (app/upload.py) so that this many blocks
+        # still hold every request at once, and first-fit never places a run past the sum of all runs.
+        blocks = min(max(len(requests), 1) * least_pool(traffic, allocation) + room.blocks_for(1), MAX_KV_BLOCKS)
     return MemoryConfig(kv_blocks=blocks, block_size=BLOCK_SIZE, allocation=allocation)
 
 
-@lru_cache(maxsize=RUN_CACHE_SIZE)
+@byte_cache(share=0.45)
 def shared_runs(
     traffic: TrafficConfig | tuple[Request, ...],
     slots: int,
@@ -106,7 +111,7 @@ def arrival_step_ms(accelerator: str, model: str) -> float:
     return float(cost_model(accelerator, model).pass_ms(1, 0, 0))
 
 
-@lru_cache(maxsize=RUN_CACHE_SIZE)
+@byte_cache(share=0.25)
 def shared_timed_runs(
     traffic: TrafficConfig | tuple[Request, ...], slots: int, timeout: int, accelerator: str, model: str
 ) -> dict[str, TimedRun]:
@@ -155,10 +160,12 @@ class SimState(param.Parameterized):
     allocation = param.Selector(default="paged", objects=list(ALLOCATIONS), doc="How requests take KV blocks")
 
     runs = param.Dict(doc="Each mode's run on the traffic shown, on one KV pool: policy -> Run")
+    refusal = param.String(default="", doc="Why a setting was just refused (the page shows it), or empty")
 
     def __init__(self, **params):
         super().__init__(**params)
         self._recompute()
+        self._bound_clock()
 
     def traffic_key(self, trace: list[Request] | None = None) -> TrafficConfig | tuple[Request, ...]:
         """Return what decides the traffic shown: the uploaded requests, or the generator's config."""
@@ -219,6 +226,18 @@ class SimState(param.Parameterized):
     )
     def _recompute(self) -> None:
         self.runs = shared_runs(self.traffic_key(), self.slots, self.batch_timeout, self.kv_blocks, self.allocation)
+
+    @param.depends("runs", "clock", watch=True)
+    def _bound_clock(self) -> None:
+        # Registered before any view's watcher, so a view never asks for a clock run this long.
+        passes = max(run.drain for run in self.runs.values())
+        if self.clock == "ms" and passes > MAX_CLOCK_PASSES:
+            self.refusal = (
+                f"On {self.slots} slots this traffic takes {passes:,} steps to drain; the clock view draws at most "
+                f"{MAX_CLOCK_PASSES:,} forward passes, so steps are shown (more slots, or fewer or shorter requests, "
+                "fit on a clock)."
+            )
+            self.clock = "steps"
 
     @param.depends(*GENERATOR_PARAMS, watch=True)
     def _leave_fixed_traffic(self) -> None:

@@ -14,6 +14,11 @@ from core.traces import TraceError, parse_trace
 
 MAX_TRACE_BYTES = 2_000_000
 MAX_TRACE_REQUESTS = 5_000
+# What one upload may ask of the server, checked before anything runs (the command line takes far more): its drain on
+# one slot (the last arrival plus every output token), which bounds every run's passes and so its memory, and the
+# tokens its requests reserve at once, which bounds the KV pool an unlimited run counts blocks in (app/state.py).
+MAX_PAGE_STEPS = 500_000
+MAX_PAGE_TOKENS = 10_000_000
 
 
 class TraceUpload(ReactiveHTML):
@@ -79,4 +84,25 @@ def read_upload(data: bytes | None, filename: str, size: int | None = None) -> t
         return None, str(exc)
     if not requests:
         return None, f"{name}: no requests in the file; expected at least one row after the header."
-    return requests, ""
+    message = page_bound(requests, name)
+    return (None, message) if message else (requests, "")
+
+
+def page_bound(requests: list[Request], name: str) -> str:
+    """Return "" when the page can run these requests, else one line naming what is too much and what is allowed."""
+    steps = max(r.arrival for r in requests) + sum(r.output_tokens for r in requests)
+    if steps > MAX_PAGE_STEPS:
+        return (
+            f"{name}: the last arrival plus every output token come to {steps:,} steps (the drain on one slot); the "
+            f"page runs at most {MAX_PAGE_STEPS:,} (fewer or shorter requests; the command line, "
+            "`batchviz simulate --trace`, takes more)."
+        )
+    # A contiguous cache (and a static row) reserves each request's prompt plus the longest answer in the traffic.
+    tokens = sum(r.prompt_tokens for r in requests) + len(requests) * max(r.output_tokens for r in requests)
+    if tokens > MAX_PAGE_TOKENS:
+        return (
+            f"{name}: every prompt plus the longest answer for each request come to {tokens:,} tokens (what a "
+            f"contiguous KV cache reserves); the page runs at most {MAX_PAGE_TOKENS:,} (the command line, "
+            "`batchviz simulate --trace`, takes more)."
+        )
+    return ""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 
 from core import Request, Run, TrafficConfig, compute_metrics
 from core.losses import losses
@@ -15,9 +14,10 @@ from core.timed import TimedRun, timed_metrics
 
 from . import palette
 from .batch_data import batch_config
+from .byte_cache import byte_cache
 from .plots import MIN_LABEL_CELLS
 from .pool_at import owners_by_step
-from .state import MODE_ORDER, RUN_CACHE_SIZE, shared_runs, shared_timed_runs
+from .state import MODE_ORDER, shared_runs, shared_timed_runs
 from .story import loop_lines
 
 AHEAD_MAX_REQUESTS = 64  # neighbours are sent ahead only for traffic this small (each costs two runs)
@@ -64,14 +64,16 @@ def policy_fields(policy: str, allocation: str) -> dict:
     }
 
 
-def run_arrays(run: Run, limited: bool = False) -> dict:
+def run_arrays(run: Run, limited: bool = False, window: int | None = None) -> dict:
     """Return a run as the renderer reads it: per-request start, finish, slot, release (it derives the log).
 
-    A run from the memory engine adds the blocks held at each step; one whose requests were preempted adds its
-    drawn cells and stays; on a `limited` pool, memory's decisions (as numbers: the renderer writes the words) and
-    each slot-step a request waited for memory.
+    A run from the memory engine adds the blocks held at each step and their peak over the whole run (the KV strip's
+    scale); one whose requests were preempted adds its drawn cells and stays; on a `limited` pool, memory's decisions
+    (as numbers: the renderer writes the words) and each slot-step a request waited for memory. Per-step facts go
+    only as far as the `window` shown (the cursor never passes it), so a long drain sends no more than a short one.
     """
     allocation = run.schedule.memory.allocation if run.schedule is not None else "paged"
+    shown = run.drain if window is None else min(window, run.drain)
     out = {
         **policy_fields(run.policy, allocation),
         "slots": run.slots,
@@ -82,7 +84,9 @@ def run_arrays(run: Run, limited: bool = False) -> dict:
         "release": run.release.tolist(),
     }
     if run.schedule is not None:
-        out["kv"] = run.schedule.blocks_by_step().tolist()
+        blocks = run.schedule.blocks_by_step()
+        out["kv"] = blocks[:shown].tolist()
+        out["kv_peak"] = int(blocks.max()) if len(blocks) else 0
     if run.cells is not None:
         out["cells"] = run.cells[:, :5].ravel().tolist()
         out["stays"] = run.stays.ravel().tolist()
@@ -90,11 +94,14 @@ def run_arrays(run: Run, limited: bool = False) -> dict:
         kinds = {k: n for n, k in enumerate(LOG_KINDS)}
         out["pool"] = run.schedule.memory.kv_blocks
         out["log"] = [
-            x for d in run.log for x in (d.step, kinds[d.kind], d.request, d.slot, d.tokens, d.other, d.free, d.longest)
+            x
+            for d in run.log
+            if d.step < shown
+            for x in (d.step, kinds[d.kind], d.request, d.slot, d.tokens, d.other, d.free, d.longest)
         ]
-        out["waits"] = [x for w in run.memory_waits for x in (w.step, w.slot)]
+        out["waits"] = [x for w in run.memory_waits if w.step < shown for x in (w.step, w.slot)]
         owners = owners_by_step(run)  # each block's owner at each step, for the pool at the cursor
-        out["pool_at"] = None if owners is None else [o for at in owners for o in at]
+        out["pool_at"] = None if owners is None else [o for at in owners[:shown] for o in at]
     return out
 
 
@@ -152,13 +159,13 @@ def class_rows(first: Run, second: Run) -> list[tuple]:
     ]
 
 
-@lru_cache(maxsize=RUN_CACHE_SIZE)
+@byte_cache(share=0.2)
 def view_json(key: ViewKey) -> str:
     """Return the view of `key` as JSON: ids, arrivals, both runs, the compact head-to-head, and on a clock frames."""
     shown = shared_runs(key.traffic, key.slots, key.timeout, key.kv_blocks, key.allocation)
     static, continuous = shown["static"], shown["continuous"]
     pool = continuous.schedule.memory.kv_blocks if key.kv_blocks else None
-    runs = {policy: run_arrays(run, pool is not None) for policy, run in shown.items()}
+    runs = {policy: run_arrays(run, pool is not None, key.window) for policy, run in shown.items()}
     view = {
         "key": key.label(),
         "window": key.window,

@@ -380,7 +380,7 @@ const KV = { gap: 8, bars: 26, text: 16 };  // the KV strip under a timeline: ga
 function kvScale(view, pair) {
   if (view.pool) return view.pool;
   let peak = 1;
-  for (const p of pair) for (const b of view.runs[p].kv ?? []) peak = Math.max(peak, b);
+  for (const p of pair) peak = Math.max(peak, view.runs[p].kv_peak ?? 0);  // over the whole run, not the window
   return peak;
 }
 

@@ -20,11 +20,11 @@ CLI = "import sys; from batchviz.cli import main; sys.exit(main(sys.argv[1:]))"
 UPLOAD = """
 import sys, base64
 from app.simulator import App
-app = App(query={"slots": "64", "window": "4096", "step": "4096"})
+app = App(query={"slots": "1", "window": "4096", "step": "4096"})
 data = open(sys.argv[1], "rb").read()
 app._on_upload(type("E", (), {"new": {"n": 1, "name": "worst.csv", "size": len(data),
                                       "data": base64.b64encode(data).decode()}})())
-assert app.state.trace is not None, app.messages.text
+assert app.state.trace_name == "worst.csv", app.messages.text
 print(len(app.state.trace), "requests on", app.state.slots, "slots,", app.state.window, "steps shown")
 """
 REPLAY = """
@@ -51,7 +51,8 @@ def cases(folder: Path) -> list[tuple[str, list[str], str]]:
     """Return (description, python argv, expected outcome) for each case."""
     per = MAX_TOTAL_TOKENS // MAX_REQUESTS
     trace = _write(folder / "max.csv", "arrival,output_tokens\n", lambda i: f"{i * 1000},{per}\n", MAX_REQUESTS)
-    upload = _write(folder / "upload.csv", "arrival,output_tokens\n", lambda i: f"{i},{200_000}\n", 5000)
+    # The largest upload the page runs (app/upload.py): 4,999 + 5,000 x 99 = 499,999 steps to drain on one slot.
+    upload = _write(folder / "upload.csv", "arrival,output_tokens\n", lambda i: f"{i},99\n", 5000)
     window = MAX_TIMELINE_CELLS // 4096
     return [
         (
@@ -69,7 +70,7 @@ def cases(folder: Path) -> list[tuple[str, list[str], str]]:
             ["-c", CLI, "sweep", "--requests", "49000", "--lengths", "fixed", "--mean-tokens", "200", "--batches", "1"],
             "ok",
         ),
-        ("upload: 5,000 rows x 200,000 tokens, 64 slots, 4,096-step window", ["-c", UPLOAD, str(upload)], "ok"),
+        ("upload: 5,000 rows, 499,999 steps to drain on 1 slot, 4,096-step window", ["-c", UPLOAD, str(upload)], "ok"),
         ("replay: two 8,000-token prompts + 192 tokens (tiny model's context)", ["-c", REPLAY], "ok"),
         (
             "refused: simulate --json --window 1,000,000,000",

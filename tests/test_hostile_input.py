@@ -618,3 +618,110 @@ def test_an_upload_then_a_small_pool_keeps_the_session_working():
         assert run.finish.tolist() == [8192]
     state.kv_blocks = 0  # and every later control still works
     assert state.pool is None and state.runs["continuous"].finish.tolist() == [8192]
+
+
+def _upload(app, text: str, name: str = "k.csv") -> str:
+    """Send `text` through the page's upload handler (as the browser's file input does) and return the message."""
+    import base64
+
+    data = text.encode()
+    event = {"n": 1, "name": name, "size": len(data), "data": base64.b64encode(data).decode()}
+    app._on_upload(type("Event", (), {"new": event})())
+    return app.messages.text
+
+
+def test_an_upload_is_bounded_before_it_runs():
+    """Round 4, defect 1: 142 bytes of 1,000,000-token rows are refused by what they ask, before any run."""
+    from app.simulator import App
+    from app.upload import MAX_PAGE_STEPS, MAX_PAGE_TOKENS
+
+    app = App(query={})
+    before = app.state.runs
+    message = _upload(app, "arrival,output_tokens\n" + "0,1000000\n" * 12)
+    assert message == (
+        "k.csv: the last arrival plus every output token come to 12,000,000 steps (the drain on one slot); the page "
+        f"runs at most {MAX_PAGE_STEPS:,} (fewer or shorter requests; the command line, `batchviz simulate --trace`, "
+        "takes more)."
+    )
+    assert app.state.runs is before and app.state.trace_name == "the chapter's traffic"  # nothing the learner had lost
+    # Long prompts reserve the pool an unlimited run counts in: named before the core's own bound is reached.
+    message = _upload(app, "arrival,prompt_tokens,output_tokens\n" + "0,900000,10\n" * 20)
+    assert message.startswith("k.csv: every prompt plus the longest answer for each request come to 18,000,200 ")
+    assert f"at most {MAX_PAGE_TOKENS:,}" in message
+    # The worst the benchmark's upload used to be refused with the core's internal words; now with the page's.
+    message = _upload(app, "arrival,output_tokens\n" + "".join(f"{i},200000\n" for i in range(5000)))
+    assert "the page runs at most" in message and "kv_blocks" not in message
+
+
+def test_a_long_drain_sends_no_more_than_its_window():
+    """Round 4, defect 1: per-step facts go only as far as the window; the KV strip's scale still spans the run."""
+    from app.simulator import App
+    from app.widget_data import ViewKey, view_json
+
+    app = App(query={})
+    assert _upload(app, "arrival,output_tokens\n" + "0,40000\n" * 12) == ""  # 480,000 steps: allowed
+    s = app.state
+    drain = s.runs["continuous"].drain
+    assert drain == 120_000
+    key = ViewKey(s.traffic_key(), 4, 0, 64, "steps", s.accelerator, s.model_shape, True, False, 16)
+    view = json.loads(view_json(key))
+    assert len(view_json(key)) < 50_000  # was 13 MB per such line
+    for policy, run in view["runs"].items():
+        blocks = s.runs[policy].schedule.blocks_by_step()
+        assert run["kv"] == blocks[:64].tolist() and run["kv_peak"] == int(blocks.max()) >= max(run["kv"])
+    assert view["runs"]["continuous"]["kv_peak"] > max(view["runs"]["continuous"]["kv"])  # paged: it grows later
+    s.kv_blocks = 600  # a limited pool: its log and waits also stop at the window
+    view = json.loads(view_json(ViewKey(s.traffic_key(), 4, 0, 64, "steps", s.accelerator, s.model_shape, True,
+                                        False, 16, 600)))
+    for run in view["runs"].values():
+        assert all(step < 64 for step in run["log"][::8]) and all(step < 64 for step in run["waits"][::2])
+
+
+def test_the_clock_refuses_a_drain_it_cannot_send_and_shows_steps():
+    """Round 4, defect 1: the clock sends every pass, so a long drain stays on steps with a message, the trace kept."""
+    from app.simulator import App
+    from app.state import MAX_CLOCK_PASSES
+
+    app = App(query={"clock": "ms"})
+    message = _upload(app, "arrival,output_tokens\n" + "0,40000\n" * 12)
+    assert message == (
+        "On 4 slots this traffic takes 120,000 steps to drain; the clock view draws at most "
+        f"{MAX_CLOCK_PASSES:,} forward passes, so steps are shown (more slots, or fewer or shorter requests, fit on "
+        "a clock)."
+    )
+    assert app.state.clock == "steps" and app.state.trace_name == "k.csv"
+    app.state.slots = 16  # 30,000 steps: the clock is allowed again
+    app.state.clock = "ms"
+    assert app.state.clock == "ms"
+
+
+def test_shared_caches_stay_within_their_byte_budget(monkeypatch):
+    """Round 4, defect 1: distinct long uploads evict older runs; the caches never hold more than their budget."""
+    from app import byte_cache
+    from app.state import SimState, shared_runs
+    from app.widget_data import view_json
+
+    monkeypatch.setenv("BATCHVIZ_CACHE_MB", "16")
+    for cache in byte_cache.CACHES:
+        cache.cache_clear()
+    limit = byte_cache.cache_limit_bytes()
+    assert limit == 16 * 1024 * 1024
+    state = SimState()
+    sizes = []
+    for length in range(30_000, 30_008):  # each a different file: ~6 MB of runs each
+        state.use_trace([Request(f"R{i}", 0, length + i) for i in range(8)], "k.csv")
+        sizes.append(byte_cache.size_of(state.runs))
+        assert byte_cache.cached_bytes() <= limit
+        for cache in byte_cache.CACHES:
+            assert cache.bytes <= cache.limit
+            assert cache.bytes == sum(size for _, size in cache.entries.values())
+    assert sum(sizes) > shared_runs.limit  # the runs asked for exceed the budget, so some were evicted
+    assert len(shared_runs.entries) < len(sizes)
+    # A value larger than its whole budget is computed and returned, never kept.
+    monkeypatch.setenv("BATCHVIZ_CACHE_MB", "1")
+    state.use_trace([Request("Z", 0, 40_000)], "z.csv")
+    assert state.runs["continuous"].drain == 40_000 and byte_cache.size_of(state.runs) > shared_runs.limit
+    assert all(value is not state.runs for value, _ in shared_runs.entries.values())
+    for cache in byte_cache.CACHES:
+        cache.cache_clear()
+    assert byte_cache.cached_bytes() == 0 and view_json.bytes == 0
