@@ -4,11 +4,13 @@ import panel as pn
 
 from app.builder import build_later
 from app.embed import is_embedded, serve_resources_locally
+from app.server_log import install as one_line_client_errors
 from app.simulator import App
 from app.style import CSS
 from app.url import parse_theme, safe_location
 
 pn.extension(notifications=False)
+one_line_client_errors()  # a bad message from a client is one line in the log, never a traceback
 
 
 def build_app(query: dict, rewrite_url: bool = False) -> App:
@@ -19,7 +21,8 @@ def build_app(query: dict, rewrite_url: bool = False) -> App:
     """
     app = App(query=query)
     if not is_embedded(query):
-        app.sync_url(rewrite_url)
+        # A refused or clamped value is written back at once: the address then says what the page shows.
+        app.sync_url(rewrite_url or bool(app.messages.text))
     return app
 
 

@@ -26,6 +26,7 @@ from core.waits import Wait
 from . import palette
 from .exercises.common import LazyViewer, query_number, text_pane
 from .pool_at import pool_boxes, pool_words
+from .server_log import follow_widget
 from .url import query_value
 from .words import plural
 
@@ -450,12 +451,12 @@ class MemoryView(LazyViewer):
 
     def _build(self) -> None:
         self.pool_slider = pn.widgets.IntSlider(
-            name="KV pool (blocks of 4 tokens)", start=MIN_BLOCKS, end=MAX_BLOCKS, value=self.blocks, width=320
+            label="KV pool (blocks of 4 tokens)", start=MIN_BLOCKS, end=MAX_BLOCKS, value=self.blocks, width=320
         )
-        self.pool_slider.param.watch(lambda e: setattr(self, "blocks", e.new), "value_throttled")
+        follow_widget(self.pool_slider, "value_throttled", self, "blocks")
         self.param.watch(lambda e: setattr(self.pool_slider, "value", e.new), "blocks")
-        self.step_slider = pn.widgets.IntSlider(name="Step", start=0, end=self.width() - 1, value=self.step, width=320)
-        self.step_slider.param.watch(lambda e: setattr(self, "step", e.new), "value")
+        self.step_slider = pn.widgets.IntSlider(label="Step", start=0, end=self.width() - 1, value=self.step, width=320)
+        follow_widget(self.step_slider, "value", self, "step")
         self.back = pn.widgets.Button(label="◂ Back", description="The previous pass")
         self.forward = pn.widgets.Button(label="Step ▸", description="The next pass")
         self.back.on_click(lambda _e: setattr(self, "step", max(0, self.step - 1)))
@@ -465,12 +466,12 @@ class MemoryView(LazyViewer):
         self.param.watch(self._redraw, ["blocks", "step"])
         self._redraw()
         self.budget_choice = pn.widgets.RadioButtonGroup(
-            name="Token budget per pass",
+            label="Token budget per pass",
             options={f"{b:,}": b for b in BUDGETS},  # short labels: the four fit a phone's width
             value=self.budget,
             width=300,
         )
-        self.budget_choice.param.watch(lambda e: setattr(self, "budget", e.new), "value")
+        follow_widget(self.budget_choice, "value", self, "budget")
         self.param.watch(lambda e: setattr(self.budget_choice, "value", e.new), "budget")
         self.chunked = pn.pane.HTML(chunked_html(self.budget), sizing_mode="stretch_width", stylesheets=[MEMORY_CSS])
         self.param.watch(lambda e: setattr(self.chunked, "object", chunked_html(e.new)), "budget")

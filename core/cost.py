@@ -164,7 +164,7 @@ class Fitted:
         """Read a profile written by `save` (or `batchviz calibrate`); a bad file names itself and the field."""
         name = show_name(path)
         try:
-            text = read_regular_file(path, MAX_PROFILE_BYTES, "profile JSON").decode("utf-8")
+            text = read_regular_file(path, MAX_PROFILE_BYTES, "profile JSON").decode("utf-8-sig")  # a BOM, as traces
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"cannot read the profile {name}: {getattr(exc, 'strerror', None) or exc}") from None
         try:

@@ -209,6 +209,15 @@ def test_profile_flags_of_the_replay_check_the_profile_before_the_model(capsys, 
         _refused(*_main(capsys, argv), f"{flag}: {path}: rows {WHOLE}")
 
 
+def test_a_profile_with_a_byte_order_mark_loads_as_a_trace_does(tmp_path):
+    """Round 4, also: a profile saved by an editor that writes a BOM is read, as a trace with one is."""
+    from core.cost import Fitted
+
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + PROFILE.encode())
+    assert Fitted.load(path).rows == [0, 64] or list(Fitted.load(path).rows) == [0, 64]
+
+
 def test_profile_limits_are_refused_before_reading(capsys, tmp_path):
     """A link to /dev/zero and a profile past 16 MiB are refused from their size and kind, not read."""
     (tmp_path / "zero.json").symlink_to("/dev/zero")
@@ -725,3 +734,22 @@ def test_shared_caches_stay_within_their_byte_budget(monkeypatch):
     for cache in byte_cache.CACHES:
         cache.cache_clear()
     assert byte_cache.cached_bytes() == 0 and view_json.bytes == 0
+
+
+def test_a_tab_closed_while_the_server_writes_is_not_an_error(caplog):
+    """Round 4, defect 11: asyncio's "Task exception was never retrieved … WebSocketClosedError" is no error line."""
+    import logging
+
+    from tornado.websocket import WebSocketClosedError
+
+    from app.server_log import install
+
+    install()
+    try:
+        raise WebSocketClosedError()
+    except WebSocketClosedError:
+        with caplog.at_level(logging.DEBUG, logger="asyncio"):
+            logging.getLogger("asyncio").error("Task exception was never retrieved\nfuture: <Task>", exc_info=True)
+    [record] = [r for r in caplog.records if r.name == "asyncio"]
+    assert record.levelno == logging.DEBUG and record.exc_info is None
+    assert record.getMessage() == "Task exception was never retrieved future: <Task> (WebSocketClosedError: )"

@@ -24,6 +24,7 @@ from core.hardware import (
 from core.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, CostModel, SweepPoint, decode_knee, knee, retarget, sweep
 
 from ..loop import on_document
+from ..server_log import follow_widget
 from ..stores import Measurements
 from ..views import Messages
 from .common import LazyViewer, query_number, text_pane
@@ -198,8 +199,8 @@ class KneeView(LazyViewer):
             label="ITL target (ms)", start=5, end=200, step=1, value=self.itl_target_ms, width=260
         )
         # Recompute when the slider is released, not on every pixel of a drag (a new rate's sweep costs ~0.6 s).
-        self.rate.param.watch(lambda e: setattr(self, "rate_per_s", e.new), "value_throttled")
-        self.target.param.watch(lambda e: setattr(self, "itl_target_ms", e.new), "value_throttled")
+        follow_widget(self.rate, "value_throttled", self, "rate_per_s")
+        follow_widget(self.target, "value_throttled", self, "itl_target_ms")
         self.param.watch(lambda e: setattr(self.rate, "value", min(max(e.new, 1), 300)), "rate_per_s")
         self.param.watch(lambda e: setattr(self.target, "value", min(max(e.new, 5), 200)), "itl_target_ms")
         self.guesses = pn.widgets.RadioButtonGroup(
@@ -212,7 +213,7 @@ class KneeView(LazyViewer):
             sizing_mode="stretch_width",
         )
         self.guesses.value = self.guess  # after construction: the widget would otherwise pick the first size
-        self.guesses.param.watch(lambda e: setattr(self, "guess", e.new), "value")
+        follow_widget(self.guesses, "value", self, "guess")
         self.param.watch(lambda e: setattr(self.guesses, "value", e.new), "guess")
         self.input_message = Messages()  # beside the boxes: a refused value is read where it was typed
         self.inputs = {}

@@ -16,6 +16,7 @@ from core.traffic import LENGTH_KINDS
 
 from .. import palette
 from ..loop import on_document
+from ..server_log import follow_widget
 from ..style import CHOICE_CSS
 from .common import LazyViewer, query_number, small_figure, text_pane
 
@@ -187,7 +188,7 @@ class SpreadView(LazyViewer):
             value=self.sigma,
             width=320,
         )
-        self.slider.param.watch(lambda e: setattr(self, "sigma", round(e.new, 1)), "value_throttled")
+        follow_widget(self.slider, "value_throttled", self, "sigma", lambda v: round(v, 1))
         self.param.watch(lambda e: setattr(self.slider, "value", e.new), "sigma")
         self.choice = pn.widgets.RadioBoxGroup(
             options={label: key for key, (label, _, _) in GUESSES.items()},
@@ -196,7 +197,7 @@ class SpreadView(LazyViewer):
             stylesheets=[CHOICE_CSS],
         )
         self.choice.value = None  # a radio group selects its first option unless told otherwise
-        self.choice.param.watch(lambda e: setattr(self, "guess", e.new), "value")
+        follow_widget(self.choice, "value", self, "guess")
         self.reveal_button = pn.widgets.Button(label="Reveal the ratios", color="primary", disabled=True)
         self.reveal_button.on_click(lambda _e: self.reveal())
         self.verdict = text_pane("")

@@ -121,6 +121,17 @@ def test_a_refused_exercise_value_shows_on_its_tab(page, page_errors, server_log
     open_app(page, app_url, query, canvas=False)
     expect(page.locator(".bk-tab.bk-active").first).to_have_text(re.compile(r"Exercise"), timeout=15_000)
     expect(page.locator(".bv-message:visible", has_text=message)).to_have_count(1, timeout=15_000)
+    # Round 4, also: the address says what the page shows, not the value refused or clamped.
+    expect(page).not_to_have_url(re.compile(r"rate=-1|itl=nan|sigma=1e309|bug=2"), timeout=15_000)
+    assert "tab=" in page.url
+
+
+def test_a_clamped_pool_is_written_back_to_the_address(page, page_errors, server_log, app_url):
+    """Round 4, also: `?tab=memory&blocks=-5` is clamped to the least pool, and the address says so."""
+    from app.memory_view import MIN_BLOCKS
+
+    open_app(page, app_url, "?tab=memory&blocks=-5", canvas=False)
+    expect(page).to_have_url(re.compile(rf"blocks={MIN_BLOCKS}(&|$)"), timeout=15_000)
 
 
 # (input's label, what is typed, the message, the value the box shows again)
@@ -145,3 +156,74 @@ def test_a_knee_input_out_of_range_is_refused_and_restored(page, page_errors, se
     expect(page.locator(".bv-message:visible", has_text=message)).to_have_count(1, timeout=15_000)
     expect(box).to_have_value(before, timeout=15_000)
     assert float(before.replace(",", "")) == float(kept)
+
+
+class _Records(logging.Handler):
+    """Keep every record of WARNING or above, once."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.records: dict[int, logging.LogRecord] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records[id(record)] = record
+
+
+def test_malformed_websocket_traffic_is_one_line_each_and_the_server_survives(app_url):
+    """Round 4, defect 14: an upgrade without Bokeh's subprotocol, frames without a msgid, junk: one line each."""
+    import asyncio
+    import json
+    import urllib.request
+
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    handler = _Records()
+    loggers = [logging.getLogger(name) for name in SERVER_LOGGERS]
+    for logger in loggers:
+        logger.addHandler(handler)
+    origin = {"Origin": app_url.rsplit("/", 1)[0]}
+    ws = app_url.replace("http://", "ws://") + "/ws"
+
+    async def attack() -> None:
+        page = urllib.request.urlopen(app_url).read().decode()
+        token = re.search(r'"token":\s*"([^"]+)"', page).group(1)
+        bare = await websocket_connect(HTTPRequest(ws, headers=origin))  # no subprotocol: the server closes it
+        assert await bare.read_message() is None
+        client = await websocket_connect(HTTPRequest(ws, headers=origin), subprotocols=["bokeh", token])
+        assert "ACK" in await client.read_message()
+        for frame in (json.dumps({"msgtype": "PATCH-DOC"}), "{}", "{}"):  # a message whose header has no msgid
+            await client.write_message(frame)
+        await asyncio.sleep(1.0)
+        client.close()
+
+    try:
+        asyncio.run(attack())
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+    records = list(handler.records.values())
+    assert records, "the bad messages were logged"
+    for record in records:
+        assert record.exc_info is None and record.exc_text is None, record.getMessage()[:200]  # no traceback
+        assert "\n" not in record.getMessage() and len(record.getMessage()) < 700
+    # The server survives: the page still serves.
+    assert urllib.request.urlopen(app_url).status == 200
+
+
+def test_a_widget_value_from_the_socket_is_refused_as_a_url_value_is(caplog):
+    """Round 4, defect 14: a Memory-tab pool of -3 blocks from the socket: one line, the widget put back, state kept."""
+    import param
+
+    from app.memory_view import MemoryView
+
+    view = MemoryView()
+    view._build()
+    with caplog.at_level(logging.WARNING, logger="batchviz.server"), param.edit_constant(view.pool_slider):
+        view.pool_slider.value_throttled = -3
+    assert view.blocks == view.param.blocks.default and view.pool_slider.value == view.blocks
+    lo, hi = view.param.blocks.bounds
+    assert [r.getMessage() for r in caplog.records] == [f"refused blocks=-3 from the page (allowed ({lo}, {hi}))"]
+    with caplog.at_level(logging.WARNING, logger="batchviz.server"):
+        view.budget_choice.value = 7
+    assert view.budget == view.param.budget.default and view.budget_choice.value == view.budget

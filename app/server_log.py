@@ -1,0 +1,69 @@
+"""The server's log: one line for each bad message a client sends, and none for a tab closed while it was sent to.
+
+A client can send anything over the websocket (an upgrade without Bokeh's subprotocol, a frame without `msgid`, a
+widget value outside its range); Bokeh and Tornado log each with a 20-40 line traceback. What a client causes is not
+the server's fault: it gets one line naming the message and what was wrong. A tab closed while an update was on its
+way is not an error at all.
+"""
+
+from __future__ import annotations
+
+import logging
+
+# Loggers whose records carry a traceback a client can cause (Bokeh's websocket and protocol handlers, Tornado's
+# uncaught request errors, asyncio's "Task exception was never retrieved").
+CLIENT_LOGGERS = ("bokeh.server.views.ws", "bokeh.server.protocol_handler", "tornado.application", "asyncio")
+CLOSED = ("WebSocketClosedError", "StreamClosedError")  # the tab went away while the server was writing to it
+log = logging.getLogger("batchviz.server")
+
+
+def _flat(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class OneLine(logging.Filter):
+    """Turn a record with a traceback into one line: the message and the exception's type and words."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Flatten `record` in place (always kept; a closed tab's record drops to DEBUG)."""
+        if not record.exc_info or record.exc_info[1] is None:
+            return True
+        exc = record.exc_info[1]
+        record.msg = f"{_flat(record.getMessage())} ({type(exc).__name__}: {_flat(exc, 200)})"
+        record.args, record.exc_info, record.exc_text, record.stack_info = (), None, None, None
+        if type(exc).__name__ in CLOSED:
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+def refused(what: str, value, allowed: str) -> None:
+    """Log one line for a value the page's websocket sent that the app refused (the widget is put back)."""
+    log.warning("refused %s=%s from the page (allowed %s)", what, _flat(repr(value), 60), allowed)
+
+
+def install() -> None:
+    """Add the one-line filter to every logger a client's message can reach (once per process)."""
+    for name in CLIENT_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, OneLine) for f in logger.filters):
+            logger.addFilter(OneLine())
+
+
+def follow_widget(widget, event: str, owner, name: str, convert=lambda v: v) -> None:
+    """Set `owner.name` from `widget`'s `event` as the URL's values are set: one refused is logged, the widget put back.
+
+    The websocket can carry any value (a pool of -3 blocks); the parameter's bounds refuse it and the widget shows
+    the value kept again, so the page and the state never disagree.
+    """
+
+    def take(e) -> None:
+        try:
+            setattr(owner, name, convert(e.new))
+        except (ValueError, TypeError):
+            p = owner.param[name]
+            allowed = getattr(p, "bounds", None) or getattr(p, "objects", None)
+            refused(name, e.new, str(allowed))
+            widget.value = getattr(owner, name)
+
+    widget.param.watch(take, event)
