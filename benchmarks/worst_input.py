@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,12 @@ def cases(folder: Path) -> list[tuple[str, list[str], str]]:
     # The largest upload the page runs (app/upload.py): 4,999 + 5,000 x 99 = 499,999 steps to drain on one slot.
     upload = _write(folder / "upload.csv", "arrival,output_tokens\n", lambda i: f"{i},99\n", 5000)
     window = MAX_TIMELINE_CELLS // 4096
+    # A measured profile on a 2 x 2 x 2 grid (tests/test_hostile_input.py's), and one whose passes cost 1e-300 ms.
+    grid = "[[[1,2],[3,4]],[[2,3],[4,5]]]"
+    profile = '{"kind":"fitted","rows":[0,64],"prefill_tokens":[0,1024],"context_tokens":[0,6144],"ms":%s}'
+    fitted, tiny = folder / "profile.json", folder / "tiny.json"
+    fitted.write_text(profile % grid)
+    tiny.write_text(profile % re.sub(r"\d", "1e-300", grid))
     return [
         (
             f"simulate --json: {4096} slots x {window:,} steps = the cell limit",
@@ -70,6 +77,8 @@ def cases(folder: Path) -> list[tuple[str, list[str], str]]:
             ["-c", CLI, "sweep", "--requests", "49000", "--lengths", "fixed", "--mean-tokens", "200", "--batches", "1"],
             "ok",
         ),
+        ("sweep --cost: a measured profile, all default batches", ["-c", CLI, "sweep", "--cost", str(fitted)], "ok"),
+        ("sweep --cost: a profile of 1e-300 ms passes", ["-c", CLI, "sweep", "--cost", str(tiny)], "ok"),
         ("upload: 5,000 rows, 499,999 steps to drain on 1 slot, 4,096-step window", ["-c", UPLOAD, str(upload)], "ok"),
         ("replay: two 8,000-token prompts + 192 tokens (tiny model's context)", ["-c", REPLAY], "ok"),
         (

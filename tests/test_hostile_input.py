@@ -753,3 +753,19 @@ def test_a_tab_closed_while_the_server_writes_is_not_an_error(caplog):
     [record] = [r for r in caplog.records if r.name == "asyncio"]
     assert record.levelno == logging.DEBUG and record.exc_info is None
     assert record.getMessage() == "Task exception was never retrieved future: <Task> (WebSocketClosedError: )"
+
+
+def test_a_profile_prices_a_pass_on_python_floats_with_the_same_bits():
+    """Round 4, defect 6: the timed loop's scalar profile (no numpy per pass) equals Fitted.pass_ms, in and off grid."""
+    import random
+
+    from core.cost import Fitted, scalar_pass_ms
+
+    fitted = Fitted(rows=(0, 8, 64), prefill_tokens=(0, 1024), context_tokens=(0, 512, 6144),
+                    ms=(((1, 2, 3), (3, 4, 5)), ((2, 3, 4), (4, 5, 6)), ((5, 7, 9), (8, 9, 12))))  # fmt: skip
+    scalar = scalar_pass_ms(fitted)
+    rng = random.Random(0)
+    points = [(0, 0, 0), (64, 1024, 6144), (200, 5000, 100_000), (1, 0, 3)]
+    points += [(rng.uniform(0, 300), rng.randint(0, 9000), rng.uniform(0, 30_000)) for _ in range(5000)]
+    for rows, prefill, context in points:
+        assert scalar(rows, prefill, context) == fitted.pass_ms(rows, prefill, context)
