@@ -96,7 +96,7 @@ class RaggedPagedAttention:
             return self._attend_cached(kc, vc, q).transpose(0, 1)  # (T, H, D)
         out = torch.empty_like(q)  # (H, T, D)
         for a, b in self.fresh:
-            out[:, a:b] = F.scaled_dot_product_attention(q[:, a:b], k[:, a:b], v[:, a:b], is_causal=True)
+            out[:, a:b] = causal_attention(q[:, a:b], k[:, a:b], v[:, a:b])
         if self.groups:
             out.index_copy_(1, self.queries, self._attend_cached(kc, vc, q.index_select(1, self.queries)))
         return out.transpose(0, 1)  # (T, H, D)
@@ -109,6 +109,25 @@ class RaggedPagedAttention:
             scores = torch.baddbmm(bias, q[:, a:b], keys.transpose(1, 2), alpha=self.scale)  # (H, Tg, Kg)
             outs.append(torch.bmm(scores.softmax(-1), values))  # (H, Tg, D)
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)  # (H, Tc, D)
+
+
+# Queries scored at once in a long prefill: attention's scores are (heads, queries, keys), so a whole 8,000-token
+# prompt would hold 8,000 x 8,000 of them per head (1 GB on the tiny model); in chunks, 1,024 x 8,000 at most.
+PREFILL_QUERY_CHUNK = 1024
+
+
+def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Return causal attention (H, T, D) of one sequence over its own keys; a long one's queries go in chunks."""
+    n = q.shape[1]
+    if n <= PREFILL_QUERY_CHUNK:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    out = torch.empty_like(q)
+    keys = torch.arange(n, device=q.device)
+    for a in range(0, n, PREFILL_QUERY_CHUNK):
+        b = min(a + PREFILL_QUERY_CHUNK, n)
+        seen = keys[None, :b] <= keys[a:b, None]  # (b - a, b): query a + i sees keys 0..a + i
+        out[:, a:b] = F.scaled_dot_product_attention(q[:, a:b], k[:, :b], v[:, :b], attn_mask=seen)
+    return out
 
 
 def _groups(new: np.ndarray, context: np.ndarray) -> list[np.ndarray]:
@@ -187,15 +206,19 @@ class DensePaddedAttention:
     """One step of a padded rectangular batch: columns [col, col + width) of every row, left-padded prompts."""
 
     def __init__(self, cache: DenseKVCache, rows: int, col: int, width: int, pad: torch.Tensor):
-        device = cache.k.device
-        self.cache, self.rows, self.col, self.width = cache, rows, col, width
-        keys = torch.arange(col + width, device=device)  # (C',)
-        queries = torch.arange(col, col + width, device=device)  # (W,)
-        causal = keys[None, :] <= queries[:, None]  # (W, C')
-        real = keys[None, :] >= pad[:, None]  # (B, C') left padding is never attended to
+        self.cache, self.rows, self.col, self.width, self.pad = cache, rows, col, width, pad
+        # A decode (or a short prefill) is one chunk whose mask every layer reuses; a long prefill's are made per chunk.
+        self.mask = self._mask(0, width) if width <= PREFILL_QUERY_CHUNK else None
+
+    def _mask(self, a: int, b: int) -> torch.Tensor:
+        """Return the mask (B, 1, b - a, col + b) of this step's query columns a..b-1 over the keys up to them."""
+        device = self.pad.device
+        keys = torch.arange(self.col + b, device=device)  # (C',)
+        queries = torch.arange(self.col + a, self.col + b, device=device)  # (w,)
+        causal = keys[None, :] <= queries[:, None]  # (w, C')
+        real = keys[None, :] >= self.pad[:, None]  # (B, C') left padding is never attended to
         # A padding query attends to itself only, so it stays finite (0 * NaN would poison real rows).
-        self.mask = (causal[None] & real[:, None, :]) | (keys[None, None, :] == queries[None, :, None])  # (B, W, C')
-        self.mask = self.mask[:, None]  # (B, 1, W, C')
+        return ((causal[None] & real[:, None, :]) | (keys[None, None, :] == queries[None, :, None]))[:, None]
 
     def __call__(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """Store k, v (B * W, H, D) at this step's columns; return outputs (B * W, H, D)."""
@@ -204,7 +227,17 @@ class DensePaddedAttention:
         self.cache.k[layer, :, :, self.col : end] = as_rows(k)
         self.cache.v[layer, :, :, self.col : end] = as_rows(v)
         keys, values = self.cache.k[layer, :, :, :end], self.cache.v[layer, :, :, :end]  # (B, H, C', D)
-        out = F.scaled_dot_product_attention(as_rows(q), keys, values, attn_mask=self.mask)  # (B, H, W, D)
+        if self.mask is not None:
+            out = F.scaled_dot_product_attention(as_rows(q), keys, values, attn_mask=self.mask)  # (B, H, W, D)
+        else:  # a long prefill: queries in chunks, so the scores are never (W, C') at once
+            queries = as_rows(q)
+            out = torch.empty_like(queries)
+            for a in range(0, W, PREFILL_QUERY_CHUNK):
+                b = min(a + PREFILL_QUERY_CHUNK, W)
+                upto = self.col + b
+                out[:, :, a:b] = F.scaled_dot_product_attention(
+                    queries[:, :, a:b], keys[:, :, :upto], values[:, :, :upto], attn_mask=self._mask(a, b)
+                )
         return out.transpose(1, 2).reshape(B * W, *q.shape[1:])  # (B * W, H, D)
 
 

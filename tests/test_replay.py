@@ -70,8 +70,16 @@ def test_sjf_and_priority_replay_their_own_schedules_with_the_same_tokens(engine
     assert sjf.run.start.tolist() != continuous.run.start.tolist()  # the order really differs on this traffic
 
 
-def test_paged_ragged_forward_matches_the_reference(engine):
-    """Mixed prefill + decode in one ragged pass, then a decode-only pass: logits equal the dense reference."""
+@pytest.mark.parametrize("chunk", [None, 4], ids=["whole prompts", "prompts in chunks of 4 queries"])
+def test_paged_ragged_forward_matches_the_reference(engine, chunk, monkeypatch):
+    """Mixed prefill + decode in one ragged pass, then a decode-only pass: logits equal the dense reference.
+
+    With a small chunk a prompt's queries go in chunks (round 4, defect 15: an 8,000-token prompt's scores).
+    """
+    from replay import attention
+
+    if chunk:
+        monkeypatch.setattr(attention, "PREFILL_QUERY_CHUNK", chunk)
     model = engine.model
     rng = np.random.default_rng(0)
     prompts = [rng.integers(0, CONFIG.vocab_size, n).tolist() for n in (5, 17, 1, 33)]
@@ -144,8 +152,13 @@ def _step(model, cache, seqs, block_size):
     return model.logits(hidden[torch.as_tensor(batch.last_token_index)])
 
 
-def test_dense_padded_forward_matches_the_reference(engine):
+@pytest.mark.parametrize("chunk", [None, 4], ids=["whole prompts", "prompts in chunks of 4 queries"])
+def test_dense_padded_forward_matches_the_reference(engine, chunk, monkeypatch):
     """The static engine's left-padded rectangular batch: prefill and decode logits equal the reference."""
+    from replay import attention
+
+    if chunk:
+        monkeypatch.setattr(attention, "PREFILL_QUERY_CHUNK", chunk)
     model = engine.model
     rng = np.random.default_rng(1)
     prompts = [rng.integers(0, CONFIG.vocab_size, n).tolist() for n in (3, 9, 6)]
