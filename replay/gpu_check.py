@@ -36,6 +36,14 @@ PARITY_TOLERANCE = {torch.bfloat16: 3e-2, torch.float16: 5e-3, torch.float32: 1e
 TRACE_NAMES = ("../shared/traces/AzureLLMInferenceTrace_conv.csv", "shared/traces/AzureLLMInferenceTrace_conv.csv")
 
 
+# A quick or CPU run's table is a smoke test of the path, not a measure of the simulator: say so under it.
+QUICK_NOTE = (
+    "note: a smoke test, not an accuracy figure: --quick calibrates on a few passes, and a CPU's pass times move with "
+    "whatever else the cores run, so errors of 100% or more here are expected; the prediction's accuracy is the full "
+    "run's on a quiet machine (docs/replay.md)"
+)
+
+
 def varlen_parity(model: str = "tiny", device: str = "cuda", paged: bool = False, seed: int = 0) -> dict:
     """Return the worst logit error of the engine's ragged pass against the reference, over prefill then decodes."""
     engine = Engine(model, device, seed=seed)
@@ -172,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, workload in workloads:
         results = {policy: replay_online(engine, workload, args.slots, policy) for policy in CHAPTER_PAIR}
         lines += ["", online_text(online_summary(results, costs), name)]
+        if args.quick or args.device == "cpu":
+            lines[-1] += "\n" + QUICK_NOTE
         print(lines[-1], flush=True)
     print(f"\n== gpu-check summary ({time.perf_counter() - began:.0f} s)\n" + "\n".join(lines))
     return 1 if failed else 0

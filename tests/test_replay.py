@@ -388,3 +388,16 @@ def test_gpu_check_and_the_online_table_say_what_happened():
         "each policy's own profile (static: its padded rectangles timed, continuous: its ragged passes timed)"
     )
     assert _cost_words(ragged) == "the fitted cost" == _cost_words({"static": ragged, "continuous": ragged})
+
+
+def test_a_quick_cpu_gpu_check_labels_its_table_a_smoke_test(capsys):
+    """`./dev gpu-check --device cpu --model tiny --quick`: exit 0, and each online table says its errors are no measure.
+
+    Round 4, the front door: its ±300% errors on a CPU read as an alarm without the note.
+    """
+    from replay.gpu_check import QUICK_NOTE, main
+
+    assert main(["--device", "cpu", "--model", "tiny", "--quick"]) == 0
+    summary = capsys.readouterr().out.rpartition("== gpu-check summary")[2]
+    table = summary.index("predicted by the simulator")
+    assert summary.index(QUICK_NOTE) > table and summary.count(QUICK_NOTE) == summary.count("online replay on cpu") == 1
