@@ -9,6 +9,9 @@ way is not an error at all.
 from __future__ import annotations
 
 import logging
+import warnings
+
+from bokeh.util.warnings import BokehUserWarning
 
 # Loggers whose records carry a traceback a client can cause (Bokeh's websocket and protocol handlers, Tornado's
 # uncaught request errors, asyncio's "Task exception was never retrieved").
@@ -43,7 +46,14 @@ def refused(what: str, value, allowed: str) -> None:
 
 
 def install() -> None:
-    """Add the one-line filter to every logger a client's message can reach (once per process)."""
+    """Add the one-line filter to every logger a client's message can reach (once per process).
+
+    And silence Bokeh's "reference already known" warning: BokehJS (3.7 on) encodes a Button in full inside its own
+    click event, though the server made it, so each first click of a button made after the page loaded (the Memory
+    tab's Step, the quiz's buttons: built when their tab opens) warns. Harmless: the server keeps its own instance
+    (bokeh/core/serialization.py); HoloViews filters the same warning (holoviz/holoviews#6529).
+    """
+    warnings.filterwarnings("ignore", "reference already known", BokehUserWarning)
     for name in CLIENT_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, OneLine) for f in logger.filters):
