@@ -113,6 +113,9 @@ class Fitted:
     device: str = ""
     model: str = ""
     name: str = "fitted"
+    # Static's own profile: its prompt passes were timed as rectangles of `rows` rows, so a static batch's prefill is
+    # priced with the rows it really holds (a light load's batch of one is not a full batch's prompt spread thin).
+    prefill_rows: bool = False
 
     def __post_init__(self) -> None:
         for axis in AXES:
@@ -187,6 +190,11 @@ class Fitted:
 AXES = ("rows", "prefill_tokens", "context_tokens")
 
 
+def prices_rectangles(cost: StepCost | None) -> bool:
+    """Return whether a static batch's prompt pass is priced with its rows (a profile timed as rectangles)."""
+    return bool(getattr(cost, "prefill_rows", False))
+
+
 def scalar_pass_ms(cost: StepCost):
     """Return a fast scalar function (rows, prefill, context) -> ms for the cost model."""
     if isinstance(cost, UnitCost):
@@ -250,6 +258,10 @@ def _fields_of(doc: dict) -> dict:
             raise ValueError(f"ms[{i}] must be a list of {shape[1]} lines, one per prefill_tokens value")
     out["ms"] = tuple(tuple(_numbers(line, f"ms[{i}][{j}]", shape[2]) for j, line in enumerate(plane))
                       for i, plane in enumerate(planes))  # fmt: skip
+    prefill_rows = doc.get("prefill_rows", False)
+    if not isinstance(prefill_rows, bool):
+        raise ValueError(f"prefill_rows must be true or false, got a {type(prefill_rows).__name__}")
+    out["prefill_rows"] = prefill_rows
     for key in ("device", "model"):
         value = doc.get(key, "")
         if not isinstance(value, str) or len(value) > 100 or not value.isprintable():

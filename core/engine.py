@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .cost import StepCost, UnitCost, scalar_pass_ms
+from .cost import StepCost, UnitCost, prices_rectangles, scalar_pass_ms
 from .fits import check_fits
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, check_prefill_passes, check_workload
 from .memory import UNLIMITED, KVPool, MemoryConfig
@@ -98,6 +98,7 @@ class _Engine:
         self.requests, self.slots, self.pol, self.memory = requests, slots, pol, memory
         self.cost, self.timeout, self.budget = cost, timeout, budget
         self.unit = cost is None or isinstance(cost, UnitCost)
+        self.rectangles = prices_rectangles(cost)
         if not self.unit:
             self.step_ms = scalar_pass_ms(cost)
         n = len(requests)
@@ -135,12 +136,15 @@ class _Engine:
             self._continuous()
         return self._record()
 
-    def _stretch(self, L, rows, prefill, ctx0, clock, used, largest):
-        """Record L passes whose rows are fixed (the context grows by `rows` a pass); return the clock after them."""
+    def _stretch(self, L, rows, prefill, ctx0, clock, used, largest, priced_rows=None):
+        """Record L passes whose rows are fixed (the context grows by `rows` a pass); return the clock after them.
+
+        `priced_rows`: the rows the cost model is told of, when not `rows` (a static prompt pass's rectangle).
+        """
         if self.unit:
             end = clock + L
         elif L == 1:
-            end = clock + self.step_ms(rows, prefill, ctx0)
+            end = clock + self.step_ms(rows if priced_rows is None else priced_rows, prefill, ctx0)
         else:
             age = np.arange(L, dtype=np.int64)
             costs = np.array(
@@ -434,7 +438,7 @@ class _Engine:
                     self.cells.extend((j, row, p + OUT[j], p + length, PADDING, OUT[j]))
                 pool.allocate(j, width + self.reserve)
             used, largest = pool.used, pool.largest_free_run()
-            clock = self._stretch(1, 0, size * width, 0, clock, used, largest)
+            clock = self._stretch(1, 0, size * width, 0, clock, used, largest, size if self.rectangles else None)
             if length > 1:
                 clock = self._stretch(length - 1, size, 0, size * (width + 1), clock, used, largest)
             for j in members:

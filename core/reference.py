@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .cost import StepCost
+from .cost import StepCost, prices_rectangles
 from .policies import Policy, get_policy
 from .request import Request
 from .run import Run
@@ -126,7 +126,9 @@ def simulate_per_pass(
             prefill = sum(prompt[o] for o in held if start[o] == p)
             context = sum(prompt[o] + p - start[o] for o in held if start[o] != p)
         starts.append(clock)
-        clock += float(cost.pass_ms(rows, prefill, context))
+        # A profile timed as rectangles prices a static prompt pass by the rows it holds (recorded as 0 decoding).
+        priced = len(held) if not continuous and first and prices_rectangles(cost) else rows
+        clock += float(cost.pass_ms(priced, prefill, context))
         ends.append(clock)
         rows_l.append(rows)
         prefill_l.append(prefill)

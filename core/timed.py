@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .cost import StepCost, scalar_pass_ms
+from .cost import StepCost, prices_rectangles, scalar_pass_ms
 from .engine import schedule
 from .limits import MAX_SLOTS, check_workload
 from .memory import UNLIMITED
@@ -127,6 +127,7 @@ class CostRunner:
     def __init__(self, cost: StepCost):
         self.cost = cost
         self.step = scalar_pass_ms(cost)
+        self.rectangles = prices_rectangles(cost)
 
     def wait(self, until_ms: float) -> float:
         """Return `until_ms`: a simulated clock jumps."""
@@ -145,6 +146,8 @@ class CostRunner:
     def run_batch(self, members, rows, prefill, context, began_ms: float) -> np.ndarray:
         """Return the passes' ends: the costs summed in order from `began_ms`, as the per-pass oracle adds them."""
         length = len(rows)
+        if self.rectangles:  # static's own profile: its prompt pass is priced as the rectangle of its rows
+            rows = np.where(prefill > 0, len(members), rows)
         done = np.array(np.broadcast_to(self.cost.pass_ms(rows, prefill, context), (length,)), dtype=float)
         done[0] += began_ms  # so the running sum is ((clock + c0) + c1) + ..., the oracle's order, bit for bit
         return np.cumsum(done)

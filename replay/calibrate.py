@@ -22,7 +22,7 @@ def _needed(path: str, r: int, p: int, c: int) -> bool:
     """Return whether the simulator ever asks for this grid point (the others are filled, additively)."""
     if path == "ragged":
         return r > 0 or c == 0 and p > 0  # no decoding rows: a prefill alone, with no cached context
-    return (r == 0 and p > 0 and c == 0) or (r > 0 and p == 0)  # a prefill, or a decode column
+    return r > 0 and (p == 0 or c == 0)  # a decode column, or a prompt pass: a rectangle of r rows of p / r tokens
 
 
 def _points(path: str, rows=ROWS, prefill=PREFILL, context=CONTEXT) -> list[tuple[int, int, int]]:
@@ -43,9 +43,10 @@ def calibrate(
 ) -> Fitted:
     """Return the measured profile of a replay model preset on a device, one grid point at a time.
 
-    `path` "ragged" times continuous batching's pass; "dense" times static batching's rectangle, its prefill spread
-    over `slots` rows. Points the simulator never asks for (a pass with nothing in it, say) are filled additively
-    from measured ones, so interpolation near them stays sane.
+    `path` "ragged" times continuous batching's pass; "dense" times static batching's rectangle, a prompt pass as
+    `rows` rows of prefill / rows tokens each (a profile that prices a static batch's prefill by its rows). Points
+    the simulator never asks for (a pass with nothing in it, say) are filled additively from measured ones, so
+    interpolation near them stays sane.
     """
     if path not in PATHS:
         raise ValueError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
@@ -61,7 +62,9 @@ def calibrate(
             on_point(done, len(points))
     grid = _fill(measured, rows, prefill, context)
     name = "fitted" if path == "ragged" else "fitted (static)"
-    return Fitted(rows, prefill, context, grid, device=str(engine.device), model=model, name=name)
+    return Fitted(
+        rows, prefill, context, grid, device=str(engine.device), model=model, name=name, prefill_rows=path == "dense"
+    )
 
 
 def _fill(measured: dict, rows, prefill, context) -> tuple:

@@ -63,15 +63,15 @@ def time_pass(engine: Engine, rows: int, prefill: int, context: int, repeats: in
 def time_dense_pass(engine: Engine, rows: int, prefill: int, context: int, slots: int, repeats: int = REPEATS) -> float:
     """Return the median ms of one static pass as the simulator describes it.
 
-    A prefill of `prefill` tokens spread over min(slots, prefill) rows, its cache made in the pass as online; or a
-    decode column of `rows` rows over `context` cached tokens in all.
+    A prompt pass of `prefill` tokens over `rows` rows (min(slots, prefill) when `rows` is 0), its cache made in the
+    pass as online; or a decode column of `rows` rows over `context` cached tokens in all.
     """
     vocab = engine.model.config.vocab_size
     rng = np.random.default_rng(0)
 
     def one_pass():
         if prefill:
-            b = max(1, min(slots, prefill))
+            b = max(1, min(rows or slots, prefill))
             width = prefill // b
             fresh = [Sequence(str(i), i, rng.integers(0, vocab, width).tolist(), width, 2) for i in range(b)]
             # The batch's cache is made in its first pass; sized here for a typical batch's 64 passes.

@@ -391,7 +391,7 @@ def test_gpu_check_and_the_online_table_say_what_happened():
 
 
 def test_a_quick_cpu_gpu_check_labels_its_table_a_smoke_test(capsys):
-    """`./dev gpu-check --device cpu --model tiny --quick`: exit 0, and each online table says its errors are no measure.
+    """`./dev gpu-check --device cpu --model tiny --quick`: exit 0; each online table says its errors measure nothing.
 
     Round 4, the front door: its ±300% errors on a CPU read as an alarm without the note.
     """

@@ -1,6 +1,6 @@
 """Simulation on a clock: hand-checked times, unit cost equals the step simulator, the per-pass oracle agrees."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
@@ -22,6 +22,7 @@ FITTED = Fitted(
     context_tokens=(0, 4096, 65536),
     ms=(((2, 3, 9), (6, 7, 12)), ((3, 4, 10), (7, 8, 13)), ((8, 9, 20), (12, 14, 25))),
 )
+RECTANGLES = replace(FITTED, name="fitted (static)", prefill_rows=True)  # static's own profile, as calibrate makes it
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def test_unit_cost_equals_the_step_simulator(requests, slots, policy, timeout):
     st.integers(1, 6),
     st.sampled_from(["static", "continuous"]),
     st.floats(0, 40),
-    st.sampled_from([Roofline(), Roofline(params_b=70, tflops=1, overhead_ms=0), FITTED, UnitCost()]),
+    st.sampled_from([Roofline(), Roofline(params_b=70, tflops=1, overhead_ms=0), FITTED, RECTANGLES, UnitCost()]),
 )
 def test_the_event_loop_equals_the_per_pass_oracle(requests, slots, policy, timeout, cost):
     """The fast loop and the per-pass, every-slot loop give the same schedule and the same clock, bit for bit."""
@@ -134,3 +135,26 @@ def test_a_profile_round_trips_and_interpolates(tmp_path):
         Fitted.load(tmp_path / "bad.json")
     with pytest.raises(ValueError, match="not a batchviz profile"):
         Fitted.load(path.with_name("x.json").write_text("[]") and path.with_name("x.json"))
+
+
+def test_static_s_own_profile_prices_a_prompt_pass_by_the_rows_it_holds(tmp_path):
+    """Round 4, the replay's prediction: a batch of one prefills as one row, not as a full batch's prompt spread thin.
+
+    Every loop asks the same (the fast loop, the memory engine, the per-pass oracle); a decode pass is unchanged, and
+    the profile keeps the flag through a save and a load.
+    """
+    from core.memory import MemoryConfig
+
+    one = [Request("A", 0, 3, prompt_tokens=256)]
+    plain, rect = (simulate_timed(one, 4, "static", cost) for cost in (FITTED, RECTANGLES))
+    assert plain.pass_end_ms[0] == FITTED.pass_ms(0, 256, 0)  # rows 0: the grid's first row, extrapolated
+    assert rect.pass_end_ms[0] == FITTED.pass_ms(1, 256, 0)  # the rectangle's one row
+    assert rect.pass_rows.tolist() == plain.pass_rows.tolist() == [0, 1, 1]  # recorded: decoding rows, as before
+    assert np.diff(rect.pass_end_ms)[1:].tolist() == np.diff(plain.pass_end_ms)[1:].tolist()  # decode unchanged
+    engine = simulate_timed(one, 4, "static", RECTANGLES, memory=MemoryConfig(kv_blocks=1000, block_size=16))
+    assert engine.pass_end_ms.tolist() == rect.pass_end_ms.tolist()
+    assert simulate_per_pass(one, 4, "static", RECTANGLES).pass_end_ms.tolist() == rect.pass_end_ms.tolist()
+    assert Fitted.load(RECTANGLES.save(tmp_path / "static.json")).prefill_rows is True
+    (tmp_path / "bad.json").write_text((tmp_path / "static.json").read_text().replace("true", '"yes"'))
+    with pytest.raises(ValueError, match="prefill_rows must be true or false, got a str"):
+        Fitted.load(tmp_path / "bad.json")
