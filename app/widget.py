@@ -58,7 +58,10 @@ export function render({ model, el }) {
     if (stale) return;  // an answer for settings the learner has already moved past
     waiting = null;
     ahead = p.ahead;
-    widget.confirm(p.view, p.settings, p.step);
+    // The step is the model's: the server may change it in the same patch after this payload was made (a quiz
+    // link opens the worked example, whose window clamps the step, then sets the link's), and the patch's order
+    // of the two is not the order they were made in.
+    widget.confirm(p.view, p.settings, Math.min(model.step, p.view.window - 1));
     window.__bvOnConfirm?.();  // a benchmark's hook
   };
   receive();

@@ -1,6 +1,7 @@
 """The chapter around the widget: the batch at the cursor, the scheduling loop, one-click lessons, and the quiz."""
 
 import re
+from urllib.parse import parse_qs
 
 import numpy as np
 from playwright.sync_api import expect
@@ -222,3 +223,25 @@ def test_a_bad_tab_is_named_and_the_simulator_shown(page, page_errors, app_url):
     allowed = "(use simulator, knee, spread, temperature, memory, quiz)"
     expect(page.locator(".bv-message").first).to_contain_text(f"tab='nonsense' is not allowed {allowed}")
     expect(page.locator(".bk-tab.bk-active").first).to_have_text("Simulator")
+
+
+def test_every_show_me_link_opens_the_step_it_names(page, page_errors, app_url):
+    """Each question's "Show me", from a fresh page, opens its view at the step its link names, as the link itself does.
+
+    Questions 3 and 4 named step 5 and step 4 of the worked example and opened it at step 23 (the sentences-true
+    issue, item 2): the payload made when the window clamped the step could arrive after the step itself.
+    """
+    for n, q in enumerate(QUESTIONS):
+        step = parse_qs(q.link.lstrip("?")).get("step")
+        if not step:
+            continue
+        open_app(page, app_url, "?tab=quiz", canvas=False)
+        expect(page.locator(".bv-quiz-progress").first).to_contain_text("Question 1 of", timeout=15_000)
+        for _ in range(n):
+            page.get_by_role("button", name="Next question").click()
+        _quiz_answer(page, n, q.answer)
+        page.get_by_role("button", name=f"Show me: {q.link_text}").click()
+        expect(page.locator(".bk-tab.bk-active").first).to_have_text("Simulator", timeout=15_000)
+        expect(page).to_have_url(re.compile(rf"step={step[0]}(&|$)"), timeout=15_000)
+        page.wait_for_timeout(1000)  # the payloads of the link's settings have all arrived
+        assert page.locator(".bv-step").first.get_attribute("data-step") == step[0], q.key
