@@ -298,26 +298,47 @@ def _held_before(s: Schedule, p: int, request: int) -> int:
     return sum(1 for o in s.pool_maps[p - 1] if o == request) if p else 0
 
 
+def wait_words(s: Schedule, w: Wait) -> str:
+    """Return why a request waits for memory at a step: too few blocks free, or (contiguous) free blocks in holes."""
+    name = s.requests[w.request].id
+    if s.policy == "static":
+        head = f"{name} waits for memory: one more row of the batch needs {plural(w.needed, 'block')}"
+    else:
+        head = f"{name} waits for memory: it needs {plural(w.needed, 'block')}"
+    if w.hole:
+        return (
+            f"{head}; {w.free} are free but in holes, the longest free run {w.longest_run} (a contiguous cache "
+            "needs them in one run)"
+        )
+    if not w.free:
+        return f"{head} and none is free"
+    return f"{head} and only {w.free} {'is' if w.free == 1 else 'are'} free"
+
+
 def events_text(s: Schedule, step: int) -> list[str]:
-    """Return memory's decisions before the pass at `step`, in words: who needed what, who left, what is recomputed."""
+    """Return memory at `step` in words: who was preempted and why, and every request waiting for memory, with why.
+
+    A wait is spoken at every step it lasts (the timeline's ⊘), not only the step it began, with its reason: too few
+    free blocks, or enough free blocks in holes (a contiguous cache's).
+    """
     names = [r.id for r in s.requests]
     out = []
     for e in s.events:
-        if int(s.pass_start[e.step]) != step:
+        if e.kind != "preempt" or int(s.pass_start[e.step]) != step:
             continue
-        if e.kind == "preempt":
-            victim, prompt = names[e.request], max(1, s.requests[e.request].prompt_tokens)
-            freed = _held_before(s, e.step, e.request)
-            out.append(
-                f"step {step}: {names[e.needed_by]} needs a new block and none is free; {victim}, admitted last, is "
-                f"preempted: its {plural(freed, 'block')} freed, it goes back to the front of the queue, and when it "
-                f"returns it recomputes the KV of its prompt ({plural(prompt, 'token')}) and of the "
-                f"{plural(e.tokens, 'token')} it had generated"
-            )
-        else:
-            out.append(
-                f"step {step}: {names[e.request]} waits for memory: needs {plural(e.tokens, 'block')}, {e.free} free"
-            )
+        victim, prompt = names[e.request], max(1, s.requests[e.request].prompt_tokens)
+        freed = _held_before(s, e.step, e.request)
+        out.append(
+            f"step {step}: {names[e.needed_by]} needs a new block and none is free; {victim}, admitted last, is "
+            f"preempted: its {plural(freed, 'block')} freed, it goes back to the front of the queue, and when it "
+            f"returns it recomputes the KV of its prompt ({plural(prompt, 'token')}) and of the "
+            f"{plural(e.tokens, 'token')} it had generated"
+        )
+    spoken = set()
+    for w in _waits(s):
+        if w.step == step and w.request not in spoken:  # static waits per empty slot: one line per request
+            spoken.add(w.request)
+            out.append(f"step {step}: {wait_words(s, w)}")
     return out
 
 

@@ -5,6 +5,7 @@ import re
 import pytest
 
 from app.memory_view import MAX_BLOCKS, MIN_BLOCKS, MemoryView, events_text, lesson_html, mode_html, runs_for
+from app.memory_view import figures as _figures
 from core.engine import as_run, memory_waits, schedule
 from core.memory import MemoryConfig
 from core.memory_example import BLOCK_SIZE, SLOTS, memory_requests
@@ -226,3 +227,35 @@ def test_every_wait_for_memory_is_marked_and_real(blocks):
                 assert empty and listed[t].request in waiting
             elif empty and waiting:
                 assert t in preempted, (mode, t)
+
+
+def test_the_log_speaks_at_every_step_a_request_waits_with_its_reason():
+    """Every ⊘ on a timeline has its line in the log at that step, naming the request and why.
+
+    Why: too few blocks free, or enough free in holes (the longest run named). At 12 blocks, contiguous's E waited
+    from step 3 to 8 and the log spoke only at step 3, and G's wait at step 10 ("needs 4 blocks, 4 free") hid the hole.
+    """
+    for blocks in range(MIN_BLOCKS, MAX_BLOCKS + 1):
+        for mode, s in runs_for(blocks).items():
+            names = [r.id for r in s.requests]
+            waits = memory_waits(s)
+            for step in range(max(f.drain for f in _figures(blocks).values()) + 1):
+                lines = events_text(s, step)
+                here = [w for w in waits if w.step == step]
+                waiting = {w.request for w in here}
+                spoken = [line for line in lines if " waits for memory" in line]
+                assert len(spoken) == len(waiting), (blocks, mode, step, lines)
+                for w in here:
+                    [line] = [x for x in spoken if x.startswith(f"step {step}: {names[w.request]} waits for memory")]
+                    if w.hole:
+                        assert f"{w.free} are free but in holes, the longest free run {w.longest_run}" in line
+                    else:
+                        assert "in holes" not in line and (f"only {w.free} " in line or "none is free" in line)
+                    assert f"needs {w.needed} block" in line
+    s = runs_for(12)["contiguous"]
+    assert [line for t in range(3, 9) for line in events_text(s, t)] == [
+        f"step {t}: E waits for memory: it needs 4 blocks"
+        + ("; 4 are free but in holes, the longest free run 3 (a contiguous cache needs them in one run)"
+           if t >= 5 else " and only 1 is free")
+        for t in range(3, 9)
+    ]  # fmt: skip
