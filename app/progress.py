@@ -123,7 +123,7 @@ def clock_stats_html(completed: int, total: int, tokens: int, tokens_per_s: floa
     items = [
         ("completed", "Completed", f"{completed}/{total}"),
         ("useful_tokens", "Tokens out", f"{tokens}"),
-        ("tokens_per_s", "Tokens/s so far", f"{tokens_per_s:,.0f}"),
+        ("tokens_per_s", "Tokens/s so far (to its last token)", f"{tokens_per_s:,.0f}"),
         ("avg_latency_ms", "Avg latency, completed only (ms)", "–" if avg_ms is None else f"{avg_ms:,.1f}"),
     ]
     cells = "".join(
@@ -164,7 +164,10 @@ def clock_progress_table(run: TimedRun, times: list[float]) -> dict[str, list[st
             f'<span class="bv-step" data-step="{k}" data-ms="{t:.3f}">t = {t:,.1f} ms</span>'
             f'<span class="bv-step-note"> of {end:,.1f} ms: the figures below count what came out by then</span>'
         )
-        table["stats"].append(clock_stats_html(int(done.sum()), len(run.requests), tokens, tokens / t * 1e3, avg))
+        # Over its own time so far: once a run has drained, its idle tail after the last token does not count, so
+        # at the end the card equals the head-to-head's tokens/s (tokens over the run's own drain).
+        ran = min(t, float(run.drain_ms)) or t
+        table["stats"].append(clock_stats_html(int(done.sum()), len(run.requests), tokens, tokens / ran * 1e3, avg))
         busy = float((np.minimum(run.pass_end_ms, t) - np.minimum(run.pass_start_ms, t)).sum())  # pass time by t
         table["waste"].append(
             f'<span class="bv-waste">Forward passes so far: <b data-waste="passes">{done_passes}</b>; the GPU '

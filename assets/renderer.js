@@ -298,7 +298,7 @@ function clockStatsHtml(completed, total, tokens, perSecond, avg) {
   const items = [
     ["completed", "Completed", `${completed}/${total}`],
     ["useful_tokens", "Tokens out", `${tokens}`],
-    ["tokens_per_s", "Tokens/s so far", thousands(perSecond, 0)],
+    ["tokens_per_s", "Tokens/s so far (to its last token)", thousands(perSecond, 0)],
     ["avg_latency_ms", "Avg latency, completed only (ms)", avg === null ? "–" : thousands(avg, 1)],
   ];
   const cells = items.map(([key, label, value]) =>
@@ -319,7 +319,10 @@ export function clockPlaybackHtml(view, policy, k) {
   const tokens = tokensOut[donePasses];
   const readout = `<span class="bv-step" data-step="${k}" data-ms="${fixed(t, 3)}">t = ${thousands(t, 1)} ms</span>` +
     `<span class="bv-step-note"> of ${thousands(end, 1)} ms: the figures below count what came out by then</span>`;
-  const stats = clockStatsHtml(done, n, tokens, tokens / t * 1e3, done ? latency / done : null);
+  // Over its own time so far: a drained run's idle tail does not count (app/progress.py), so at the end the card
+  // equals the head-to-head's tokens/s.
+  const ran = Math.min(t, r.drain_ms) || t;
+  const stats = clockStatsHtml(done, n, tokens, tokens / ran * 1e3, done ? latency / done : null);
   const waste = `<span class="bv-waste">Forward passes so far: <b data-waste="passes">${donePasses}</b>; the GPU ` +
     `sat idle <b data-waste="idle_ms">${thousands(Math.max(t - busy, 0), 1)}</b> ms</span>`;
   const p = passAt(r, t);

@@ -62,3 +62,21 @@ def test_the_head_to_head_on_a_clock_is_all_in_ms():
     assert rows["drain_ms"] == (f"{s.drain_ms:,.1f}", f"{c.drain_ms:,.1f}")
     assert rows["e2e_mean"] == (f"{s.e2e_ms['mean']:,.1f}", f"{c.e2e_ms['mean']:,.1f}")
     assert all("steps" not in label for _key, label, _a, _b in h2h_timed_rows(s, c, 12))
+
+
+def test_at_the_end_each_card_shows_the_head_to_head_s_tokens_per_s():
+    """At the axis's end both cards read tokens over their own run (the head-to-head's figure), not one equal rate.
+
+    The sentences-true issue, item 5: counted to the axis's end, both cards showed the same tokens/s (the same tokens
+    over the same time) while the head-to-head beside them showed continuous ahead.
+    """
+    for seed in (0, 4, 7):
+        state = SimState(seed=seed, clock="ms")
+        timed = state.timed_runs()
+        end = max(timed["static"].drain_ms, timed["continuous"].drain_ms)
+        shown = {}
+        for policy in ("static", "continuous"):
+            last = clock_progress_table(timed[policy], clock_times(end, FRAMES))["stats"][-1]
+            shown[policy] = re.search(r'data-stat="tokens_per_s">([\d,]+)<', last).group(1)
+            assert shown[policy] == f"{timed_metrics(timed[policy]).tokens_per_s:,.0f}", (seed, policy)
+        assert shown["static"] != shown["continuous"]
