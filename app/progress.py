@@ -8,6 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from core import GENERATING, IDLE, PADDING, Run
+from core.metrics import latency_so_far
 from core.states import RECOMPUTE
 from core.timed import TimedRun
 
@@ -26,7 +27,7 @@ def stats_html(completed: int, total: int, useful: int, utilisation: float, avg_
         ("completed", "Completed", f"{completed}/{total}"),
         ("useful_tokens", "Useful tokens", f"{useful}"),
         ("utilisation", "GPU utilisation", f"{utilisation:.0%}"),
-        ("avg_latency", "Avg latency, completed only (steps)", latency),
+        ("avg_latency", "Avg latency so far, every request (steps)", latency),
     ]
     cells = "".join(
         f'<div class="bv-stat"><div class="bv-stat-label">{label}</div>'
@@ -62,16 +63,13 @@ def progress_table(run: Run, window: int, pool: int | None = None) -> dict[str, 
     useful = useful + recompute  # a readmission pass recomputes the KV and emits the next token: a useful token
     kv = run.schedule.blocks_by_step() if run.schedule is not None else None
     preempt_steps = np.array(sorted(d.step for d in run.log if d.kind == "preempt"), dtype=np.int64)
-    latency = run.finish - run.arrival
-    order = np.argsort(run.finish, kind="stable")
-    finish_sorted, latency_sorted = run.finish[order], latency[order]
-    latency_cum = np.concatenate([[0], np.cumsum(latency_sorted)])
+    finish_sorted = np.sort(run.finish)
     table: dict[str, list[str]] = {"readout": [], "stats": [], "waste": [], "kv": [], "log": []}
     peak = 0
     for t in range(window):
         ran = t + 1  # steps 0..t have run
         done = int(np.searchsorted(finish_sorted, ran, side="right"))
-        avg = latency_cum[done] / done if done else None
+        avg = latency_so_far(run.arrival, run.finish, ran)  # every request arrived, not the completed only
         util = useful[ran] / (ran * run.slots)
         table["readout"].append(
             f'<span class="bv-step" data-step="{t}">step {t}</span>'
@@ -124,7 +122,7 @@ def clock_stats_html(completed: int, total: int, tokens: int, tokens_per_s: floa
         ("completed", "Completed", f"{completed}/{total}"),
         ("useful_tokens", "Tokens out", f"{tokens}"),
         ("tokens_per_s", "Tokens/s so far (to its last token)", f"{tokens_per_s:,.0f}"),
-        ("avg_latency_ms", "Avg latency, completed only (ms)", "–" if avg_ms is None else f"{avg_ms:,.1f}"),
+        ("avg_latency_ms", "Avg latency so far, every request (ms)", "–" if avg_ms is None else f"{avg_ms:,.1f}"),
     ]
     cells = "".join(
         f'<div class="bv-stat"><div class="bv-stat-label">{label}</div>'
@@ -152,13 +150,12 @@ def describe_pass(run: TimedRun, p: int) -> str:
 def clock_progress_table(run: TimedRun, times: list[float]) -> dict[str, list[str]]:
     """Return, per time cursor, the readout, stats, pass meter and the pass under the cursor, all in ms."""
     tokens_out = _tokens_by_pass(run)
-    latency = run.finish_ms - run.arrival_ms
     end = times[-1] if times else 0.0
     table: dict[str, list[str]] = {"readout": [], "stats": [], "waste": [], "log": []}
     for k, t in enumerate(times):
         done_passes = int(np.searchsorted(run.pass_end_ms, t, side="right"))  # passes finished by t
         done = run.finish_ms <= t
-        avg = float(latency[done].mean()) if done.any() else None
+        avg = latency_so_far(run.arrival_ms, run.finish_ms, t) if t > 0 else None
         tokens = int(tokens_out[done_passes])
         table["readout"].append(
             f'<span class="bv-step" data-step="{k}" data-ms="{t:.3f}">t = {t:,.1f} ms</span>'

@@ -94,15 +94,28 @@ class App(pn.viewable.Viewer):
         self.agent = PageAgent()  # in-app links open in place; names and focus rings for every control
         self.agent.param.watch(lambda _e: self.open_link(self.agent.link), "clicks")
         self.lesson_buttons = [
-            self._button(label, slots=story.LESSON_SLOTS, **values) for label, values in story.LESSONS.values()
+            self._button(label, slots=story.LESSON_SLOTS, clock="steps", **values)
+            for label, values in story.LESSONS.values()
         ]
         self.worked_box = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS], visible=False)
         self.state.param.watch(self._show_worked, ["runs"])
         self._show_worked()
         self.one_slot = self._button("Try slots = 1", slots=1)
+        # What holds on the view on screen, whatever the learner set: the lessons' sentences name their own settings.
+        self.here = pn.pane.HTML("", sizing_mode="stretch_width", stylesheets=[CSS])
+        self.state.param.watch(self._show_here, ["runs", "window", "clock", "accelerator", "model_shape"])
+        self._show_here()
         self.memory_buttons = [
             self._memory_button(label, values) for label, values in memory_lesson.lesson_buttons().values()
         ]
+
+    def _show_here(self, *_events) -> None:
+        s = self.state
+        timed = None
+        if s.clock == "ms":
+            runs = s.timed_runs()
+            timed = (runs["static"], runs["continuous"])
+        self.here.object = story.here_html(s.runs["static"], s.runs["continuous"], s.window, timed)
 
     def _button(self, label: str, **values) -> pn.widgets.Button:
         """Return a button that sets state values in one click (on generated traffic, for the lengths)."""
@@ -325,6 +338,7 @@ class App(pn.viewable.Viewer):
             self.head_to_head,
             text_pane(story.SPREAD),
             pn.FlexBox(*self.lesson_buttons, sizing_mode="stretch_width"),
+            self.here,
             text_pane(chapter.spread_argument_html(), story.ONE_SLOT),
             self.one_slot,
             text_pane(memory_lesson.lesson_html()),

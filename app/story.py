@@ -30,17 +30,95 @@ SPREAD = (
     "<h3>The gain comes from the spread of lengths, once requests queue</h3>"
     "<p>Static batching loses slot-time three ways, each counted in the head-to-head: <b>padding</b> (a finished "
     "member keeps its slot until the longest one ends), <b>empty slots while requests wait</b> (a batch that formed "
-    "partly filled), and the <b>wait for the next batch boundary</b>. "
+    "partly filled), and the <b>wait for the next batch boundary</b>. Each button below loads a lesson's traffic on "
+    "4 slots, counted in steps. "
     '<span data-claim="fixed-queued-identical">Queue every request at step 0 with equal lengths, and all three '
     "vanish: every batch is full and finishes together, so the two timelines and the head-to-head bars are "
     "identical.</span> "
     '<span data-claim="heavy-queued-gap">Give the same queue heavy-tailed lengths and the padding comes back, and '
     "with it the gap.</span> "
-    '<span data-claim="fixed-spread-boundary">Now let the equal-length requests arrive over 18 steps: static pads '
-    "nothing, yet it still falls behind, because a request that arrives while a batch runs waits for the batch "
-    "boundary with slots empty beside it.</span> That is the chapter's second gain: latency improves too, because "
-    "continuous batching has no boundary to wait for.</p>"
+    '<span data-claim="fixed-spread-boundary">Now let the equal-length requests arrive over 18 steps: on 4 slots '
+    "static pads nothing, yet it still falls behind, because a request that arrives while a batch runs waits for "
+    "the batch boundary with slots empty beside it.</span> That is the chapter's second gain: latency improves too, "
+    "because continuous batching has no boundary to wait for.</p>"
 )
+
+
+def _parts(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def here_html(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, TimedRun] | None = None) -> str:
+    """Return what holds on the view on screen, from its runs: identical or not, each loss, drains, latency.
+
+    The lessons' sentences are about their own settings; this line is about whatever the learner has set (any seed,
+    slots, lengths or clock), so no general sentence stands beside a view that contradicts it.
+    """
+    from core import compute_metrics
+    from core.losses import losses
+    from core.timed import timed_metrics
+
+    where = f"{plural(static.slots, 'slot')}, " + ("on a clock" if timed else f"steps 0–{window - 1}")
+    same = (
+        np.array_equal(static.start, continuous.start)
+        and np.array_equal(static.finish, continuous.finish)
+        and np.array_equal(static.release, static.finish)
+    )
+    if timed is not None:
+        same = (
+            np.array_equal(timed[0].start_pass, timed[1].start_pass)
+            and np.array_equal(timed[0].finish_pass, timed[1].finish_pass)
+            and np.array_equal(timed[0].release_pass, timed[0].finish_pass)
+        )
+        ts, tc = (timed_metrics(run) for run in timed)
+        ds, dc = float(timed[0].drain_ms), float(timed[1].drain_ms)
+        prompts = [int(run.pass_prefill.sum()) for run in timed]
+        text = f"static finishes at {ds:,.1f} ms against continuous's {dc:,.1f}"
+        if same and ds != dc:
+            text = (
+                f"the two schedules are the same pass for pass, yet {text}: static's prompt pass computes every "
+                f"prompt padded to its batch's longest ({prompts[0]:,} prompt tokens against {prompts[1]:,}) and its "
+                "decode passes read the padded rows' KV too"
+            )
+        elif same:
+            text = f"the two schedules are identical, and both finish at {ds:,.1f} ms"
+        latency = f"mean latency over every request {ts.e2e_ms['mean']:,.1f} ms against {tc.e2e_ms['mean']:,.1f}"
+        return f'<p class="bv-here" data-here="clock"><b>Here</b> ({where}): {text}; {latency}.</p>'
+    if same:
+        kv = [run.schedule.blocks_by_step() if run.schedule is not None else None for run in (static, continuous)]
+        strips = ""
+        if kv[0] is not None and kv[1] is not None and not np.array_equal(kv[0], kv[1]):
+            strips = (
+                " Their KV strips still differ: static reserves each request's prompt plus the longest answer when "
+                "it starts, the paged cache a block as its tokens need one (memory, not scheduling)."
+            )
+        return (
+            f'<p class="bv-here" data-here="identical"><b>Here</b> ({where}): the two timelines are identical and '
+            f"both finish at step {static.drain}: static pads nothing, no slot stands empty while a request waits, "
+            f"and nobody waits for a batch boundary.{strips}</p>"
+        )
+    loss = losses(static, window)
+    items = [
+        f"pads {plural(loss.padding, 'slot-step')}" if loss.padding else "pads nothing",
+        f"leaves slots empty for {plural(loss.idle_while_waiting, 'slot-step')} while requests wait"
+        if loss.idle_while_waiting
+        else "never leaves a slot empty while a request waits",
+        f"keeps requests waiting {plural(loss.boundary_wait, 'request-step')} for a batch boundary"
+        if loss.boundary_wait
+        else "keeps nobody waiting for a boundary",
+    ]
+    ms, mc = compute_metrics(static, window), compute_metrics(continuous, window)
+    drains = (
+        f"both finish at step {static.drain}"
+        if static.drain == continuous.drain
+        else f"static finishes at step {static.drain} against continuous's {continuous.drain}"
+    )
+    latency = f"mean latency over every request {ms.avg_latency_all:.1f} steps against {mc.avg_latency_all:.1f}"
+    return (
+        f'<p class="bv-here" data-here="steps"><b>Here</b> ({where}): static {_parts(items)}; {drains}; '
+        f"{latency}.</p>"
+    )
+
 
 # One click each: the settings that make the lesson's sentence true (tested in tests/test_page_claims.py), on
 # LESSON_SLOTS slots: with as many slots as requests every batch holds the whole queue and the gap closes.
@@ -71,7 +149,11 @@ ONE_SLOT = (
     "<h3>Try slots = 1</h3>"
     '<p><span data-claim="one-slot-identical">With one slot, both schedulers run one request at a time in arrival '
     "order, and the two timelines are identical</span>: there is no padding to remove. Continuous batching is an "
-    "occupancy optimisation, not a faster kernel.</p>"
+    "occupancy optimisation, not a faster kernel. "
+    '<span data-claim="one-slot-kv">The KV strips under the two timelines still differ: static reserves each '
+    "request's prompt plus the longest answer in the traffic when it starts, while the paged cache takes a block as "
+    "the tokens need one, so static holds at least as many blocks at every step. That difference is memory "
+    "allocation, not scheduling.</span></p>"
 )
 
 NOT_FIXED = (

@@ -36,7 +36,7 @@ export function statsHtml(completed, total, useful, util, avg) {
     ["completed", "Completed", `${completed}/${total}`],
     ["useful_tokens", "Useful tokens", `${useful}`],
     ["utilisation", "GPU utilisation", pct(util)],
-    ["avg_latency", "Avg latency, completed only (steps)", avg === null ? "–" : fixed(avg, 1)],
+    ["avg_latency", "Avg latency so far, every request (steps)", avg === null ? "–" : fixed(avg, 1)],
   ];
   const cells = items.map(([key, label, value]) =>
     `<div class="bv-stat"><div class="bv-stat-label">${label}</div>` +
@@ -136,11 +136,14 @@ export function playbackHtml(view, policy, t) {
   const r = view.runs[policy], W = view.window, ran = t + 1, n = r.start.length, [GEN, PAD, REC, PRE] = codes(r);
   const useful = cellsBefore(r, [GEN, REC], ran), padding = cellsBefore(r, [PAD], ran);
   const idle = ran * r.slots - useful - padding - cellsBefore(r, [PRE], ran);
-  let done = 0, latency = 0;
-  for (let i = 0; i < n; i++) if (r.finish[i] <= ran) { done++; latency += r.finish[i] - view.arrival[i]; }
+  let done = 0, latency = 0, arrived = 0;  // every request arrived by now, a finished one to its finish
+  for (let i = 0; i < n; i++) {
+    if (r.finish[i] <= ran) done++;
+    if (view.arrival[i] < ran) { arrived++; latency += Math.min(r.finish[i], ran) - view.arrival[i]; }
+  }
   const readout = `<span class="bv-step" data-step="${t}">step ${t}</span>` +
     `<span class="bv-step-note"> of 0–${W - 1}: the figures below count steps 0–${t}</span>`;
-  const stats = statsHtml(done, n, useful, useful / (ran * r.slots), done ? latency / done : null);
+  const stats = statsHtml(done, n, useful, useful / (ran * r.slots), arrived ? latency / arrived : null);
   const after = Math.max(ran - r.drain, 0) * r.slots;
   const note = after ? ` (${after} of them after the last request finished at step ${r.drain})` : "";
   const waste = `<span class="bv-waste">Waste so far: <b data-waste="padding">${padding}</b> padding + ` +
@@ -299,7 +302,7 @@ function clockStatsHtml(completed, total, tokens, perSecond, avg) {
     ["completed", "Completed", `${completed}/${total}`],
     ["useful_tokens", "Tokens out", `${tokens}`],
     ["tokens_per_s", "Tokens/s so far (to its last token)", thousands(perSecond, 0)],
-    ["avg_latency_ms", "Avg latency, completed only (ms)", avg === null ? "–" : thousands(avg, 1)],
+    ["avg_latency_ms", "Avg latency so far, every request (ms)", avg === null ? "–" : thousands(avg, 1)],
   ];
   const cells = items.map(([key, label, value]) =>
     `<div class="bv-stat"><div class="bv-stat-label">${label}</div>` +
@@ -314,7 +317,11 @@ export function clockPlaybackHtml(view, policy, k) {
   const tokensOut = (r.tokens_out ??= tokensByPass(r));
   const donePasses = searchsorted(r.pass_end_ms, t, "right");
   let done = 0, latency = 0, busy = 0;
-  for (let i = 0; i < n; i++) if (r.finish_ms[i] <= t) { done++; latency += r.finish_ms[i] - view.arrival_ms[i]; }
+  let arrived = 0;  // every request arrived by t, a finished one to its finish (app/progress.py)
+  for (let i = 0; i < n; i++) {
+    if (r.finish_ms[i] <= t) done++;
+    if (view.arrival_ms[i] < t) { arrived++; latency += Math.min(r.finish_ms[i], t) - view.arrival_ms[i]; }
+  }
   for (let p = 0; p < r.pass_start_ms.length; p++) busy += Math.min(r.pass_end_ms[p], t) - Math.min(r.pass_start_ms[p], t);
   const tokens = tokensOut[donePasses];
   const readout = `<span class="bv-step" data-step="${k}" data-ms="${fixed(t, 3)}">t = ${thousands(t, 1)} ms</span>` +
@@ -322,7 +329,7 @@ export function clockPlaybackHtml(view, policy, k) {
   // Over its own time so far: a drained run's idle tail does not count (app/progress.py), so at the end the card
   // equals the head-to-head's tokens/s.
   const ran = Math.min(t, r.drain_ms) || t;
-  const stats = clockStatsHtml(done, n, tokens, tokens / ran * 1e3, done ? latency / done : null);
+  const stats = clockStatsHtml(done, n, tokens, tokens / ran * 1e3, arrived && t > 0 ? latency / arrived : null);
   const waste = `<span class="bv-waste">Forward passes so far: <b data-waste="passes">${donePasses}</b>; the GPU ` +
     `sat idle <b data-waste="idle_ms">${thousands(Math.max(t - busy, 0), 1)}</b> ms</span>`;
   const p = passAt(r, t);

@@ -186,3 +186,18 @@ def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[floa
     cumulative = np.cumsum(weights[order])
     total = cumulative[-1]
     return tuple(float(values[order][np.searchsorted(cumulative, q / 100 * total)]) for q in qs)
+
+
+def latency_so_far(arrival, finish, t: float) -> float | None:
+    """Return the mean time in the system by `t` of every request arrived by then (a finished one to its finish).
+
+    The page's live latency: unlike the mean over the completed only, it cannot favour the policy that has finished
+    fewer (static finishes its short requests first); once everyone has finished it is the mean to each finish.
+    On steps, `t` is the number of steps run (step t - 1 is the cursor): a request arriving at step a counts from a.
+    """
+    total, arrived = 0.0, 0
+    for a, f in zip(np.asarray(arrival).tolist(), np.asarray(finish).tolist()):
+        if a < t:  # summed in request order, as the renderer sums it (assets/renderer.js), for the same bits
+            total += min(f, t) - a
+            arrived += 1
+    return total / arrived if arrived else None

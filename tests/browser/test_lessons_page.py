@@ -8,6 +8,7 @@ from app import chapter, story
 from core import TrafficConfig, compute_metrics, generate, simulate
 from core.chapter_traffic import CHAPTER_FIGURES, chapter_traffic
 from core.losses import losses
+from core.metrics import latency_so_far
 from core.worked_example import BATCH_TIMEOUT, SLOTS, WINDOW, worked_example, worked_figures
 
 from .helpers import open_app, text_of, wait_for_timeline
@@ -121,7 +122,11 @@ def test_the_page_opens_on_the_chapters_traffic_with_its_eight_figures(page, pag
     expect(page.locator("[data-stat=completed]").first).to_have_text(f"{f.continuous_completed}/{f.requests}")
     expect(page.locator("[data-stat=useful_tokens]").first).to_have_text(str(f.continuous_useful_tokens))
     expect(page.locator("[data-stat=utilisation]").first).to_have_text(f"{f.continuous_utilisation}%")
-    expect(page.locator("[data-stat=avg_latency]").first).to_have_text(f"{f.continuous_avg_latency:.1f}")
+    # The card counts every request arrived (the sentences-true issue, item 1); the chapter's completed-only
+    # figures are the full head-to-head's, labelled there.
+    card = latency_so_far(continuous.arrival, continuous.finish, 64)
+    expect(page.locator("[data-stat=avg_latency]").first).to_have_text(f"{card:.1f}")
+    expect(page.locator("[data-h2h=continuous-avg_latency]").first).to_have_text(f"{f.continuous_avg_latency:.1f}")
     expect(page.locator("[data-h2h=static-completed]").first).to_have_text(f"{f.static_completed}/{f.requests}")
     expect(page.locator("[data-h2h=static-utilisation]").first).to_have_text(f"{f.static_utilisation}%")
     expect(page.locator("[data-h2h=static-avg_latency]").first).to_have_text(f"{f.static_avg_latency:.1f}")
@@ -130,3 +135,22 @@ def test_the_page_opens_on_the_chapters_traffic_with_its_eight_figures(page, pag
     seed.press("ArrowRight")
     expect(page.locator(".bv-message").first).to_contain_text("generated traffic (seed 5)", timeout=15_000)
     wait_for_timeline(page, simulate(generate(TrafficConfig(seed=5)), 4, "continuous").timeline_strings(64), 4)
+
+
+def test_the_here_line_reads_the_view_on_screen(page, page_errors, app_url):
+    """The line under the lessons says what holds on the view the learner set, on steps and on a clock.
+
+    The sentences-true issue, items 4 and 5: at two slots the lesson's "static still falls behind" stood beside
+    identical timelines, and on a clock "identical" beside static finishing later.
+    """
+    open_app(page, app_url, "?lengths=fixed&arrival_window=18&slots=2&seed=0")
+    here = page.locator("[data-here]").first
+    expect(here).to_contain_text("the two timelines are identical and both finish at step 168", timeout=15_000)
+    expect(here).to_have_attribute("data-here", "identical")
+    page.get_by_role("button", name="Fixed lengths, arriving over 18 steps").click()  # the lesson's own 4 slots
+    expect(here).to_have_attribute("data-here", "steps", timeout=15_000)
+    expect(here).to_contain_text("static pads nothing")
+    open_app(page, app_url, "?lengths=fixed&arrival_window=1&clock=ms&seed=4")
+    expect(page.locator("[data-here]").first).to_contain_text(
+        "the two schedules are the same pass for pass, yet static finishes at 430.6 ms", timeout=15_000
+    )
