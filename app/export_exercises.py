@@ -12,6 +12,7 @@ from core.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE
 from core.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S
 
 from .exercises.knee import EXPLAIN, INTRO, QUESTION, cached_sweep, knee_plots, points_data, verdict_html
+from .exercises.knee_words import PAGE_RATE_PER_S, load_html, motivation_html
 from .exercises.spread import GUESSES, SIGMAS, case, guess_html, histogram, histogram_top, spread_plots, spread_table
 from .exercises.spread import WHY as SPREAD_WHY
 from .exercises.temperature import ASSERTIONS, BUGGY, CORRECT, assertion_html, draws_html, rows_data, temperature_plots
@@ -21,7 +22,7 @@ from .style import CHOICE_CSS, CSS
 JS_PATH = Path(__file__).resolve().parent.parent / "assets" / "export_exercises.js"
 # The rates the static page offers (the served view takes any): each is a timed sweep per preset pair, ~0.6 s apiece,
 # so three rates (light, the default, heavy) keep `batchviz export` to about 27 sweeps.
-EXPORT_RATES = (20.0, DEFAULT_RATE_PER_S, 320.0)
+EXPORT_RATES = (PAGE_RATE_PER_S, DEFAULT_RATE_PER_S, 320.0)  # the page's below capacity, the CLI's, a flood
 DEFAULT_TARGET_MS = 50.0
 # On a phone a row of controls wraps onto more lines rather than running off the page.
 WRAP = {"flex-wrap": "wrap", "gap": "4px 0"}
@@ -41,9 +42,13 @@ def _code(part: str) -> str:
 
 def knee_data() -> dict:
     """Return the sweep's plotted columns for every accelerator, model and offered rate."""
+    def at(rate: float, model) -> dict:
+        points = cached_sweep(rate, model)
+        words = {"load_html": load_html(points, rate), "motivation": motivation_html(model, points)}
+        return {**points_data(points), **words}
+
     return {
-        a: {m: {f"{r:g}": points_data(cached_sweep(r, cost_model(a, m))) for r in EXPORT_RATES} for m in MODEL_SHAPES}
-        for a in ACCELERATORS
+        a: {m: {f"{r:g}": at(r, cost_model(a, m)) for r in EXPORT_RATES} for m in MODEL_SHAPES} for a in ACCELERATORS
     }
 
 
@@ -67,7 +72,7 @@ def _knee_controls() -> dict:
         rate=Select(
             title="Arrival rate (requests/s)",
             name="knee-rate",
-            value=f"{DEFAULT_RATE_PER_S:g}",
+            value=f"{PAGE_RATE_PER_S:g}",
             options=[f"{r:g}" for r in EXPORT_RATES],
             width=200,
         ),
@@ -86,13 +91,16 @@ def _knee_controls() -> dict:
 
 def knee_section():
     """Return exercise 1: the learner guesses first; the knee is found in the browser, for any target."""
-    source = ColumnDataSource(points_data(cached_sweep(DEFAULT_RATE_PER_S, cost_model())))
+    points = cached_sweep(PAGE_RATE_PER_S, cost_model())
+    source = ColumnDataSource(points_data(points))
     plots = knee_plots(source, None)
     controls = _knee_controls()
     verdict, table = (
         _div(verdict_html(None, None, DEFAULT_TARGET_MS, None), name="knee-verdict"),
         _div(name="knee-table"),
     )
+    load = _div(load_html(points, PAGE_RATE_PER_S), name="knee-load")
+    motivation = _div(motivation_html(cost_model(), points), name="knee-motivation")
     redraw = CustomJS(
         args=dict(
             data_json=json.dumps(knee_data(), separators=(",", ":")),
@@ -113,6 +121,8 @@ def knee_section():
             decode_label=plots.decode_label,
             verdict=verdict,
             table=table,
+            load=load,
+            motivation=motivation,
         ),
         code=_code("knee"),
     )
@@ -124,6 +134,7 @@ def knee_section():
             INTRO + "<p>On this page the presets and three rates were swept in advance; the served app also lets "
             "you edit every parameter and pick any rate.</p>"
         ),
+        motivation,
         row(
             controls["accelerator"],
             controls["model"],
@@ -132,6 +143,7 @@ def knee_section():
             styles=WRAP,
             sizing_mode="stretch_width",
         ),
+        load,
         verdict,
         controls["guess"],
         plots.itl,

@@ -339,7 +339,7 @@ class App(pn.viewable.Viewer):
             text_pane(story.SPREAD),
             pn.FlexBox(*self.lesson_buttons, sizing_mode="stretch_width"),
             self.here,
-            text_pane(chapter.spread_argument_html(), story.ONE_SLOT),
+            text_pane(chapter.spread_argument_html(), story.ONE_SLOT, story.ONE_SLOT_KV),
             self.one_slot,
             text_pane(memory_lesson.lesson_html()),
             pn.FlexBox(*self.memory_buttons, sizing_mode="stretch_width"),

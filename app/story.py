@@ -149,8 +149,11 @@ ONE_SLOT = (
     "<h3>Try slots = 1</h3>"
     '<p><span data-claim="one-slot-identical">With one slot, both schedulers run one request at a time in arrival '
     "order, and the two timelines are identical</span>: there is no padding to remove. Continuous batching is an "
-    "occupancy optimisation, not a faster kernel. "
-    '<span data-claim="one-slot-kv">The KV strips under the two timelines still differ: static reserves each '
+    "occupancy optimisation, not a faster kernel.</p>"
+)
+# The served page draws a KV strip under each timeline (the exported page has none: memory needs the server).
+ONE_SLOT_KV = (
+    '<p><span data-claim="one-slot-kv">The KV strips under the two timelines still differ: static reserves each '
     "request's prompt plus the longest answer in the traffic when it starts, while the paged cache takes a block as "
     "the tokens need one, so static holds at least as many blocks at every step. That difference is memory "
     "allocation, not scheduling.</span></p>"

@@ -16,6 +16,8 @@ function grouped(x) {  // Python's f"{x:,.0f}"
 // are found here, for any target; the learner's guess comes first.
 const D = (window.__bvKnee ??= JSON.parse(data_json));
 const pts = D[accelerator.value][model.value][rate.value];
+load.text = pts.load_html;  // the offered load against the largest throughput, computed with the sweep
+motivation.text = pts.motivation;
 const t = target.value;
 const g = guess.active === null || guess.active === undefined ? null : batches[guess.active];
 const revealed = g !== null;

@@ -5,6 +5,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from app.exercises.knee import cached_sweep
 from core import compare, generate, simulate
 from core.hardware import ACCELERATORS, MODEL_SHAPES, cost_model
 from core.metrics import weighted_percentiles
@@ -15,6 +16,7 @@ from core.sweep import (
     CostModel,
     decode_knee,
     knee,
+    mean_context,
     poisson_requests,
     retarget,
     sweep,
@@ -195,3 +197,63 @@ def test_the_verdicts_come_from_running_the_assertion():
     assert not run_assertion("assert draws.shape == (1, 1)", bug=False)
     assert run_assertion("assert len(set(draws[:, 1])) > 1", bug=True)
     assert not run_assertion("assert len(set(draws[:, 1])) > 1", bug=False)
+
+
+KNEE_RATES = (1.0, 5.0, 14.0, 20.0, 40.0, 80.0, 300.0)  # across the slider (1-300), the page's default among them
+
+
+def test_the_knee_page_opens_below_capacity_and_says_when_the_queue_grows():
+    """The sentences-true issue, item 6: the default offers what the batches serve; past capacity the page says so.
+
+    At the old default (80 requests/s, ~15,500 tokens/s against at most ~3,780) the p99 latency fell to batch 256
+    and nothing said the queue grew without bound.
+    """
+    import re
+
+    from app.exercises.knee import KneeView
+    from app.exercises.knee_words import KEEPS_UP, PAGE_RATE_PER_S, load_html, mean_output_tokens
+
+    assert KneeView().rate_per_s == PAGE_RATE_PER_S
+    for rate in KNEE_RATES:
+        points = cached_sweep(rate, cost_model())
+        words = load_html(points, rate)
+        offered, top = rate * mean_output_tokens(), max(p.tokens_per_s for p in points)
+        over = offered * KEEPS_UP > top
+        assert ('data-load="over"' in words) == over, rate
+        assert f"= {offered:,.0f} tokens/s; the largest throughput here is {top:,.0f} tokens/s" in words
+        if not over:
+            first = int(re.search(r"from (\d+) up keeps up", words).group(1))
+            assert all((p.tokens_per_s >= KEEPS_UP * offered) == (p.batch >= first) for p in points), rate
+        if rate == PAGE_RATE_PER_S:
+            assert not over and knee(list(points)).batch < DEFAULT_BATCHES[-1]  # a knee inside the range
+
+
+@pytest.mark.parametrize("target", [20.0, 50.0, 120.0])
+def test_what_moves_the_knee_is_read_from_the_sweeps(target):
+    """The rate's and the target's effect on the knee is stated from the sweeps, true at every rate offered."""
+    from app.exercises.knee_words import moves_html
+
+    for rate in KNEE_RATES:
+        points = tuple(retarget(list(cached_sweep(rate, cost_model())), target))
+        other = rate * 2
+        faster = cached_sweep(other, cost_model())
+        words = moves_html(points, target, rate, faster, other)
+        here, looser = knee(list(points)), knee(retarget(list(points), min(target * 1.5, 500.0)))
+        at_rate = knee(retarget(list(faster), target))
+        name = lambda p: "no batch size" if p is None else f"batch {p.batch}"  # noqa: E731
+        assert f"Here the knee is {name(here)}." in words
+        assert f"{name(looser)};" in words and f"{name(at_rate)} at {target:g} ms" in words
+        if (here and here.batch) == (at_rate and at_rate.batch):
+            assert f"instead of {rate:g} keeps it at" in words
+
+
+def test_the_motivation_is_the_roofline_s_own_step_times():
+    """A decode pass at 1 row and at 32: the times the knee's roofline gives, and the tokens per ms between them."""
+    from app.exercises.knee_words import motivation_html
+
+    model = cost_model()
+    context = mean_context(generate(SWEEP_TRAFFIC))
+    one, many = model.step_ms(1, context), model.step_ms(32, context)
+    words = motivation_html(model, ())
+    assert f"1 row takes {one:.1f} ms" in words and f"32 rows takes {many:.1f} ms" in words
+    assert f"{32 * one / many:.1f}x the tokens per millisecond" in words and 32 * one / many > 10

@@ -171,7 +171,7 @@ def _page_texts() -> str:
     worked = story.worked_html(
         worked_figures(simulate(requests, SLOTS, "static", BATCH_TIMEOUT), simulate(requests, SLOTS, "continuous"))
     )
-    texts = [story.WHY, story.SPREAD, story.ONE_SLOT, story.NOT_FIXED, worked]
+    texts = [story.WHY, story.SPREAD, story.ONE_SLOT, story.ONE_SLOT_KV, story.NOT_FIXED, worked]
     texts += [chapter.restructured_loop_html(), chapter.build_batch_html(), chapter.affordable_html()]
     texts += [chapter.spread_argument_html(), chapter.run_locally_html(), chapter.PRODUCTION, chapter.WHATS_NEXT]
     texts += [lesson_html(blocks) for blocks in range(MIN_BLOCKS, MAX_BLOCKS + 1)]

@@ -21,7 +21,7 @@ from core.hardware import (
     MODEL_SHAPES,
     cost_model,
 )
-from core.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, CostModel, SweepPoint, decode_knee, knee, retarget, sweep
+from core.sweep import DEFAULT_BATCHES, CostModel, SweepPoint, decode_knee, knee, retarget, sweep
 
 from ..loop import on_document
 from ..server_log import follow_widget
@@ -29,6 +29,7 @@ from ..stores import Measurements
 from ..views import Messages
 from .common import LazyViewer, query_number, text_pane
 from .knee_plots import KneePlots, knee_plots, points_data, show_knee
+from .knee_words import PAGE_RATE_PER_S, load_html, motivation_html, moves_html
 
 __all__ = ["EXPLAIN", "KneePlots", "KneeView", "cached_sweep", "knee_plots", "points_data", "show_knee"]
 
@@ -57,12 +58,15 @@ QUESTION = (
 )
 EXPLAIN = (
     "<p>Below the knee a pass is memory-bound: it reads every weight once whatever the batch, so each extra row is "
-    "nearly free and throughput climbs. Past it the batch's KV cache and compute dominate: each pass slows, every "
-    "request in the batch feels it as inter-token latency, and throughput flattens. A pass that prefills a new "
+    "nearly free and throughput climbs. Past it, as far as the load fills the batch, the batch's KV cache and "
+    "compute dominate: each pass slows, every request in the batch feels it as inter-token latency, and throughput "
+    "flattens. A pass that prefills a new "
     "prompt is compute-bound and long, and the more slots there are, the more often some slot is admitting: the "
-    "prefill stalls pull the knee well below where decode alone would put it. Chunked prefill (the next chapter) "
-    "splits each prompt over several passes so no pass stalls the decoders for long. A light load never fills a big "
-    "batch, so raising the rate pulls the knee down, and a looser target pushes it up.</p>"
+    "prefill stalls can pull the knee below where decode alone would put it (the readout above says whether they "
+    "do here). Chunked prefill (the next chapter) splits each prompt over several passes so no pass stalls the "
+    "decoders for long. A light load never fills a big "
+    "batch: past the batch size the load fills, more slots change nothing. What a looser target or a higher rate "
+    "does here is below the table, computed from the sweeps.</p>"
 )
 
 
@@ -135,7 +139,7 @@ def table_html(points: tuple[SweepPoint, ...], target_ms: float) -> str:
 class KneeView(LazyViewer):
     """Batch size 1-512 on a log axis: ITL against its target, throughput and p99 latency; guess, then the knee."""
 
-    rate_per_s = param.Number(default=DEFAULT_RATE_PER_S, bounds=RATE_RANGE, doc="Arrival rate, requests/s")
+    rate_per_s = param.Number(default=PAGE_RATE_PER_S, bounds=RATE_RANGE, doc="Arrival rate, requests/s")
     itl_target_ms = param.Number(default=50.0, bounds=TARGET_RANGE, doc="Inter-token latency target, ms")
     accelerator = param.Selector(default=DEFAULT_ACCELERATOR, objects=list(ACCELERATORS))
     model_shape = param.Selector(default=DEFAULT_MODEL_SHAPE, objects=list(MODEL_SHAPES))
@@ -157,7 +161,8 @@ class KneeView(LazyViewer):
         self.source = ColumnDataSource(points_data(self.points()))
         points = sorted(self.measured.items())  # a replay may have run before this tab first opened
         self.measured_source = ColumnDataSource({"batch": [b for b, _ in points], "step_ms": [ms for _, ms in points]})
-        self.verdict, self.table = text_pane(""), text_pane("")
+        self.verdict, self.table, self.load, self.moves = text_pane(""), text_pane(""), text_pane(""), text_pane("")
+        self.motivation = text_pane("")
         self.plots = knee_plots(self.source, self.measured_source)
         self._build_widgets()
         self._refresh()
@@ -258,6 +263,15 @@ class KneeView(LazyViewer):
         )
         self.verdict.object = verdict_html(best, decode_best, self.itl_target_ms, self.guess)
         self.table.object = (table_html(points, self.itl_target_ms) if revealed else "") + self._assumptions()
+        self.load.object = load_html(points, self.rate_per_s)
+        self.motivation.object = motivation_html(self.model, points)
+        # What moves the knee, once the learner has guessed: from this sweep and one at another rate (~0.6 s, cached).
+        other = self.rate_per_s * 2 if self.rate_per_s * 2 <= RATE_RANGE[1] else self.rate_per_s / 2
+        self.moves.object = (
+            moves_html(points, self.itl_target_ms, self.rate_per_s, cached_sweep(other, self.model), other)
+            if revealed
+            else ""
+        )
 
     def _show_measured(self, *_events) -> None:
         points = sorted(self.measured.items())
@@ -281,7 +295,9 @@ class KneeView(LazyViewer):
         )
         return pn.Column(
             text_pane(INTRO),
+            self.motivation,
             pn.FlexBox(self.rate, self.target, sizing_mode="stretch_width"),
+            self.load,
             presets,
             pn.FlexBox(*self.inputs.values()),
             self.input_message,
@@ -292,6 +308,7 @@ class KneeView(LazyViewer):
             pn.pane.Bokeh(self.plots.latency, sizing_mode="stretch_width"),
             text_pane(EXPLAIN),
             self.table,
+            self.moves,
             sizing_mode="stretch_width",
             css_classes=["bv-story"],
         )

@@ -6,6 +6,7 @@ import numpy as np
 from playwright.sync_api import expect
 
 from app.exercises.knee import guess_html
+from app.exercises.knee_words import PAGE_RATE_PER_S
 from app.exercises.spread import GUESSES, best_guess, guess_ratios
 from app.exercises.temperature import ASSERTIONS, catches_bug, run_assertion
 from core.hardware import cost_model
@@ -94,8 +95,10 @@ def test_the_knee_view_asks_for_a_guess_before_it_shows_the_knee(page, page_erro
     assert page.evaluate(LINES_JS) == {"decode_itl_p99_ms": True, "itl_p99_ms": False}
     assert page.evaluate(KNEE_JS, "knee-itl") == [["#000000", None], ["#555555", None]]
     assert page.evaluate(KNEE_JS, "knee-throughput") == [["#000000", None]]
-    points = sweep()
+    points = sweep(PAGE_RATE_PER_S)  # the page opens below capacity (the sentences-true issue, item 6)
     best, decode = knee(points), decode_knee(points)
+    expect(page.locator("[data-load]").first).to_have_attribute("data-load", "under")
+    expect(page.locator("[data-motivation]").first).to_contain_text("a pass of 32 rows takes")
     _guess(page, 128)
     expect(page.locator("[data-knee]").first).to_have_attribute("data-knee", str(best.batch), timeout=15_000)
     expect(page.locator("[data-decode-knee]").first).to_have_attribute("data-decode-knee", str(decode.batch))
@@ -103,6 +106,7 @@ def test_the_knee_view_asks_for_a_guess_before_it_shows_the_knee(page, page_erro
     assert "You guessed batch 128: " in guess_html(128, best)
     _eventually(page, LINES_JS, None, {"decode_itl_p99_ms": True, "itl_p99_ms": True})
     _eventually(page, KNEE_JS, "knee-itl", [["#000000", best.batch], ["#555555", decode.batch]])
+    expect(page.locator("[data-knee-here]").first).to_have_attribute("data-knee-here", str(best.batch))
     _guess(page, best.batch)
     expect(page.locator("[data-guess=right]").first).to_be_visible()
 
@@ -134,7 +138,7 @@ def test_the_knee_on_a_hand_built_cost_model(page, page_errors, app_url):
         box.press("Enter")
     # Each input recomputes; wait for the last one (no overhead: batch 1 steps in exactly 5 ms).
     expect(page.locator(".bv-knee-table tr[data-batch='1'] td[data-col=step_ms]")).to_have_text("5.0", timeout=30_000)
-    points = sweep(model=HAND_MODEL)
+    points = sweep(PAGE_RATE_PER_S, model=HAND_MODEL)  # the page's rate
     best, decode = knee(points), decode_knee(points)
     expect(page.locator("[data-knee]").first).to_have_attribute("data-knee", str(best.batch) if best else "none")
     expect(page.locator("[data-decode-knee]").first).to_have_attribute(

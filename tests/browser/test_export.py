@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 from app import chapter, story
 from app.batch_view import BatchView
 from app.exercises.knee import verdict_html
+from app.exercises.knee_words import load_html
 from app.export import lesson_config, offline_links
 from app.quiz import QUESTIONS, explanation_html, progress_html, summary_html
 from app.state import CHAPTER_NAME, SimState
@@ -229,6 +230,7 @@ def test_export_views_are_the_served_pages_views(page, page_errors, offline, exp
             view.pop(name)
         for run in view["runs"].values():
             run.pop("kv")
+            run.pop("kv_peak")
         return view
 
     cases = [
@@ -421,10 +423,14 @@ def test_export_exercises_equal_the_core(page, page_errors, offline, exported):
     _open(page, exported + "?tab=knee")
     expect(page.locator("[data-guess=ask]").first).to_be_visible()  # the guess comes first
     assert page.locator("[data-knee]").count() == 0 and page.locator(".bv-knee-table").count() == 0
-    _set_models(page, {"knee-accelerator": "a100-80gb", "knee-model": "llama3-8b", "knee-rate": "20"})
+    _set_models(page, {"knee-accelerator": "a100-80gb", "knee-model": "llama3-8b", "knee-rate": "80"})
     _set_models(page, {"knee-target": 30})
     _set_models(page, {"knee-guess": DEFAULT_BATCHES.index(64)}, prop="active")
-    points = sweep(20.0, DEFAULT_BATCHES, cost_model("a100-80gb", "llama3-8b"), itl_target_ms=30)
+    points = sweep(80.0, DEFAULT_BATCHES, cost_model("a100-80gb", "llama3-8b"), itl_target_ms=30)
+    # The offered load against the largest throughput, as the served page says it (80/s floods every batch size).
+    load = re.sub(r"<[^>]+>", "", load_html(tuple(points), 80.0))
+    expect(page.locator(".bv-load").first).to_have_text(load)
+    assert "grows without bound" in load
     best, decode = knee(points), decode_knee(points)
     expect(page.locator("[data-knee]").first).to_have_attribute("data-knee", str(best.batch) if best else "none")
     served = re.sub(r"<[^>]+>", "", verdict_html(best, decode, 30, 64))  # the served view's sentence, as text

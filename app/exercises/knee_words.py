@@ -1,0 +1,78 @@
+"""Exercise 1's sentences computed from the sweep beside them: the offered load, the motivation, what moves the knee."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from core.sweep import SWEEP_TRAFFIC, CostModel, SweepPoint, knee, mean_context, retarget
+from core.traffic import generate
+
+# The page opens below capacity: 14 requests/s of the sweep's traffic offer about 2,700 tokens/s, which the larger
+# batches serve (the CLI's default, 80/s, offers about four times what any batch size serves: a queue that grows).
+PAGE_RATE_PER_S = 14.0
+# Offered load within this share of the sweep's largest throughput keeps up: a finite run's throughput falls a little
+# short of the rate it is offered (its start and its drain), even when no queue builds.
+KEEPS_UP = 0.9
+
+
+@lru_cache(maxsize=1)
+def mean_output_tokens() -> float:
+    """Return the sweep traffic's mean output tokens (what each request asks the batch to generate)."""
+    requests = generate(SWEEP_TRAFFIC)
+    return sum(r.output_tokens for r in requests) / len(requests)
+
+
+def load_html(points: tuple[SweepPoint, ...], rate_per_s: float) -> str:
+    """Return the offered load against the sweep's largest throughput, and whether the queue grows without bound."""
+    offered = rate_per_s * mean_output_tokens()
+    top = max(points, key=lambda p: p.tokens_per_s)
+    head = (
+        f"Offered load: {rate_per_s:g} request{'' if rate_per_s == 1 else 's'}/s x {mean_output_tokens():.0f} "
+        f"tokens each = {offered:,.0f} tokens/s; "
+        f"the largest throughput here is {top.tokens_per_s:,.0f} tokens/s (batch {top.batch})."
+    )
+    if offered * KEEPS_UP > top.tokens_per_s:
+        return (
+            f'<p class="bv-load" data-load="over">{head} <b>The requests arrive faster than any batch size serves '
+            "them, so the queue grows without bound for as long as they keep coming</b>: the end-to-end latencies "
+            "below are mostly waiting, and each batch size that serves more cuts them, however slow its passes.</p>"
+        )
+    first = next(p for p in points if p.tokens_per_s >= KEEPS_UP * offered)
+    return (
+        f'<p class="bv-load" data-load="under">{head} Every batch size from {first.batch} up keeps up with the '
+        "arrivals (within 10%), so no queue grows there: past that, a bigger batch only adds rows when the load "
+        "fills them.</p>"
+    )
+
+
+def motivation_html(model: CostModel, points: tuple[SweepPoint, ...]) -> str:
+    """Return the chapter's motivation from the roofline: a decode pass reads the whole model, so rows are cheap."""
+    context = mean_context(generate(SWEEP_TRAFFIC))
+    one, many = model.step_ms(1, context), model.step_ms(32, context)
+    return (
+        f'<p class="bv-motivation" data-motivation="32">Why batch at all: a decode pass reads every weight once, '
+        f"whatever it holds. On this roofline a pass of 1 row takes {one:.1f} ms for 1 token; a pass of 32 rows takes "
+        f"{many:.1f} ms for 32 tokens: {32 * one / many:.1f}x the tokens per millisecond.</p>"
+    )
+
+
+def moves_html(points: tuple[SweepPoint, ...], target_ms: float, rate_per_s: float, faster: tuple[SweepPoint, ...],
+               faster_rate: float) -> str:  # fmt: skip
+    """Return what a looser target and a higher rate do to the knee here, each from a sweep, not in general."""
+    here = knee(list(points))
+    looser_ms = min(target_ms * 1.5, 500.0)
+    looser = knee(retarget(list(points), looser_ms))
+    at_rate = knee(retarget(list(faster), target_ms))
+
+    def name(p: SweepPoint | None) -> str:
+        return "no batch size" if p is None else f"batch {p.batch}"
+
+    def move(new: SweepPoint | None) -> str:
+        a, b = (-1 if here is None else here.batch), (-1 if new is None else new.batch)
+        return "keeps it at" if a == b else ("raises it to" if b > a else "lowers it to")
+
+    return (
+        f'<p class="bv-moves" data-knee-here="{here.batch if here else "none"}">Here the knee is {name(here)}. A '
+        f"looser target, {looser_ms:g} ms, {move(looser)} {name(looser)}; {faster_rate:g} requests/s instead of "
+        f"{rate_per_s:g} {move(at_rate)} {name(at_rate)} at {target_ms:g} ms.</p>"
+    )
