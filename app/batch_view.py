@@ -18,9 +18,11 @@ from .state import SimState
 from .style import CSS
 from .words import plural
 
-# Row colours (Okabe-Ito, without the orange that means padding): a request's tokens, block-table row and blocks in
-# the pool share one colour, so the eye follows it from the flat buffer to the memory it owns.
-ROW_COLORS = ("#0072B2", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#7A6A00")
+# Row colours: a request's tokens, block-table row and blocks in the pool share one colour, so the eye follows it from
+# the flat buffer to the memory it owns. None of them means anything else on the page (no state's colour: generating
+# blue, padding orange, prefill sky blue, recompute yellow; no policy's: static pink, continuous green, ...), all dark
+# enough for white letters (tests/test_ragged_and_blocks.py checks both).
+ROW_COLORS = ("#7A6A00", "#1B6B7A", "#8C510A", "#6A3D9A", "#A50026", "#3F5F1F")
 MAX_CELLS = 8  # a longer prefill shows its first and last tokens around an ellipsis; the data attributes hold all
 MAX_ROWS = 16  # rows drawn; a 64-slot batch says how many more there are
 MAX_POOL = 256  # blocks drawn in the pool strip
@@ -136,7 +138,8 @@ def continuous_html(run: Run, step: ContinuousStep) -> str:
         f'{head}<div class="bv-flat">{"".join(segments)}</div>{arrays}'
         f'<div class="bv-subtitle">Block tables (KV blocks of {BLOCK_SIZE} tokens; a request only ever adds '
         f"blocks; nobody else's blocks move)</div>{''.join(tables)}"
-        f'<div class="bv-subtitle">KV block pool: {len(step.block_owner)} blocks, {free} free</div>'
+        f"<div class=\"bv-subtitle\">This view's own KV block pool: {len(step.block_owner)} blocks, enough for the "
+        f"longest request in every slot ({free} free; the simulator's pool above is the KV strip's)</div>"
         f'<div class="bv-pool">{pool}</div></section>'
     )
 
@@ -174,7 +177,8 @@ def static_html(run: Run, step: StaticStep) -> str:
             f'<span class="bv-seg-name">{name}</span>{cells}</div>'
         )
     first = step.width > 1 or int(run.start[step.requests[0]]) == step.step
-    what = "the prompts, left-padded to the longest" if first else "one token per row"
+    lined_up = "the prompts, lined up on the right with pad tokens before the shorter ones"
+    what = lined_up if first else "one token per row"
     count = len(step.requests)
     return (
         f'<section class="bv-batch" data-policy="{run.policy}" data-step="{step.step}" data-rows="{count}" '

@@ -21,6 +21,7 @@ from core.memory_example import BLOCK_SIZE, BLOCKS, MIN_BLOCKS, MODES, SLOTS, me
 from core.run import GENERATING, IDLE, Run
 from core.schedule_record import Schedule
 from core.states import PADDING, PREFILL, RECOMPUTE
+from core.step_batch import BLOCK_SIZE as STEP_BLOCK_SIZE
 from core.waits import Wait
 
 from . import palette
@@ -148,15 +149,22 @@ def lesson_html(blocks: int) -> str:
         ", as with unlimited memory" if p.drain == unlimited else f" (unlimited memory: step {unlimited})"
     )
     if p.preemptions:
-        paged_words += f"; it preempts {plural(p.preemptions, 'time')} when a growing request finds no free block"
+        times = {1: "once", 2: "twice"}.get(p.preemptions, f"{p.preemptions} times")
+        paged_words += f"; it preempts {times} when a growing request finds no free block"
     if p.waits:
         paged_words += f"; its queue waits for memory at {plural(len(p.waits), 'step')} with a slot empty (⊘)"
     holes = [w for w in c.waits if w.hole]
     if c.waits:
-        waited = (
-            f"its queue waits for memory at {plural(len(c.waits), 'step')} with a slot empty (⊘): "
-            f"{len(c.waits) - len(holes)} for want of free blocks, since every reservation is made before a token "
-            f"is generated, and {len(holes)} with enough blocks free but not in one run"
+        why = []
+        if len(c.waits) > len(holes):
+            why.append(
+                f"{len(c.waits) - len(holes)} for want of free blocks, since every reservation is made before a token "
+                "is generated"
+            )
+        if holes:
+            why.append(f"{len(holes)} with enough blocks free but not in one run")
+        waited = f"its queue waits for memory at {plural(len(c.waits), 'step')} with a slot empty (⊘): " + (
+            " and ".join(why)
         )
     else:
         waited = "its queue never waits for memory"
@@ -515,7 +523,8 @@ class MemoryView(LazyViewer):
             "answer it might give, and a retired request leaves a hole of that size. Move the pool and the "
             "step; each row is a slot, each column a pass. The chapter leaves these decisions (what happens when "
             "memory runs out mid-generation, or when a huge prompt arrives) to the next chapter, S10, which builds "
-            "the scheduler: this tab previews them.</p>"
+            f"the scheduler: this tab previews them. Blocks here hold {BLOCK_SIZE} tokens ({STEP_BLOCK_SIZE} on the "
+            "simulator tab), so a few short requests fill a pool small enough to draw box by box.</p>"
         )
         legend = text_pane(
             "<p class='bv-muted'>Letters are requests. Blue: generating; orange, hatched: padding; yellow, bold: "

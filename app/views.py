@@ -107,6 +107,16 @@ COMPACT = {
 COMPACT_TIMED = {"drain_ms": "All done at (ms)", "tokens_per_s": "Tokens/s", "e2e_mean": "Avg latency, all (ms)"}
 
 
+# The full table's three rows of lost time, told apart once (the sentences-true issue, item 8).
+LOSS_NOTE = (
+    '<p class="bv-muted bv-loss-note">Three counts of lost time: <b>padding</b> and <b>empty slots while requests '
+    "waited</b> count slot-steps, a slot's time (one slot for one step is one slot-step); <b>waiting with a slot "
+    "free or padding</b> counts request-steps, a waiting request's time (three requests waiting one step beside one "
+    "empty slot are 1 slot-step and 3 request-steps). Padding here is a finished request keeping its slot until its "
+    "batch ends; the pad tokens that line up a static batch's prompts (the batch view) are not counted in it.</p>"
+)
+
+
 def compact_caption(window: int | None) -> str:
     """Return the first screen's head-to-head caption: what it counts (the window's steps, or each drain on a clock)."""
     if window is None:
@@ -247,7 +257,7 @@ class HeadToHeadView(pn.viewable.Viewer):
             set_head_to_head_groups(self.bars.object, H2H_TIMED_GROUPS)
             return
         rows = h2h_rows(result["static"], result["continuous"], *loss)
-        self.table.object = _h2h_table(rows)
+        self.table.object = _h2h_table(rows) + LOSS_NOTE
         set_head_to_head_groups(self.bars.object, H2H_GROUPS)
         self.bar_data.data = head_to_head_data(result["static"], result["continuous"])
 

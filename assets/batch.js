@@ -220,7 +220,8 @@ function _bContinuous(view, w, t) {
     `${plural(total, "token")}, no padding</div><div class="bv-flat">${segments}</div>${arrays}` +
     `<div class="bv-subtitle">Block tables (KV blocks of ${cfg.block_size} tokens; a request only ever adds ` +
     `blocks; nobody else's blocks move)</div>${tables}` +
-    `<div class="bv-subtitle">KV block pool: ${w.poolSize} blocks, ${free} free</div>` +
+    `<div class="bv-subtitle">This view's own KV block pool: ${w.poolSize} blocks, enough for the ` +
+    `longest request in every slot (${free} free; the simulator's pool above is the KV strip's)</div>` +
     `<div class="bv-pool">${pool}</div></section>` + _bSource(cfg, t, notes);
 }
 
@@ -255,7 +256,8 @@ function _bStatic(view, cfg, t, r) {
       `<span class="bv-seg-name">${who}</span>${cells}</div>`;
   });
   const count = members.length, computed = count * width;
-  const what = width > 1 || first ? "the prompts, left-padded to the longest" : "one token per row";
+  const what = width > 1 || first ? "the prompts, lined up on the right with pad tokens before the shorter ones" :
+    "one token per row";
   return `<section class="bv-batch" data-policy="${r.policy}" data-step="${t}" data-rows="${count}" ` +
     `data-useful-rows="${usefulRows}" data-computed="${computed}" data-useful="${useful}">` +
     `<div class="bv-batch-title">${_bTitle(r)}, step ${t}: a padded rectangle of ${count} rows x ${width} (${what})</div>` +

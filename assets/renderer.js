@@ -626,7 +626,7 @@ export class Timeline {
     const verb = r.traits.forms_batches ? "reserved (whole rows)" : r.reserves ? "reserved (one run each)" : "held";
     const of = view.pool ? `, of a pool of ${view.pool}` +
       (view.pool_asked && view.pool_asked < view.pool ? ` (raised from ${view.pool_asked}: the least this traffic fits)` : "")
-      : ` (unlimited pool; full height ${scale})`;
+      : ` (unlimited pool; full height = ${scale} blocks, the larger peak of the two runs)`;
     const long = `KV blocks ${verb} at each step${of}`;
     const short = `KV blocks ${verb.split(" ")[0]}` + (view.pool ? ` (pool: ${view.pool})` : "");
     g.fillText(g.measureText(long).width <= x1 - x0 ? long : short, x0, top + KV.bars + 3);  // a phone: the short

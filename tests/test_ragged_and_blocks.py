@@ -161,3 +161,25 @@ def test_freed_blocks_leave_the_sequence_with_an_empty_table_it_can_be_readmitte
     assert seq.block_table == [] and alloc.num_free_blocks == 2
     alloc.allocate(seq)
     assert len(seq.block_table) == 2
+
+
+def test_the_batch_view_s_row_colours_mean_nothing_else_on_the_page():
+    """The sentences-true issue, item 8: C was drawn in static's pink, A in generating's blue, D in the prefill blue."""
+    import re
+
+    from app import memory_view, palette
+    from app.batch_view import ROW_COLORS
+    from core.policies import REGISTRY
+
+    meanings = {c for _words, c in palette.LEGEND.values()}
+    meanings |= {palette.RECOMPUTE_COLOR, palette.MEMORY_COLOR, palette.PADDING_HATCH, palette.STATIC_COLOR}
+    meanings |= {palette.CONTINUOUS_COLOR, *(p.colour for p in REGISTRY.values())}
+    meanings |= set(re.findall(r"#[0-9A-Fa-f]{6}", memory_view.MEMORY_CSS))  # the Memory tab's prefill sky blue, ...
+    assert not {c.upper() for c in ROW_COLORS} & {c.upper() for c in meanings}
+    for colour in ROW_COLORS:  # white letters on each: WCAG contrast at least 4.5
+        r, g, b = (int(colour[k : k + 2], 16) / 255 for k in (1, 3, 5))
+        lum = sum(
+            w * (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4)
+            for w, c in zip((0.2126, 0.7152, 0.0722), (r, g, b))
+        )
+        assert 1.05 / (lum + 0.05) >= 4.5, colour
