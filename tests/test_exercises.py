@@ -257,3 +257,20 @@ def test_the_motivation_is_the_roofline_s_own_step_times():
     words = motivation_html(model, ())
     assert f"1 row takes {one:.1f} ms" in words and f"32 rows takes {many:.1f} ms" in words
     assert f"{32 * one / many:.1f}x the tokens per millisecond" in words and 32 * one / many > 10
+
+
+def test_the_exercise_plots_name_every_line_and_outline():
+    """Item 8: exercise 2's dashed and dotted reference lines and exercise 3's outlined bars are in a legend."""
+    from bokeh.models import ColumnDataSource
+
+    from app.exercises.spread import spread_plots
+    from app.exercises.temperature import temperature_plots
+
+    sources = {kind: ColumnDataSource({"left": [], "right": [], "count": []}) for kind in ("heavy", "uniform", "fixed")}
+    labels = [item.label["value"] for item in spread_plots(sources, 1.0).curve.legend[0].items]
+    assert labels[0] == "heavy-tailed, by sigma"
+    assert [x.split(" (")[0] for x in labels[1:]] == ["uniform lengths", "fixed lengths"]
+    rows = [ColumnDataSource({"token": [], "p": [], "correct": []}) for _ in range(len(ROWS))]
+    for fig in temperature_plots(rows):
+        items = [item.label["value"] for item in fig.legend[0].items]
+        assert items == ["what the row samples from", "its own temperature's (outlined)"]

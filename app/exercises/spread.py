@@ -115,19 +115,17 @@ def spread_plots(sources: dict[str, ColumnDataSource], sigma: float) -> SpreadPl
         "static drain / continuous drain",
         "log-normal sigma of the heavy-tailed lengths",
     )
-    curve.line(data["sigma"], data["ratio"], color=palette.CONTINUOUS_COLOR, line_width=3)
+    heavy = "heavy-tailed, by sigma"
+    curve.line(data["sigma"], data["ratio"], color=palette.CONTINUOUS_COLOR, line_width=3, legend_label=heavy)
     curve.scatter(data["sigma"], data["ratio"], color=palette.CONTINUOUS_COLOR, size=6)
     curve.y_range.start, curve.y_range.end = 0, max(data["ratio"]) * 1.15
     for kind, dash in (("uniform", "dashed"), ("fixed", "dotted")):
-        curve.add_layout(
-            Span(
-                location=case(kind, 0).drain_ratio,
-                dimension="width",
-                line_dash=dash,
-                line_color="#555555",
-                line_width=2,
-            )
-        )
+        ratio = case(kind, 0).drain_ratio
+        curve.add_layout(Span(location=ratio, dimension="width", line_dash=dash, line_color="#555555", line_width=2))
+        # A span has no legend entry of its own: an empty line in its style names it (item 8: unexplained lines).
+        curve.line([], [], line_dash=dash, line_color="#555555", line_width=2,
+                   legend_label=f"{KIND_NAMES[kind].lower()} lengths ({ratio:.2f}x)")  # fmt: skip
+    curve.legend.location = "bottom_right"
     cursor = Span(location=sigma, dimension="height", line_color="#000000", line_width=2)
     curve.add_layout(cursor)
     return SpreadPlots(histograms, curve, cursor)

@@ -80,9 +80,13 @@ def temperature_plots(sources: list[ColumnDataSource]) -> list:
     figures = []
     for i, (label, _) in enumerate(ROWS):
         fig = small_figure(f"temperature-row{i}", f"row {i}: {label}", "probability", "token id", height=170)
-        fig.vbar(x="token", top="p", width=0.8, source=sources[i], fill_color="#0072B2", line_color=None)
+        fig.vbar(x="token", top="p", width=0.8, source=sources[i], fill_color="#0072B2", line_color=None,
+                 legend_label="what the row samples from")  # fmt: skip
         # The row's own distribution, outlined: with the bug on, the gap between bars and outline is the bug.
-        fig.vbar(x="token", top="correct", width=0.8, source=sources[i], fill_alpha=0, line_color="#000000")
+        fig.vbar(x="token", top="correct", width=0.8, source=sources[i], fill_alpha=0, line_color="#000000",
+                 legend_label="its own temperature's (outlined)")  # fmt: skip
+        fig.legend.location = "top_right"
+        fig.legend.label_text_font_size = "10px"
         fig.x_range.start, fig.x_range.end = -0.5, VOCAB - 0.5
         fig.y_range.end = 1.05
         figures.append(fig)
