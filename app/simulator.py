@@ -25,7 +25,7 @@ from .stores import Measurements
 from .style import CSS
 from .upload import TraceUpload, decode_upload, read_upload
 from .url import URL_KEYS, parse_query, parse_theme, query_of, query_value, safe_location
-from .views import Controls, HeadToHeadView, Messages
+from .views import Controls, HeadToHeadView, Messages, fit_card
 from .widget import BatchBox, ChapterWidget, LoopView
 
 PRESET = "worked"
@@ -303,11 +303,11 @@ class App(pn.viewable.Viewer):
         trace = pn.Column(self.upload, sizing_mode="stretch_width")
         self.trace_card = card("Your own trace", trace)
         # A loaded file (or a message about one) opens its card: its reset button is then in view.
-        self.trace_card.collapsed = self.state.trace_name in ("", CHAPTER_NAME)
-        clock_card = card("On a clock", self.controls.on_a_clock())
+        self.trace_card.collapsed = self.state.trace_name in ("", CHAPTER_NAME, WORKED_NAME)  # the app's own: shut
+        clock_card = card("On a clock", fit_card(self.controls.on_a_clock()))
         clock_card.collapsed = self.state.clock != "ms"
-        more_card = card("More traffic", self.controls.more_traffic())
-        memory_card = card("Memory and timeout", self.controls.scheduler())
+        more_card = card("More traffic", fit_card(self.controls.more_traffic()))
+        memory_card = card("Memory and timeout", fit_card(self.controls.scheduler()))
         s = self.state  # a deep link that set one of these opens its card
         unset = lambda *names: all(getattr(s, name) == s.param[name].default for name in names)  # noqa: E731
         more_card.collapsed = unset(*MORE_TRAFFIC, "both")

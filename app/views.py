@@ -224,6 +224,19 @@ class Controls(pn.viewable.Viewer):
         return pn.Column(self.more_traffic(), self.scheduler(), self.on_a_clock())
 
 
+def fit_card(column: pn.Column) -> pn.Column:
+    """Return `column` with its widgets as wide as the card that holds them.
+
+    A fixed 300 px slider ran off the page at 1280 px where its card ended the row (the sentences-true issue, item 9).
+    """
+    for widget in column.objects:
+        if isinstance(widget, pn.widgets.Widget):
+            widget.sizing_mode = "stretch_width"
+            widget.min_width = 0
+    column.sizing_mode = "stretch_width"
+    return column
+
+
 class HeadToHeadView(pn.viewable.Viewer):
     """Static and continuous on the traffic shown: completed, GPU utilisation and average latency, as paired bars."""
 

@@ -84,9 +84,10 @@ const rows = pts.batch.map((b, i) =>
   `<td data-col="p99_latency_s">${fixed(pts.p99_latency_s[i], 2)}</td>` +
   `<td>${pts.itl_p99_ms[i] <= t ? "yes" : "no"}</td></tr>`).join("");
 table.text = (revealed
-  ? '<table class="bv-h2h bv-knee-table"><thead><tr><th>batch</th><th>full decode step ms</th>' +
+  ? '<div style="overflow-x: auto; max-width: 100%" tabindex="0" role="region" aria-label="The sweep, by batch">' +
+    '<table class="bv-h2h bv-knee-table"><thead><tr><th>batch</th><th>full decode step ms</th>' +
     "<th>ITL p99 ms, decode alone</th><th>ITL p99 ms, on the clock</th><th>tokens/s</th><th>p99 latency s</th>" +
-    `<th>meets ${t} ms</th></tr></thead><tbody>${rows}</tbody></table>`
+    `<th>meets ${t} ms</th></tr></thead><tbody>${rows}</tbody></table></div>`
   : "") + `<p>Poisson arrivals at ${rate.value} requests/s.</p>`;
 // ---- spread
 // Mirrors app/exercises/spread.py: show_spread and spread_table, precomputed per sigma.

@@ -129,10 +129,11 @@ def table_html(points: tuple[SweepPoint, ...], target_ms: float) -> str:
         f"<td>{'yes' if p.meets_target else 'no'}</td></tr>"
         for p in points
     )
-    return (
+    return (  # its own frame scrolls sideways on a phone, never the page
+        '<div style="overflow-x: auto; max-width: 100%" tabindex="0" role="region" aria-label="The sweep, by batch">'
         '<table class="bv-h2h bv-knee-table"><thead><tr><th>batch</th><th>full decode step ms</th>'
         "<th>ITL p99 ms, decode alone</th><th>ITL p99 ms, on the clock</th><th>tokens/s</th><th>p99 latency s</th>"
-        f"<th>meets {html.escape(f'{target_ms:g}')} ms</th></tr></thead><tbody>{rows}</tbody></table>"
+        f"<th>meets {html.escape(f'{target_ms:g}')} ms</th></tr></thead><tbody>{rows}</tbody></table></div>"
     )
 
 

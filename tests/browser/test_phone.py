@@ -42,3 +42,43 @@ def test_phone_player_buttons_are_on_screen(page, page_errors, app_url):
         assert name in names
     for name, left, right in boxes["buttons"]:
         assert left >= 0 and right <= 390, (name, left, right)
+
+
+# Elements past the right edge of the screen that no sideways-scrolling frame holds (through the shadow roots).
+LOOSE_JS = """(w) => { const out = [];
+  const framed = (el) => { for (let e = el; e; e = e.parentElement || (e.getRootNode() && e.getRootNode().host)) {
+      const x = getComputedStyle(e).overflowX; if (x === 'auto' || x === 'scroll') return true; } return false; };
+  const walk = (root) => { for (const el of root.querySelectorAll('*')) {
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.right > w + 1 && !framed(el) && !el.className.toString().startsWith('bk-GlyphRenderer'))
+      out.push([el.tagName, el.className.toString().slice(0, 40), Math.round(r.right),
+                (el.textContent || '').trim().slice(0, 40)]);
+    if (el.shadowRoot) walk(el.shadowRoot); } };
+  walk(document);
+  return { scroll: document.documentElement.scrollWidth, loose: out.slice(0, 10) }; }"""
+
+
+@pytest.mark.parametrize(
+    "width,query",
+    [(1280, "?preset=worked"), (800, "?preset=worked"), (390, ""), (390, "?tab=knee&guess=64"), (390, "?tab=memory")],
+)
+def test_nothing_runs_off_the_screen_at_1280_800_and_390(page, page_errors, app_url, width, query):
+    """Wide things sit in frames of their own that scroll; nothing else passes the screen's edge.
+
+    The sentences-true issue, item 9: a slider ran off at 1280 (the page 1,290 px wide), the knee's table made a
+    phone scroll sideways, the loop's notes and the memory table's last column sat off screen.
+    """
+    page.set_viewport_size({"width": width, "height": 900})
+    open_app(page, app_url, query, canvas=query in ("", "?preset=worked"))
+    page.wait_for_timeout(800)
+    found = page.evaluate(LOOSE_JS, width)
+    assert found["scroll"] <= width and found["loose"] == [], found
+
+
+def test_the_worked_example_leaves_your_own_trace_shut():
+    """Item 9: `?preset=worked` opened the "Your own trace" card by itself; only an upload opens it."""
+    from app.simulator import App
+
+    app = App(query={"preset": "worked"})
+    app.settings()
+    assert app.trace_card.collapsed
