@@ -274,3 +274,28 @@ def test_the_exercise_plots_name_every_line_and_outline():
     for fig in temperature_plots(rows):
         items = [item.label["value"] for item in fig.legend[0].items]
         assert items == ["what the row samples from", "its own temperature's (outlined)"]
+
+
+@pytest.mark.parametrize("target", [20.0, 50.0, 120.0])
+def test_what_happens_past_the_knee_is_read_from_the_sweep(target):
+    """Past the knee a request's time once admitted (the chapter's single-request latency) rises, as the words say.
+
+    From the sweep's numbers, with where the end-to-end p99 stops falling, at every rate offered.
+    """
+    from app.exercises.knee_words import PAGE_RATE_PER_S, latency_html
+
+    for rate in KNEE_RATES:
+        points = tuple(retarget(list(cached_sweep(rate, cost_model())), target))
+        words = latency_html(points)
+        here = knee(list(points))
+        if here is None or here.batch == DEFAULT_BATCHES[-1]:
+            assert 'data-past-knee="none"' in words
+            continue
+        after = points[DEFAULT_BATCHES.index(here.batch) + 1]
+        assert f"{here.p99_admitted_ms / 1e3:.2f} s from admission to last token at batch {here.batch} against " \
+            f"{after.p99_admitted_ms / 1e3:.2f} s at {after.batch}" in words
+        assert ('data-past-knee="up"' in words) == (after.p99_admitted_ms > here.p99_admitted_ms)
+        for p in points:  # a request's own time never shrinks as the batch grows: the passes only get slower
+            assert p.p99_admitted_ms >= points[0].p99_admitted_ms
+        if rate == PAGE_RATE_PER_S and target == 50.0:
+            assert 'data-past-knee="up"' in words and "from batch 64 up every request gets a slot" in words

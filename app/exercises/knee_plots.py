@@ -29,6 +29,7 @@ def points_data(points: tuple[SweepPoint, ...]) -> dict[str, list]:
         "itl_p99_ms": [p.itl_p99_ms for p in points],
         "tokens_per_s": [p.tokens_per_s for p in points],
         "p99_latency_s": [p.p99_latency_ms / 1e3 for p in points],
+        "p99_admitted_s": [p.p99_admitted_ms / 1e3 for p in points],
     }
 
 
@@ -87,10 +88,17 @@ def knee_plots(source: ColumnDataSource, measured: ColumnDataSource | None) -> K
     throughput.line("batch", "tokens_per_s", source=source, color="#0072B2", line_width=3)
     throughput.scatter("batch", "tokens_per_s", source=source, color="#0072B2", size=7)
     latency = small_figure(
-        "knee-latency", "p99 end-to-end latency (log scale)", "s", "batch size (slots)", log_x=True, log_y=True
+        "knee-latency", "p99 latency (log scale)", "s", "batch size (slots)", log_x=True, log_y=True
     )
-    latency.line("batch", "p99_latency_s", source=source, color="#CC79A7", line_width=3)
+    latency.line("batch", "p99_latency_s", source=source, color="#CC79A7", line_width=3, legend_label="end to end")
     latency.scatter("batch", "p99_latency_s", source=source, color="#CC79A7", size=7)
+    # Once admitted: past the knee each request's own time grows with the batch (the chapter's "every request in
+    # the batch feels it"), while the end-to-end figure, below capacity, only stops falling.
+    latency.line("batch", "p99_admitted_s", source=source, color="#555555", line_width=2, line_dash="dashed",
+                 legend_label="once admitted (no wait for a slot)")  # fmt: skip
+    latency.scatter("batch", "p99_admitted_s", source=source, color="#555555", size=5)
+    latency.legend.location = "top_right"
+    latency.legend.label_text_font_size = "10px"
     latency.yaxis.formatter = NumeralTickFormatter(format="0,0.[0]")
     knee_line = dict(location=1, dimension="height", line_dash="dotted", line_width=2)
     spans = [Span(line_color=KNEE_COLOR, **knee_line) for _ in range(3)]
@@ -146,7 +154,7 @@ def show_knee(
     top = max(max([*shown, *measured_ms]) * DATA_HEADROOM, target_ms * TARGET_HEADROOM)
     plots.itl.y_range.end = top
     plots.throughput.y_range.end = max(data["tokens_per_s"]) * 1.1 or 1
-    positive = [v for v in data["p99_latency_s"] if v > 0] or [1.0]
+    positive = [v for v in [*data["p99_latency_s"], *data["p99_admitted_s"]] if v > 0] or [1.0]
     plots.latency.y_range.start, plots.latency.y_range.end = min(positive) / 2, max(positive) * 2
     for renderer in plots.itl_renderers:
         renderer.visible = revealed

@@ -76,3 +76,36 @@ def moves_html(points: tuple[SweepPoint, ...], target_ms: float, rate_per_s: flo
         f"looser target, {looser_ms:g} ms, {move(looser)} {name(looser)}; {faster_rate:g} requests/s instead of "
         f"{rate_per_s:g} {move(at_rate)} {name(at_rate)} at {target_ms:g} ms.</p>"
     )
+
+
+def latency_html(points: tuple[SweepPoint, ...]) -> str:
+    """Return what happens to latency past the knee here: each request once admitted, and end to end, from the sweep.
+
+    The chapter's "past a point batching makes single-request latency worse" is a request's time once it has a slot
+    (slower passes); the end-to-end figure also counts the wait for a slot, which a bigger batch shortens.
+    """
+    here = knee(list(points))
+    batches = [p.batch for p in points]
+    if here is None or here.batch == batches[-1]:
+        return '<p class="bv-latency-words" data-past-knee="none">No batch size here lies past the knee.</p>'
+    after = points[batches.index(here.batch) + 1]
+    change = after.p99_admitted_ms - here.p99_admitted_ms
+    admitted = (
+        f"past the knee each request, once it has a slot, takes {'longer' if change > 0 else 'no longer'}: p99 "
+        f"{here.p99_admitted_ms / 1e3:.2f} s from admission to last token at batch {here.batch} against "
+        f"{after.p99_admitted_ms / 1e3:.2f} s at {after.batch}"
+    )
+    # Where the end-to-end p99 equals the admitted one, nobody waits for a slot any more.
+    free = next((p for p in points if p.p99_latency_ms <= p.p99_admitted_ms * 1.001), None)
+    if free is None:
+        e2e = (
+            f"at every size some requests wait for a slot, and the end-to-end p99 adds that wait "
+            f"({here.p99_latency_ms / 1e3:.2f} s at the knee against {here.p99_admitted_ms / 1e3:.2f} s once admitted)"
+        )
+    else:
+        e2e = (
+            f"from batch {free.batch} up every request gets a slot as it arrives, so the end-to-end p99 "
+            f"({free.p99_latency_ms / 1e3:.2f} s there) stops falling: a bigger batch takes nobody sooner"
+        )
+    direction = "up" if change > 0 else "flat"
+    return f'<p class="bv-latency-words" data-past-knee="{direction}">Here {admitted}; {e2e}.</p>'

@@ -78,6 +78,7 @@ def _expected(points) -> dict[int, dict[str, str]]:
             "itl_p99_ms": f"{p.itl_p99_ms:.1f}",
             "tokens_per_s": f"{p.tokens_per_s:.0f}",
             "p99_latency_s": f"{p.p99_latency_ms / 1e3:.2f}",
+            "p99_admitted_s": f"{p.p99_admitted_ms / 1e3:.2f}",
         }
         for p in points
     }

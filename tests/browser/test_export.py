@@ -443,6 +443,7 @@ def test_export_exercises_equal_the_core(page, page_errors, offline, exported):
             "itl_p99_ms": f"{p.itl_p99_ms:.1f}",
             "tokens_per_s": f"{p.tokens_per_s:.0f}",
             "p99_latency_s": f"{p.p99_latency_ms / 1e3:.2f}",
+            "p99_admitted_s": f"{p.p99_admitted_ms / 1e3:.2f}",
         }
     page.get_by_role("tab", name="Exercise 2: length spread").click()
     _set_models(page, {"spread-sigma": 0.5})
