@@ -467,6 +467,19 @@ def chunked_html(budget: int) -> str:
     )
 
 
+# The tab's opening words: what decides who runs, and why its blocks are smaller than the simulator's.
+INTRO = (
+    "<h2>Memory decides who runs</h2><p>A real engine admits a request only if its KV cache fits. "
+    "With a <b>paged</b> cache a request holds blocks for the tokens it has, taken one at a time from "
+    "anywhere in the pool. With a <b>contiguous</b> cache it must reserve one unbroken run for the longest "
+    "answer it might give, and a retired request leaves a hole of that size. Move the pool and the "
+    "step; each row is a slot, each column a pass. The chapter leaves these decisions (what happens when "
+    "memory runs out mid-generation, or when a huge prompt arrives) to the next chapter, S10, which builds "
+    f"the scheduler: this tab previews them. Blocks here hold {BLOCK_SIZE} tokens ({STEP_BLOCK_SIZE} on the "
+    "simulator tab), so a few short requests fill a pool small enough to draw box by box.</p>"
+)
+
+
 class MemoryView(LazyViewer):
     """The pool slider, a step cursor, and the three modes' timelines and pools on the same traffic."""
 
@@ -516,16 +529,7 @@ class MemoryView(LazyViewer):
         self.modes.object = "".join(mode_html(m, runs[m], self.step, width, self.blocks) for m in MODES)
 
     def _compose(self) -> pn.viewable.Viewable:
-        intro = text_pane(
-            "<h2>Memory decides who runs</h2><p>A real engine admits a request only if its KV cache fits. "
-            "With a <b>paged</b> cache a request holds blocks for the tokens it has, taken one at a time from "
-            "anywhere in the pool. With a <b>contiguous</b> cache it must reserve one unbroken run for the longest "
-            "answer it might give, and a retired request leaves a hole of that size. Move the pool and the "
-            "step; each row is a slot, each column a pass. The chapter leaves these decisions (what happens when "
-            "memory runs out mid-generation, or when a huge prompt arrives) to the next chapter, S10, which builds "
-            f"the scheduler: this tab previews them. Blocks here hold {BLOCK_SIZE} tokens ({STEP_BLOCK_SIZE} on the "
-            "simulator tab), so a few short requests fill a pool small enough to draw box by box.</p>"
-        )
+        intro = text_pane(INTRO)
         legend = text_pane(
             "<p class='bv-muted'>Letters are requests. Blue: generating; orange, hatched: padding; yellow, bold: "
             "recomputing after a preemption; pale blue: a prompt chunk; light grey: idle; ⊘ in a dashed cell: a "

@@ -155,3 +155,24 @@ def test_build_batch_beside_the_batch_says_what_each_line_produced():
     assert str(batch.cu_seqlens.tolist()[:12])[1:-1] in notes["cu_seqlens"]
     assert str(batch.positions.tolist()[:12])[1:-1] in notes["positions"]
     assert "as it ran at step 9" in text
+
+
+def test_the_full_head_to_head_tells_its_three_counts_of_lost_time_apart():
+    """Item 8: slot-steps against request-steps, and a finished slot's padding against a prompt's pad tokens."""
+    from app.batch_view import BatchView
+    from app.state import SimState
+    from app.views import LOSS_NOTE, HeadToHeadView
+
+    state = SimState()
+    table = HeadToHeadView(state=state).table.object
+    assert table.endswith(LOSS_NOTE)
+    for words in ("count slot-steps, a slot's time", "counts request-steps, a waiting request's time",
+                  "the pad tokens that line up a static batch's prompts"):  # fmt: skip
+        assert words in LOSS_NOTE
+    state.clock = "ms"  # on a clock the table has no step counts, and no note about them
+    assert LOSS_NOTE not in HeadToHeadView(state=state).table.object
+    state.clock = "steps"
+    state.step = 10  # a batch runs at step 10 under continuous batching on the default traffic
+    batch = BatchView(state=state).html()
+    assert "This view's own KV block pool:" in batch and "the simulator's pool above is the KV strip's" in batch
+    assert "left-padded" not in batch

@@ -261,3 +261,12 @@ def test_the_log_speaks_at_every_step_a_request_waits_with_its_reason():
            if t >= 5 else " and only 1 is free")
         for t in range(3, 9)
     ]  # fmt: skip
+
+
+def test_the_page_says_why_its_two_block_sizes_differ():
+    """Item 8: 8-token blocks on the simulator tab and 4-token ones here, with no word on why."""
+    from app.memory_view import INTRO
+    from app.state import BLOCK_SIZE as SIMULATOR_BLOCK_SIZE
+
+    assert SIMULATOR_BLOCK_SIZE != BLOCK_SIZE
+    assert f"Blocks here hold {BLOCK_SIZE} tokens ({SIMULATOR_BLOCK_SIZE} on the simulator tab)" in INTRO
