@@ -44,7 +44,7 @@ def knee_data() -> dict:
     """Return the sweep's plotted columns for every accelerator, model and offered rate."""
     def at(rate: float, model) -> dict:
         points = cached_sweep(rate, model)
-        words = {"load_html": load_html(points, rate), "motivation": motivation_html(model, points)}
+        words = {"load_html": load_html(points, rate), "motivation": motivation_html(model)}
         return {**points_data(points), **words}
 
     return {
@@ -100,7 +100,7 @@ def knee_section():
         _div(name="knee-table"),
     )
     load = _div(load_html(points, PAGE_RATE_PER_S), name="knee-load")
-    motivation = _div(motivation_html(cost_model(), points), name="knee-motivation")
+    motivation = _div(motivation_html(cost_model()), name="knee-motivation")
     redraw = CustomJS(
         args=dict(
             data_json=json.dumps(knee_data(), separators=(",", ":")),

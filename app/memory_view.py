@@ -18,6 +18,7 @@ from core.chunked_example import ARRIVES_MS, DECODERS, HUGE_PROMPT, huge_prompt_
 from core.engine import as_run, memory_waits, schedule
 from core.memory import MemoryConfig
 from core.memory_example import BLOCK_SIZE, BLOCKS, MIN_BLOCKS, MODES, SLOTS, memory_requests
+from core.policies import get_policy
 from core.run import GENERATING, IDLE, Run
 from core.schedule_record import Schedule
 from core.states import PADDING, PREFILL, RECOMPUTE
@@ -309,7 +310,7 @@ def _held_before(s: Schedule, p: int, request: int) -> int:
 def wait_words(s: Schedule, w: Wait) -> str:
     """Return why a request waits for memory at a step: too few blocks free, or (contiguous) free blocks in holes."""
     name = s.requests[w.request].id
-    if s.policy == "static":
+    if get_policy(s.policy).forms_batches:  # a batch's row, not one request's blocks
         head = f"{name} waits for memory: one more row of the batch needs {plural(w.needed, 'block')}"
     else:
         head = f"{name} waits for memory: it needs {plural(w.needed, 'block')}"

@@ -25,14 +25,22 @@ def _flat(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# What a client's message raises on its way in: the only records Tornado's and asyncio's loggers flatten (any other
+# exception there is the server's own bug, and keeps its traceback).
+CLIENT_ERRORS = ("ProtocolError", "ValidationError", "JSONDecodeError", *CLOSED)
+MESSAGE_LOGGERS = ("bokeh.server.views.ws", "bokeh.server.protocol_handler")  # they handle one client message each
+
+
 class OneLine(logging.Filter):
-    """Turn a record with a traceback into one line: the message and the exception's type and words."""
+    """Turn a record a client caused into one line: the message and the exception's type and words."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Flatten `record` in place (always kept; a closed tab's record drops to DEBUG)."""
+        """Flatten `record` in place when a client caused it (always kept; a closed tab's record drops to DEBUG)."""
         if not record.exc_info or record.exc_info[1] is None:
             return True
         exc = record.exc_info[1]
+        if record.name not in MESSAGE_LOGGERS and type(exc).__name__ not in CLIENT_ERRORS:
+            return True  # the server's own error: its traceback is what finds it
         record.msg = f"{_flat(record.getMessage())} ({type(exc).__name__}: {_flat(exc, 200)})"
         record.args, record.exc_info, record.exc_text, record.stack_info = (), None, None, None
         if type(exc).__name__ in CLOSED:

@@ -254,7 +254,7 @@ def test_the_motivation_is_the_roofline_s_own_step_times():
     model = cost_model()
     context = mean_context(generate(SWEEP_TRAFFIC))
     one, many = model.step_ms(1, context), model.step_ms(32, context)
-    words = motivation_html(model, ())
+    words = motivation_html(model)
     assert f"1 row takes {one:.1f} ms" in words and f"32 rows takes {many:.1f} ms" in words
     assert f"{32 * one / many:.1f}x the tokens per millisecond" in words and 32 * one / many > 10
 

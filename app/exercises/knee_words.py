@@ -45,7 +45,7 @@ def load_html(points: tuple[SweepPoint, ...], rate_per_s: float) -> str:
     )
 
 
-def motivation_html(model: CostModel, points: tuple[SweepPoint, ...]) -> str:
+def motivation_html(model: CostModel) -> str:
     """Return the chapter's motivation from the roofline: a decode pass reads the whole model, so rows are cheap."""
     context = mean_context(generate(SWEEP_TRAFFIC))
     one, many = model.step_ms(1, context), model.step_ms(32, context)

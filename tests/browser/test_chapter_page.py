@@ -237,8 +237,9 @@ def test_every_show_me_link_opens_the_step_it_names(page, page_errors, app_url):
             continue
         open_app(page, app_url, "?tab=quiz", canvas=False)
         expect(page.locator(".bv-quiz-progress").first).to_contain_text("Question 1 of", timeout=15_000)
-        for _ in range(n):
+        for k in range(n):
             page.get_by_role("button", name="Next question").click()
+            expect(page.locator(".bv-quiz-progress").first).to_contain_text(f"Question {k + 2} of", timeout=15_000)
         _quiz_answer(page, n, q.answer)
         page.get_by_role("button", name=f"Show me: {q.link_text}").click()
         expect(page.locator(".bk-tab.bk-active").first).to_have_text("Simulator", timeout=15_000)

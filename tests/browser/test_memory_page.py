@@ -103,7 +103,7 @@ def test_a_deep_link_opens_a_tight_pool_where_paged_preempts(page, page_errors, 
     names = [r.id for r in paged.requests]
     log = _read(page, "paged")["log"]
     assert f"{names[event.needed_by]} needs a new block and none is free; {names[event.request]}, admitted last" in log
-    expect(page.locator("[data-claim=memory-paged]").first).to_contain_text("preempts 1 time")
+    expect(page.locator("[data-claim=memory-paged]").first).to_contain_text("preempts once")
     assert "blocks=9" in page.url
 
 
