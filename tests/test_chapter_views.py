@@ -128,6 +128,16 @@ def test_the_batch_view_escapes_ids_and_caps_rows():
 
 def test_the_batch_view_follows_the_cursor_and_the_runs():
     """Moving the step or changing the traffic redraws the batch for the step and runs shown."""
+    from bokeh.document import Document
+    from panel.io.state import set_curdoc
+
+    # A document of its own: a served app's document left current by an earlier test would take the redraws to
+    # its event loop's next tick (app/loop.on_document), after these asserts.
+    with set_curdoc(Document()):
+        _follow_the_cursor()
+
+
+def _follow_the_cursor() -> None:
     state = SimState(step=10)
     view = BatchView(state=state)
     assert 'data-batch-step="10"' in view.div.text
