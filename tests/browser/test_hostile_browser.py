@@ -21,10 +21,10 @@ SERVER_LOGGERS = ("", "panel", "bokeh", "tornado")
 
 
 class _Errors(logging.Handler):
-    """Keep every error record, once (a record can reach two of the loggers on its way up)."""
+    """Keep every record at `level` or above (errors by default), once (a record can reach two of the loggers)."""
 
-    def __init__(self):
-        super().__init__(logging.ERROR)
+    def __init__(self, level: int = logging.ERROR):
+        super().__init__(level)
         self.records: dict[int, logging.LogRecord] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -159,17 +159,6 @@ def test_a_knee_input_out_of_range_is_refused_and_restored(page, page_errors, se
     assert float(before.replace(",", "")) == float(kept)
 
 
-class _Records(logging.Handler):
-    """Keep every record of WARNING or above, once."""
-
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.records: dict[int, logging.LogRecord] = {}
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records[id(record)] = record
-
-
 def test_malformed_websocket_traffic_is_one_line_each_and_the_server_survives(app_url):
     """Round 4, defect 14: an upgrade without Bokeh's subprotocol, frames without a msgid, junk: one line each."""
     import asyncio
@@ -179,7 +168,7 @@ def test_malformed_websocket_traffic_is_one_line_each_and_the_server_survives(ap
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
-    handler = _Records()
+    handler = _Errors(logging.WARNING)
     loggers = [logging.getLogger(name) for name in SERVER_LOGGERS]
     for logger in loggers:
         logger.addHandler(handler)
