@@ -146,24 +146,32 @@ def test_weighted_percentiles_count_each_value_its_weight():
     assert weighted_percentiles(np.array([]), np.array([]), (50,)) == (0.0,)
 
 
-@settings(max_examples=100, deadline=None)
-@given(
+RUN_SHAPES = (  # a memory run of every policy shape: requests (arrival, output, prompt), slots, policy, spare blocks
     st.lists(st.tuples(st.integers(0, 15), st.integers(1, 12), st.integers(0, 20)), min_size=1, max_size=15),
     st.integers(1, 4),
     st.sampled_from(["static", "continuous", "sjf", "chunked"]),
     st.integers(0, 3),
     st.integers(1, 80),
 )
-def test_counts_per_step_are_the_grids_columns(rows, slots, policy, extra, width):
-    """Run.counts_per_step (no dense grid) equals the grid's per-step count of every state, memory runs included."""
+
+
+def _memory_run(rows, slots, policy, extra):
+    """Return the memory engine's run of `rows` on a pool `extra` blocks above the least that fits."""
     from core.engine import as_run, schedule
     from core.memory import MemoryConfig
 
     reqs = [Request(f"r{i}", a, o, p) for i, (a, o, p) in enumerate(rows)]
     need = max(-(-(max(1, r.prompt_tokens) + max(o for _, o, _ in rows)) // 4) for r in reqs)
-    memory = MemoryConfig(kv_blocks=need + extra, block_size=4)
     budget = slots + 2 if policy == "chunked" else None
-    run = as_run(schedule(reqs, slots, policy, memory, token_budget=budget))
+    memory = MemoryConfig(kv_blocks=need + extra, block_size=4)
+    return as_run(schedule(reqs, slots, policy, memory, token_budget=budget))
+
+
+@settings(max_examples=100, deadline=None)
+@given(*RUN_SHAPES)
+def test_counts_per_step_are_the_grids_columns(rows, slots, policy, extra, width):
+    """Run.counts_per_step (no dense grid) equals the grid's per-step count of every state, memory runs included."""
+    run = _memory_run(rows, slots, policy, extra)
     grid = run.grid(width)
     counts = run.counts_per_step(width)
     for state in range(5):
@@ -171,24 +179,13 @@ def test_counts_per_step_are_the_grids_columns(rows, slots, policy, extra, width
 
 
 @settings(max_examples=150, deadline=None)
-@given(
-    st.lists(st.tuples(st.integers(0, 15), st.integers(1, 12), st.integers(0, 20)), min_size=1, max_size=15),
-    st.integers(1, 4),
-    st.sampled_from(["static", "continuous", "sjf", "chunked"]),
-    st.integers(0, 3),
-    st.integers(1, 80),
-)
+@given(*RUN_SHAPES)
 def test_losses_equal_the_per_step_counts(rows, slots, policy, extra, width):
     """The event sweep of losses (no per-step array) equals the counts per step, memory runs and short windows too."""
-    from core.engine import as_run, schedule
     from core.losses import losses, waiting_per_step
-    from core.memory import MemoryConfig
     from core.states import IDLE, PADDING
 
-    reqs = [Request(f"r{i}", a, o, p) for i, (a, o, p) in enumerate(rows)]
-    need = max(-(-(max(1, r.prompt_tokens) + max(o for _, o, _ in rows)) // 4) for r in reqs)
-    budget = slots + 2 if policy == "chunked" else None
-    run = as_run(schedule(reqs, slots, policy, MemoryConfig(kv_blocks=need + extra, block_size=4), token_budget=budget))
+    run = _memory_run(rows, slots, policy, extra)
     for window in (width, run.drain, None):
         w = run.drain if window is None else window
         counts, waiting = run.counts_per_step(w), waiting_per_step(run, w)
