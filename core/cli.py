@@ -255,6 +255,26 @@ KNOB_FLAGS = {
         bounded_int(0, 10_000_000),
         "vLLM: the most of one prompt's tokens in a pass (0: off, the default)",
     ),
+    "--schedule-policy": (
+        "schedule_policy",
+        str,
+        "SGLang's queue order: fcfs or lof, largest max_tokens first (default fcfs)",
+    ),
+    "--waiting-served-ratio": (
+        "waiting_served_ratio",
+        bounded_float(0.0, 1000.0),
+        "TGI: while rows decode, a prefill pauses them once the waiting it admits reach this times the batch (default 0.3)",
+    ),
+    "--max-waiting-tokens": (
+        "max_waiting_tokens",
+        bounded_int(1, 1_000_000),
+        "TGI: decode passes after which the waiting are let in whatever the ratio (default 20)",
+    ),
+    "--max-batch-prefill-tokens": (
+        "max_batch_prefill_tokens",
+        bounded_int(0, 10_000_000),
+        "TGI: the most prompt tokens in a prefill pass (0: the longest prompt + 50, TGI's default)",
+    ),
 }
 
 

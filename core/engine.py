@@ -14,6 +14,7 @@ early) is computed there with NumPy, not in the loop.
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 from collections import deque
@@ -22,14 +23,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from .cost import StepCost, UnitCost, prices_rectangles, scalar_pass_ms
-from .fits import check_fits
+from .fits import check_fits, check_prompt_cap
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, check_prefill_passes, check_workload
 from .memory import UNLIMITED, KVPool, MemoryConfig
 from .policies import Policy, get_policy
 from .request import Request
 from .run import Run
 from .schedule_record import Event, Schedule
-from .states import GENERATING, IDLE, PADDING, PREFILL, RECOMPUTE
+from .states import GENERATING, IDLE, PADDING, PAUSED, PREFILL, RECOMPUTE
 
 MAX_RECORDED_BLOCKS = 1024
 
@@ -75,6 +76,7 @@ def schedule(
     requests = tuple(requests)
     check_workload(len(requests), sum(r.output_tokens for r in requests))
     check_fits(requests, memory, pol)
+    check_prompt_cap(requests, pol)
     if pol.has_token_budget:  # a chunk pass is recorded on its own: bound them before the loop, not after
         check_prefill_passes(sum(max(1, r.prompt_tokens) for r in requests), token_budget)
     return _Engine(requests, slots, pol, memory, cost, float(batch_timeout), token_budget, record_pool).run()
@@ -115,7 +117,8 @@ class _Engine:
         self.paged_growth = self.limited and not pol.reserves_whole_life(memory.allocation)
         # Without growth nobody is preempted, and without a budget every prompt fits its first pass: each request is
         # then one generating cell from its start to its finish, closed as it retires, which _record draws itself.
-        self.plain = not pol.forms_batches and not pol.has_token_budget and not self.paged_growth
+        # A policy that pauses the decoding rows for a prompt pass splits their cells too.
+        self.plain = not (pol.forms_batches or pol.has_token_budget or self.paged_growth or pol.pauses_decoders)
         self.slot = [0] * n
         self.start = [-1] * n
         self.first = [-1] * n
@@ -195,6 +198,12 @@ class _Engine:
         reserving = pol.reserves_whole_life(self.memory.allocation)  # prompt + the output cap, held to the end
         paged_limited = limited and not contiguous
         plain = self.plain
+        # A pass with a prompt pauses the decoding rows (TGI); a gate decides when the waiting join the running.
+        pauses, gated = pol.pauses_decoders, pol.gates_admission
+        pcap = pol.prompt_tokens_cap(P)  # the most prompt tokens a pass admits (0: no cap)
+        since, after_pause = 0, False  # decode passes since the last pass with a prompt; that pass paused the rows
+        paused_open: list[int] = []  # decoding requests whose paused cell is open
+        ahead: set[int] = set()  # paused requests that already took the block their next token fills
         bs, size = pool.block_size, pool.size
         track = self.record_pool  # block ids matter only for the recorded map
         quick = unit and not track  # a stretch is recorded inline, without a call
@@ -244,6 +253,7 @@ class _Engine:
                 if growth:
                     del buckets[phase[k]][k]
             del running[k]
+            ahead.discard(k)
             pool.release(k)
             s = slot[k]
             push(free, s)
@@ -273,6 +283,8 @@ class _Engine:
                     add_cell((k, s, cell_from[k], p, cell_state[k], cell_g[k]))
             preempted = False
             due = buckets[p % bs] if growth else None
+            if due and ahead:
+                due = {k: None for k in due if k not in ahead}
             if due:
                 if not track and can_grow(len(due)):
                     grow(due)  # a block for each: nobody is preempted, so the order they are served in is moot
@@ -298,19 +310,28 @@ class _Engine:
                                 break
                         if k in running:
                             pool.append(k, tokens)
+            grown = [k for k in due if k in running] if due and pauses else ()
             # The pass's plan: decoding rows first, then prompt chunks in admission order (chunked), then admissions.
             chunks: list = []  # chunked: (request, tokens this pass); continuous: the requests admitted
             left = prefill = prefilled = 0  # budget left; prompt tokens in this pass; their cached prompt before it
             if chunked:
-                left = budget - count
+                left = budget if pauses else budget - count  # a pausing policy's prompt pass holds no decoding row
                 for k, (done_, target) in prefilling.items():
                     c = min(target - done_, left, cap)
                     left -= c
                     chunks.append((k, c))
                     prefill += c
                     prefilled += done_
-            while not preempted and waiting and free and (left > 0 or not chunked):
+            limit = n  # how many this pass may admit
+            if gated and count and waiting and free and not preempted:
+                fitting = self._fitting(waiting, len(free), pcap, reserve)
+                if not pol.admits_now(fitting, count, since, after_pause):
+                    limit = 0
+            taken = 0
+            while not preempted and waiting and free and (left > 0 or not chunked) and taken < limit:
                 k = waiting[0]
+                if pcap and taken and prefill + P[k] + g[k] > pcap:
+                    break  # the pass's prompt tokens are spent (check_prompt_cap: a first prompt always fits)
                 tokens = P[k] + (reserve if reserving else g[k] + 1)
                 if limited and (refused == (releases, k) or not can_allocate(k, tokens)):
                     refused = (releases, k)
@@ -319,6 +340,7 @@ class _Engine:
                         events.append(Event(p, "blocked", order[k], free[0], -(-tokens // bs), pool.free))
                     break
                 waiting.popleft()
+                taken += 1
                 if noted:
                     noted.discard(k)
                 if limited:
@@ -351,14 +373,35 @@ class _Engine:
             used = pool.used
             largest = size - used if paged_limited else (pool.largest_free_run() if contiguous else 0)
             if chunks:  # one pass: somebody's prompt is in it
-                ctx = ctx_base + count * p + prefilled
+                paused = pauses and count > 0
+                if paused:  # the decoding rows emit nothing this pass: each finishes a pass later
+                    new = () if chunked else set(chunks)
+                    for k in running:
+                        if k in prefilling or k in new:
+                            continue
+                        if cell_state[k] != PAUSED:
+                            if p > cell_from[k]:
+                                add_cell((k, slot[k], cell_from[k], p, cell_state[k], cell_g[k]))
+                            cell_state[k], cell_from[k], cell_g[k] = PAUSED, p, p + base[k]
+                            paused_open.append(k)
+                        base[k] -= 1
+                        if growth:
+                            phase[k] = (phase[k] + 1) % bs
+                    if growth:  # every decoding request's next block falls a pass later: the buckets turn by one
+                        buckets.insert(0, buckets.pop())
+                        ahead.update(grown)
+                    ctx_base -= count
+                    fin[:] = [(f + 1, s, k, gn) for f, s, k, gn in fin]  # a uniform shift keeps the heap a heap
+                rows_now = 0 if paused else count
+                ctx = prefilled + (0 if paused else ctx_base + count * p)
                 if quick:
                     end = clock + 1
-                    record((1, count, prefill, ctx, clock, end, used, largest))
+                    record((1, rows_now, prefill, ctx, clock, end, used, largest))
                 else:
-                    end = stretch(1, count, prefill, ctx, clock, used, largest)
+                    end = stretch(1, rows_now, prefill, ctx, clock, used, largest)
                 clock = end
                 p += 1
+                since, after_pause = 0, paused
                 if chunked:  # a prompt whose last chunk was in the pass decodes from now on; the others wait
                     done = []
                     for k, c in chunks:
@@ -395,13 +438,24 @@ class _Engine:
                 continue
             while fin and fin[0][3] != gen[fin[0][2]]:
                 pop(fin)
+            for k in paused_open:  # the rows decode again from this pass
+                if k in running and cell_state[k] == PAUSED:
+                    add_cell((k, slot[k], cell_from[k], p, PAUSED, cell_g[k]))
+                    cell_state[k], cell_from[k] = GENERATING, p
+            paused_open.clear()
+            ahead.clear()  # this pass fills the blocks they took
             L = 1 if preempted else fin[0][0] - p  # after a preemption, admission is tried at the next boundary
+            if gated and waiting and free and L > 1:  # the gate may open before anyone retires
+                again = 1 if after_pause else pol.recheck_in(since)
+                if again is not None:
+                    L = min(L, again)
             if growth and L > 1:  # stop at the next pass where somebody needs a block
                 for d in range(1, min(L, bs + 1)):
                     if buckets[(p + d) % bs]:
                         L = d
                         break
-            cut = free and (keyed or not waiting) and nxt < n  # an arrival may be admitted at the first pass after it
+            # An arrival may be admitted at the first pass after it (past a waiting head, or opening a gate).
+            cut = free and (keyed or gated or not waiting) and nxt < n
             if cut and unit:
                 L = min(L, max(1, math.ceil(A[nxt] - clock)))
             ctx = ctx_base + count * p
@@ -414,8 +468,36 @@ class _Engine:
                     L, end = self._cut(L, A[nxt])
             clock = end
             p += L
+            since, after_pause = since + L, False
         self.passes = p
         self.recomputed = recomputed
+
+    def _fitting(self, waiting, free_slots: int, pcap: int, reserve: int) -> int:
+        """Return how many waiting requests, from the head, a pass would admit: slots, prompt tokens, the pool.
+
+        For a gated policy, which reserves every request's whole life (checked at registration); the pool is asked
+        on a copy, so the admission that follows (or not) finds it as it was.
+        """
+        P, pool = self.P, self.pool
+        trial = copy.deepcopy(pool) if self.limited and pool.contiguous else None
+        free_blocks = pool.free if self.limited else 0
+        fitting = prompts = 0
+        for k in waiting:
+            if fitting == free_slots or (pcap and fitting and prompts + P[k] > pcap):
+                break
+            tokens = P[k] + reserve
+            if trial is not None:
+                if not trial.can_allocate(k, tokens):
+                    break
+                trial.allocate(k, tokens)
+            elif self.limited:
+                need = self.memory.blocks_for(tokens)
+                if need > free_blocks:
+                    break
+                free_blocks -= need
+            fitting += 1
+            prompts += P[k]
+        return fitting
 
     def _static(self):
         n, A, P, OUT, pool = len(self.A), self.A, self.P, self.OUT, self.pool
@@ -499,6 +581,10 @@ class _Engine:
         first_count, last_count = -(-(c + lo) // bs), -(-(c + hi - 1) // bs)
         cross = lo + 1 + (1 - (c + lo + 1)) % bs  # its first pass after lo holding c + q = 1 (mod bs): a new block
         crossings = np.maximum(0, -(-(hi - cross) // bs))
+        paused = live[:, 4] == PAUSED  # a paused row holds its prompt and tokens so far, and takes no new one
+        if paused.any():
+            still = -(-(c[paused] + lo[paused] - 1) // bs)
+            first_count[paused], last_count[paused], crossings[paused] = still, still, 0
         within = np.arange(crossings.sum()) - np.repeat(np.cumsum(crossings) - crossings, crossings)
         at = np.repeat(cross, crossings) + bs * within
         size = passes + 1

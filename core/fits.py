@@ -46,3 +46,14 @@ def check_fits(requests: Sequence[Request], memory: MemoryConfig, policy: str | 
         f"request {r.id!r} needs {need:,} blocks of {memory.block_size} tokens for {what} ({tokens:,} tokens) "
         f"but the pool has {pool:,}: give --kv-blocks at least {need:,}, the largest request's"
     )
+
+
+def check_prompt_cap(requests: Sequence[Request], policy: Policy) -> None:
+    """Refuse a prompt longer than the most prompt tokens the policy admits in a pass (TGI refuses it too)."""
+    prompts = [r.prompt_tokens or 1 for r in requests]
+    cap = policy.prompt_tokens_cap(prompts)
+    if cap and prompts and max(prompts) > cap:
+        raise LimitError(
+            f"a prompt of {max(prompts):,} tokens is longer than {policy.name}'s {cap:,} prompt tokens a pass "
+            f"(max_batch_prefill_tokens): give at least {max(prompts):,}, or 0 for the longest prompt + 50"
+        )

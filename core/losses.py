@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .run import PADDING, Run
+from .states import STATE_CHARS
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,12 @@ def waiting_per_step(run: Run, window: int) -> np.ndarray:
 
 
 def _spans(run: Run) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Return, per slot state 1.. (generating, padding, recompute, prefill), its intervals' starts and ends."""
+    """Return, per slot state 1.. (generating, padding, recompute, prefill, paused), its intervals' starts and ends."""
     if run.cells is not None:
         cells = run.cells
-        return [(cells[cells[:, 4] == s, 2], cells[cells[:, 4] == s, 3]) for s in range(1, 5)]
+        return [(cells[cells[:, 4] == s, 2], cells[cells[:, 4] == s, 3]) for s in range(1, len(STATE_CHARS))]
     empty = np.zeros(0, dtype=np.int64)
-    return [(run.start, run.finish), (run.finish, run.release), (empty, empty), (empty, empty)]
+    return [(run.start, run.finish), (run.finish, run.release)] + [(empty, empty)] * (len(STATE_CHARS) - 3)
 
 
 def losses(run: Run, window: int | None = None) -> Losses:

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .run import GENERATING, PADDING, PREFILL, RECOMPUTE, Run
+from .states import PAUSED
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,8 @@ def compute_metrics(run: Run, window: int | None = None) -> Metrics:
         useful = _clipped_len(cells[emits, 2], cells[emits, 3], window)
         pad = cells[:, 4] == PADDING
         padding = _clipped_len(cells[pad, 2], cells[pad, 3], window)
-        chunk = cells[:, 4] == PREFILL
-        chunk_cells = _clipped_len(cells[chunk, 2], cells[chunk, 3], window)  # prefill chunks: busy, not idle
+        held = (cells[:, 4] == PREFILL) | (cells[:, 4] == PAUSED)  # a prompt chunk, or paused: held, not idle
+        chunk_cells = _clipped_len(cells[held, 2], cells[held, 3], window)
     done = run.finish <= window
     latency_all = run.finish - run.arrival
     latency = latency_all[done]

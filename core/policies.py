@@ -11,6 +11,8 @@ import heapq
 from collections import deque
 from collections.abc import Sequence
 
+import numpy as np
+
 from . import fast_loops
 from .request import Request
 
@@ -62,6 +64,8 @@ class Policy:
     has_timeout = False  # a batch also forms when the oldest waiting request has waited `batch_timeout`
     has_token_budget = False  # a pass holds at most `token_budget` tokens: decoding rows first, then prompt chunks
     prefill_chunk_cap = 0  # with a budget: at most this many of one prompt's tokens in a pass (0: the budget's)
+    pauses_decoders = False  # a pass that holds a prompt holds no decoding row: the running batch waits (TGI)
+    gates_admission = False  # while rows decode, `admits_now` decides whether the waiting join at this boundary
     knobs: tuple[str, ...] = ()  # the engine settings it takes, by the engine's own names (`with_knobs`)
     versus = "static"  # the policy a page shows beside it
     simulator_mode = False  # offered on the simulator's mode choice (the chapter's policies and its two orders)
@@ -108,6 +112,23 @@ class Policy:
         """Return whether a request reserves its prompt plus the output cap at admission, not block by block."""
         return allocation == "contiguous"
 
+    def admits_now(self, fitting: int, decoding: int, decodes_since: int, after_pause: bool) -> bool:
+        """Gated policies: return whether waiting requests join at this boundary while `decoding` rows decode.
+
+        `fitting`: how many waiting requests this pass would admit (free slots, the pool, the pass's prompt tokens);
+        `decodes_since`: decode passes since the last pass that held a prompt; `after_pause`: that pass paused the
+        decoding rows and was the last one.
+        """
+        return True
+
+    def recheck_in(self, decodes_since: int) -> int | None:
+        """Gated policies: return after how many more decode passes `admits_now` may change by itself (None: never)."""
+        return None
+
+    def prompt_tokens_cap(self, prompts: Sequence[int]) -> int:
+        """Return the most prompt tokens one pass admits (0: no cap); a single prompt over it is refused."""
+        return 0
+
     def batch_forms_at(self, arrivals: Sequence[float], k: int, slots: int, timeout: float, clock: float) -> float:
         """Batch policies: return when a batch headed by waiting request k forms (arrivals sorted, FCFS)."""
         raise NotImplementedError(f"{self.name} admits between passes; it forms no batches")
@@ -135,6 +156,7 @@ class Policy:
             "forms_batches": self.forms_batches,
             "has_timeout": self.has_timeout,
             "has_token_budget": self.has_token_budget,
+            "pauses_decoders": self.pauses_decoders,
             "has_fast_timed": self.fast_timed is not None,
             "ordered": self.ordered,
             "versus": self.versus,
@@ -403,6 +425,127 @@ class VLLM(Policy):
         return request.priority if self.scheduling_policy == "priority" else 0
 
 
+class TGI(Policy):
+    """Text Generation Inference's router (TGI docs, "Text-generation-launcher arguments"): prefill pauses the batch.
+
+    Requests are admitted first come first served into a prefill pass that holds only their prompts, at most
+    `max_batch_prefill_tokens` of them, while the running batch is paused (it emits nothing in that pass). With
+    nothing running the waiting are admitted at once. While rows decode, a prefill pass forms only when the waiting
+    requests it would admit number at least `waiting_served_ratio` times the running batch (rounded down, at least
+    one), or when `max_waiting_tokens` decode passes have run since the last prefill (TGI's waiting_tokens counts
+    from 1 after a prefill); a prefill that paused the batch is always followed by a decode pass. Each request
+    reserves its prompt plus the output cap at admission (TGI's block allocator reserves max_new_tokens), so nobody
+    is preempted. What we simplify: the output cap is the traffic's (`reserve_tokens`, default its longest answer),
+    not each request's max_new_tokens; max_batch_total_tokens is the KV pool; no speculation, no prefix cache.
+    """
+
+    name = "tgi"
+    label = "TGI"
+    colour = "#CC6677"  # Paul Tol's rose
+    summary = "TGI: prefill passes pause the running batch, gated by waiting_served_ratio and max_waiting_tokens"
+    pauses_decoders = True
+    gates_admission = True
+    versus = "continuous"
+    knobs = ("waiting_served_ratio", "max_waiting_tokens", "max_batch_prefill_tokens")
+    caption = (
+        "TGI: waiting requests join in a prefill pass that pauses the running batch; while it decodes, a prefill "
+        "forms only when the waiting it would admit reach waiting_served_ratio times the running batch, or after "
+        "max_waiting_tokens decode passes. Each request reserves its prompt plus the answer cap, so none is preempted."
+    )
+    caption_memory = caption
+
+    def __init__(
+        self, waiting_served_ratio: float = 0.3, max_waiting_tokens: int = 20, max_batch_prefill_tokens: int = 0
+    ):
+        ratio = waiting_served_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1000:
+            raise ValueError(f"waiting_served_ratio must be a number in 0..1000, got {ratio!r}")
+        if type(max_waiting_tokens) is not int or not 1 <= max_waiting_tokens <= 1_000_000:
+            raise ValueError(f"max_waiting_tokens must be an integer in 1..1,000,000, got {max_waiting_tokens!r}")
+        if type(max_batch_prefill_tokens) is not int or not 0 <= max_batch_prefill_tokens <= 10_000_000:
+            got = max_batch_prefill_tokens
+            raise ValueError(f"max_batch_prefill_tokens must be an integer in 0..10,000,000, got {got!r}")
+        self.waiting_served_ratio = float(ratio)
+        self.max_waiting_tokens = max_waiting_tokens
+        self.max_batch_prefill_tokens = max_batch_prefill_tokens
+
+    def reserves_whole_life(self, allocation: str) -> bool:
+        """Return True: TGI's allocator reserves the prompt plus max_new_tokens at admission."""
+        return True
+
+    def admits_now(self, fitting: int, decoding: int, decodes_since: int, after_pause: bool) -> bool:
+        """Return TGI's rule: the waiting it would admit reach the ratio of the batch, or the wait ran out."""
+        if after_pause:  # TGI decodes once after every prefill that paused the batch
+            return False
+        if decodes_since + 1 >= self.max_waiting_tokens:  # waiting_tokens: 1 after a prefill, +1 per decode
+            return fitting >= 1
+        # min_size = floor(batch_size * waiting_served_ratio), in TGI's 32-bit floats
+        min_size = int(np.floor(np.float32(decoding) * np.float32(self.waiting_served_ratio)))
+        return fitting >= max(1, min_size)
+
+    def recheck_in(self, decodes_since: int) -> int | None:
+        """Return the decode passes until max_waiting_tokens forces the waiting in (None: it already does)."""
+        left = self.max_waiting_tokens - 1 - decodes_since
+        return left if left > 0 else None
+
+    def prompt_tokens_cap(self, prompts: Sequence[int]) -> int:
+        """Return max_batch_prefill_tokens; 0 is TGI's default, the longest prompt (max_input_tokens) plus 50."""
+        return self.max_batch_prefill_tokens or max(prompts, default=0) + 50
+
+
+class SGLang(Policy):
+    """SGLang's scheduler (SGLang docs, "Server Arguments"): prefill first, in chunks, while the running batch waits.
+
+    A pass holds prompt chunks or decoding rows, never both. Whenever a prompt is being chunked or a waiting request
+    can be admitted (a free slot, blocks for its prompt and next token), the pass is a prefill pass of at most
+    `chunked_prefill_size` prompt tokens (the token budget) and the running requests are paused; otherwise every
+    running request decodes. `schedule_policy` fcfs admits by arrival; lof (longest output first) by each request's
+    max_tokens, largest first, then arrival (a request without max_tokens has none to go by: lof is then fcfs). A block
+    shortage retracts the most recently admitted request, which later recomputes. What we simplify: SGLang admits
+    against an estimate of the running requests' future tokens (new_token_ratio) and retracts the request with the
+    fewest tokens so far; mixed chunks (--enable-mixed-chunk) and the radix prefix cache are off.
+    """
+
+    name = "sglang"
+    label = "SGLang"
+    colour = "#999933"  # Paul Tol's olive
+    summary = "SGLang: prefill passes first, in chunks of chunked_prefill_size, the running batch paused; fcfs or lof"
+    has_token_budget = True
+    pauses_decoders = True
+    versus = "vllm"
+    knobs = ("schedule_policy",)
+    caption = (
+        "SGLang: a pass either prefills or decodes. Whenever a prompt can start or is being chunked, the pass "
+        "prefills at most chunked_prefill_size prompt tokens and the running requests wait; a block shortage retracts "
+        "the newest request, which later recomputes."
+    )
+    caption_memory = caption
+
+    def __init__(self, schedule_policy: str = "fcfs"):
+        if schedule_policy not in ("fcfs", "lof"):
+            raise ValueError(f"schedule_policy must be fcfs or lof, got {schedule_policy!r}")
+        self.schedule_policy = schedule_policy
+
+    @property
+    def queue_words(self) -> str:
+        """Return the waiting order in the loop's words."""
+        return "largest max_tokens first" if self.schedule_policy == "lof" else "in arrival order"
+
+    @property
+    def order_field(self) -> str:
+        """Return the request field lof orders by ("" under fcfs: arrival)."""
+        return "max_tokens" if self.schedule_policy == "lof" else ""
+
+    @property
+    def order_words(self) -> str:
+        """Return that field in words."""
+        return "max_tokens" if self.schedule_policy == "lof" else ""
+
+    def queue_key(self, request: Request) -> int | None:
+        """Return minus the request's max_tokens under lof (the largest first), else None (arrival order)."""
+        return -request.max_tokens if self.schedule_policy == "lof" else None
+
+
 REGISTRY: dict[str, Policy] = {}
 CHAPTER_PAIR = ("static", "continuous")  # the two policies the chapter's lessons compare, in the order it shows them
 
@@ -415,6 +558,8 @@ def register(policy: Policy) -> Policy:
         raise ValueError(f"{policy.name}: a batch policy forms its batches first come, first served")
     if policy.ordered and policy.queue_words == Policy.queue_words:  # the page's loop would say "arrival order"
         raise ValueError(f"{policy.name}: an ordered policy says its order in queue_words, not {Policy.queue_words!r}")
+    if policy.gates_admission and (policy.ordered or not policy.reserves_whole_life("paged")):
+        raise ValueError(f"{policy.name}: a gated policy admits first come, first served, each its whole life")
     REGISTRY[policy.name] = policy
     return policy
 
@@ -433,6 +578,8 @@ for _policy in (
     VLLM(),
     TrtllmNoEvict(),
     TrtllmMaxUtil(),
+    TGI(),
+    SGLang(),
 ):
     register(_policy)
 

@@ -210,6 +210,25 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
     static = pol.forms_batches
     reserving = pol.reserves_whole_life(memory.allocation)
     keyed = pol.ordered
+    pauses, gated = pol.pauses_decoders, pol.gates_admission
+    pcap = pol.prompt_tokens_cap(prompt)
+    since, after_pause = 0, False  # decode steps since the last step with a prompt; that step paused the rows
+
+    def would_admit():  # how many waiting requests, from the head, a step would admit (tried on the pool, undone)
+        saved_owner, saved_held = owner[:], dict(held)
+        count = prompts = 0
+        for i in list(waiting):
+            if count == occupant.count(None) or (pcap and count and prompts + prompt[i] > pcap):
+                break
+            tokens = prompt[i] + reserve
+            if not fits(i, tokens):
+                break
+            take(i, tokens)
+            count, prompts = count + 1, prompts + prompt[i]
+        owner[:] = saved_owner
+        held.clear()
+        held.update(saved_held)
+        return count
 
     def head():  # the waiting request the policy serves next (a keyed queue: by key, then arrival and trace order)
         if not keyed:
@@ -245,7 +264,7 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
                 if i in admitted:
                     held[i] = blocks(prompt[i] + generated[i] + 1)
         left = None if token_budget is None else token_budget
-        if left is not None:
+        if left is not None and not pauses:  # a pausing policy's prompt step holds no decoding row
             left -= sum(1 for i in admitted if prefilled[i] == target[i])
         chunk = {}
         for i in admitted:
@@ -270,8 +289,16 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
                     take(i, width + reserve)
                     target[i] = prefilled[i] = 0
         else:
-            while not preempted and waiting and None in occupant and (left is None or left > 0):
+            limit = n
+            decoding = [i for i in admitted if prefilled[i] == target[i]]
+            if gated and decoding and waiting and None in occupant and not preempted:
+                if not pol.admits_now(would_admit(), len(decoding), since, after_pause):
+                    limit = 0
+            taken = prompts = 0
+            while not preempted and waiting and None in occupant and (left is None or left > 0) and taken < limit:
                 i = waiting[head()]
+                if pcap and taken and prompts + prompt[i] + generated[i] > pcap:
+                    break
                 tokens = prompt[i] + (reserve if reserving else generated[i] + 1)
                 if not fits(i, tokens):
                     if i not in noted:
@@ -279,6 +306,7 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
                         events.append((t, "blocked", i))
                     break
                 waiting.remove(i)
+                taken, prompts = taken + 1, prompts + prompt[i] + generated[i]
                 noted.discard(i)
                 take(i, tokens)
                 occupant[occupant.index(None)] = i
@@ -290,11 +318,15 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
                     left -= chunk[i]
         peak = max(peak, sum(held.values()))
         col = []
+        paused = pauses and bool(chunk) and any(o is not None and o not in chunk for o in occupant)
+        since, after_pause = (0, paused) if chunk else (since + 1, False)
         for o in occupant:  # one pass
             if o is None:
                 col.append(".")
             elif generated[o] == out[o]:
                 col.append("P")
+            elif paused and o not in chunk:
+                col.append("Z")
             elif o in chunk:
                 prefilled[o] += chunk[o]
                 if prefilled[o] < target[o]:

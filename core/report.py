@@ -42,6 +42,7 @@ def run_json(run: Run, metrics: Metrics, window: int | None) -> dict:
                 "arrival": r.arrival,
                 "output_tokens": r.output_tokens,
                 "priority": r.priority,
+                "max_tokens": r.max_tokens,
                 "start": start if started else None,
                 "finish": finish if window is None or finish <= window else None,
                 "slot": int(run.slot[i]) if started else None,
@@ -163,6 +164,11 @@ def class_rows(runs: dict[str, Run]) -> list[tuple[str, ...]]:
     return [(f"latency mean, class {c} ({n})", *(f"{m:.1f}" for m in means)) for c, (n, means) in by_class.items()]
 
 
+def column_width(names) -> int:
+    """Return a side-by-side table's column width: 12, or wider so the longest name keeps a gap before it."""
+    return max(12, 2 + max((len(n) for n in names), default=0))
+
+
 def how_much_sooner(ratio: float, word: str = "faster", opposite: str = "slower") -> str:
     """Return a drain ratio (baseline / this one) in words that stay true either way: "2.88x faster", "1.04x slower"."""
     if f"{ratio:.2f}" == "1.00":
@@ -188,15 +194,19 @@ def comparison_text(comparison: Comparison, workload: str, slots: int, runs: dic
         *loss_rows({name: losses(run) for name, run in runs.items()}),
         *class_rows(runs),
     ]
-    lines = [f"workload: {workload}; {slots} slots", "", f"{'':27}" + "".join(f"{n:>12}" for n in comparison.names)]
-    lines += [f"{name:27}" + "".join(f"{x:>12}" for x in xs) for name, *xs in rows]
+    w = column_width(comparison.names)
+    lines = [f"workload: {workload}; {slots} slots", "", f"{'':27}" + "".join(f"{n:>{w}}" for n in comparison.names)]
+    lines += [f"{name:27}" + "".join(f"{x:>{w}}" for x in xs) for name, *xs in rows]
     lines.append("")
     base = comparison.names[0]
     than = f" than {base}" if len(comparison.names) > 2 else ""  # two columns: the chapter's sentence, as it was
     for name in comparison.names[1:]:
         r, b, m = comparison.ratios(name), comparison[base], comparison[name]
+        drains = how_much_sooner(r["drain"])
+        # "as fast as continuous (1.00x)", "1.07x slower than continuous"
+        drains = drains.replace(" (", f" as {base} (", 1) if drains.startswith("as ") and than else drains + than
         lines.append(
-            f"{name} drains {how_much_sooner(r['drain'])}{than}; throughput x{r['throughput']:.2f}; "
+            f"{name} drains {drains}; throughput x{r['throughput']:.2f}; "
             f"padding {b.padding_share:.0%} -> {m.padding_share:.0%} of slot-time"
         )
     return "\n".join(lines)
@@ -223,9 +233,10 @@ def serving_text(targets: dict, figures: dict) -> str:
         f"serving: targets TTFT <= {targets['ttft_target']:g} {unit} and each request's ITL p99 <= "
         f"{targets['itl_target']:g} {unit} (goodput: requests that met both, DistServe's)"
     )
-    lines = [head, f"{'':27}" + "".join(f"{n:>12}" for n in names)]
+    w = column_width(names)
+    lines = [head, f"{'':27}" + "".join(f"{n:>{w}}" for n in names)]
     for label, key, fmt in rows:
-        lines.append(f"{label:27}" + "".join(f"{getattr(figures[n], key):>12{fmt}}" for n in names))
+        lines.append(f"{label:27}" + "".join(f"{getattr(figures[n], key):>{w}{fmt}}" for n in names))
     return "\n".join(lines)
 
 

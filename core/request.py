@@ -1,4 +1,4 @@
-"""The per-request record: an id, an arrival step, an output length, a prompt length and a priority class."""
+"""The per-request record: an id, an arrival step, an output length, a prompt length, a priority class, a cap."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ _BOUNDS = {
     "output_tokens": (1, MAX_OUTPUT_TOKENS),
     "prompt_tokens": (0, MAX_PROMPT_TOKENS),
     "priority": (-MAX_PRIORITY, MAX_PRIORITY),
+    "max_tokens": (0, MAX_OUTPUT_TOKENS),
 }
 
 
@@ -24,6 +25,9 @@ class Request:
     output_tokens: int
     prompt_tokens: int = 0
     priority: int = 0  # lower is served first under the priority policy (vLLM's convention); others ignore it
+    # The client's cap on the answer (max_tokens), what an engine knows of a length before generating it; 0: none
+    # given (the traffic's cap applies). SGLang's lof orders by it.
+    max_tokens: int = 0
 
     def __post_init__(self) -> None:
         for name, (low, high) in _BOUNDS.items():
@@ -33,6 +37,11 @@ class Request:
                 raise error(
                     f"Request {self.id!r}: {name} must be an integer in {low:,}..{high:,}, got {show_number(value)}"
                 )
+        if self.max_tokens and self.max_tokens < self.output_tokens:
+            raise ValueError(
+                f"Request {self.id!r}: max_tokens {self.max_tokens:,} is below its output_tokens "
+                f"{self.output_tokens:,}: an answer stops at its cap"
+            )
 
 
 def request_label(index: int) -> str:

@@ -1,4 +1,4 @@
-"""Trace files: the plain CSV (`arrival,output_tokens[,id,prompt_tokens,priority]`) and the Azure inference trace."""
+"""Trace files: the plain CSV (`arrival,output_tokens[,id,prompt_tokens,priority,max_tokens]`) and Azure's trace."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from .limits import (
 from .request import Request, request_label
 
 PLAIN_REQUIRED = ("arrival", "output_tokens")
-PLAIN_OPTIONAL = ("id", "prompt_tokens", "priority")
+PLAIN_OPTIONAL = ("id", "prompt_tokens", "priority", "max_tokens")
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 DEFAULT_STEP_MS = 50.0
 STEP_MS_RANGE = (0.001, 3_600_000.0)  # a microsecond to an hour per step
@@ -40,6 +40,7 @@ _PLAIN_BOUNDS = {
     "output_tokens": (1, MAX_OUTPUT_TOKENS),
     "prompt_tokens": (0, MAX_PROMPT_TOKENS),
     "priority": (-MAX_PRIORITY, MAX_PRIORITY),
+    "max_tokens": (0, MAX_OUTPUT_TOKENS),
 }
 
 
@@ -190,7 +191,12 @@ def _parse_plain(header: list[str], rows: Iterator, source: str) -> list[Request
         tokens = get("output_tokens")
         budget.add(tokens, line, index["output_tokens"] + 1)
         priority = get("priority") if "priority" in index else 0
-        requests.append(Request(rid, get("arrival"), tokens, prompt, priority))
+        cap = get("max_tokens") if "max_tokens" in index else 0
+        if cap and cap < tokens:
+            raise TraceError(
+                source, line, index["max_tokens"] + 1, f"max_tokens {cap:,} is below output_tokens {tokens:,}"
+            )
+        requests.append(Request(rid, get("arrival"), tokens, prompt, priority, cap))
     return requests
 
 

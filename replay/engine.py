@@ -174,7 +174,7 @@ class Engine:
                 "the replay follows a limited pool under continuous or chunked batching on a paged cache of "
                 f"{BLOCK_SIZE}-token blocks; got {policy}, {memory.block_size}-token blocks"
             )
-        planned = pol.has_token_budget or not memory.unlimited
+        planned = pol.has_token_budget or pol.pauses_decoders or not memory.unlimited  # the plain loop cannot pause
         if planned:  # the core refuses a bad budget before the model is touched
             plan = schedule(
                 list(requests), slots, policy, memory, batch_timeout=batch_timeout, token_budget=token_budget

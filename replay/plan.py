@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from core.policies import get_policy
 from core.schedule_record import Schedule
-from core.states import GENERATING, PREFILL, RECOMPUTE
+from core.states import GENERATING, PAUSED, PREFILL, RECOMPUTE
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,8 @@ def pass_plans(s: Schedule) -> list[PassPlan]:
                 admit[lo].append((slot, i, prompt[i] + emitted))
                 in_prefill = True
             end = hi
+            if state == PAUSED and not in_prefill:  # held its slot while a pass prefilled others' prompts (TGI)
+                continue
             if state == PREFILL and in_prefill:
                 for q in range(lo, hi):
                     waiting[q].append(i)
