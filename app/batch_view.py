@@ -138,7 +138,7 @@ def continuous_html(run: Run, step: ContinuousStep) -> str:
         f'{head}<div class="bv-flat">{"".join(segments)}</div>{arrays}'
         f'<div class="bv-subtitle">Block tables (KV blocks of {BLOCK_SIZE} tokens; a request only ever adds '
         f"blocks; nobody else's blocks move)</div>{''.join(tables)}"
-        f"<div class=\"bv-subtitle\">This view's own KV block pool: {len(step.block_owner)} blocks, enough for the "
+        f'<div class="bv-subtitle">This view\'s own KV block pool: {len(step.block_owner)} blocks, enough for the '
         f"longest request in every slot ({free} free; the simulator's pool above is the KV strip's)</div>"
         f'<div class="bv-pool">{pool}</div></section>'
     )

@@ -42,6 +42,7 @@ def _code(part: str) -> str:
 
 def knee_data() -> dict:
     """Return the sweep's plotted columns for every accelerator, model and offered rate."""
+
     def at(rate: float, model) -> dict:
         points = cached_sweep(rate, model)
         words = {"load_html": load_html(points, rate), "motivation": motivation_html(model)}

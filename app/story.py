@@ -115,8 +115,7 @@ def here_html(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, 
     )
     latency = f"mean latency over every request {ms.avg_latency_all:.1f} steps against {mc.avg_latency_all:.1f}"
     return (
-        f'<p class="bv-here" data-here="steps"><b>Here</b> ({where}): static {_parts(items)}; {drains}; '
-        f"{latency}.</p>"
+        f'<p class="bv-here" data-here="steps"><b>Here</b> ({where}): static {_parts(items)}; {drains}; {latency}.</p>'
     )
 
 

@@ -263,7 +263,8 @@ KNOB_FLAGS = {
     "--waiting-served-ratio": (
         "waiting_served_ratio",
         bounded_float(0.0, 1000.0),
-        "TGI: while rows decode, a prefill pauses them once the waiting it admits reach this times the batch (default 0.3)",
+        "TGI: while rows decode, a prefill pauses them once the waiting it admits reach this times the batch "
+        "(default 0.3)",
     ),
     "--max-waiting-tokens": (
         "max_waiting_tokens",

@@ -113,7 +113,8 @@ def add_traffic_args(parser: argparse.ArgumentParser, defaults: TrafficConfig, e
         "--trace",
         metavar="FILE",
         type=file_name,
-        help="CSV trace: arrival,output_tokens[,id,prompt_tokens,priority,max_tokens], or the Azure format (default: generated)",
+        help="CSV trace: arrival,output_tokens[,id,prompt_tokens,priority,max_tokens], or the Azure format "
+        "(default: generated)",
     )
     for flag, (name, (low, high)) in TRACE_FLAGS.items():
         default = getattr(TraceOptions(), name)

@@ -84,9 +84,7 @@ def token_budget(args: argparse.Namespace, policy: str, slots: int, asked: tuple
             raise UsageError(f"--token-budget applies to a policy with a token budget ({budgeted}) only")
         return None
     if args.token_budget is None:
-        raise UsageError(
-            f"--policy {policy} needs --token-budget T (tokens one pass may process, at least the slots)"
-        )
+        raise UsageError(f"--policy {policy} needs --token-budget T (tokens one pass may process, at least the slots)")
     if args.token_budget < slots:
         raise UsageError(
             f"--token-budget {args.token_budget} is below --slots {slots}: every decoding row takes one token of a "

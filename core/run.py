@@ -16,7 +16,6 @@ from .waits import memory_waits
 __all__ = ["GENERATING", "IDLE", "PADDING", "PREFILL", "RECOMPUTE", "STATE_CHARS", "Decision", "Run"]
 
 
-
 @dataclass(frozen=True)
 class Decision:
     """One scheduler decision taken before a step: a request finished, was admitted, or its slot released."""

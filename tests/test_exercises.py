@@ -292,8 +292,10 @@ def test_what_happens_past_the_knee_is_read_from_the_sweep(target):
             assert 'data-past-knee="none"' in words
             continue
         after = points[DEFAULT_BATCHES.index(here.batch) + 1]
-        assert f"{here.p99_admitted_ms / 1e3:.2f} s from admission to last token at batch {here.batch} against " \
+        assert (
+            f"{here.p99_admitted_ms / 1e3:.2f} s from admission to last token at batch {here.batch} against "
             f"{after.p99_admitted_ms / 1e3:.2f} s at {after.batch}" in words
+        )
         assert ('data-past-knee="up"' in words) == (after.p99_admitted_ms > here.p99_admitted_ms)
         for p in points:  # a request's own time never shrinks as the batch grows: the passes only get slower
             assert p.p99_admitted_ms >= points[0].p99_admitted_ms

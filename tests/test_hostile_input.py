@@ -680,8 +680,9 @@ def test_a_long_drain_sends_no_more_than_its_window():
         assert run["kv"] == blocks[:64].tolist() and run["kv_peak"] == int(blocks.max()) >= max(run["kv"])
     assert view["runs"]["continuous"]["kv_peak"] > max(view["runs"]["continuous"]["kv"])  # paged: it grows later
     s.kv_blocks = 600  # a limited pool: its log and waits also stop at the window
-    view = json.loads(view_json(ViewKey(s.traffic_key(), 4, 0, 64, "steps", s.accelerator, s.model_shape, True,
-                                        False, 16, 600)))
+    view = json.loads(
+        view_json(ViewKey(s.traffic_key(), 4, 0, 64, "steps", s.accelerator, s.model_shape, True, False, 16, 600))
+    )
     for run in view["runs"].values():
         assert all(step < 64 for step in run["log"][::8]) and all(step < 64 for step in run["waits"][::2])
 

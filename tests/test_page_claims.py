@@ -251,7 +251,9 @@ def test_the_reproductions_of_the_lesson_claims_read_true():
     two = SimState(seed=0, slots=2, lengths="fixed", arrival_window=18)
     assert "the two timelines are identical and both finish at step 168" in _here_words(two)
     clock = SimState(seed=4, slots=4, lengths="fixed", arrival_window=1, clock="ms")
-    assert "the two schedules are the same pass for pass, yet static finishes at 430.6 ms against continuous's " \
+    assert (
+        "the two schedules are the same pass for pass, yet static finishes at 430.6 ms against continuous's "
         "424.2" in _here_words(clock)
+    )
     one = _here_words(SimState(seed=4, slots=1))
     assert "timelines are identical" in one and "Their KV strips still differ: static reserves" in one

@@ -24,8 +24,10 @@ capped_traffic = st.lists(
 
 
 def test_a_prompt_pass_pauses_the_running_request_until_its_last_chunk():
-    """A decodes; B's 20-token prompt arrives: SGLang prefills it in three passes (8, 8, 4) while A waits (Z);
-    vLLM decodes A in the same passes as B's chunks."""
+    """A decodes; B's 20-token prompt arrives: SGLang prefills it in three passes (8, 8, 4) while A waits (Z).
+
+    vLLM decodes A in the same passes as B's chunks.
+    """
     reqs = [Request("A", 0, 12, 2), Request("B", 2, 4, 20)]
     sglang = schedule(reqs, 2, "sglang", token_budget=8)
     assert as_run(sglang).timeline_strings() == ["GGZZZGGGGGGGGGG", "..FFGGGG......."]
@@ -57,8 +59,10 @@ def test_lof_admits_the_largest_max_tokens_first():
     st.integers(0, 20),
 )
 def test_sglang_with_its_settings_equals_the_oracle(reqs, slots, order, allocation, extra, block_size, budget_extra):
-    """Any order, pool, block size and chunk size: the oracle's cells, events and recomputes; no pass holds both
-    prompt tokens and decoding rows, and none more prompt tokens than chunked_prefill_size."""
+    """Any order, pool, block size and chunk size: the oracle's cells, events and recomputes.
+
+    No pass holds both prompt tokens and decoding rows, and none more prompt tokens than chunked_prefill_size.
+    """
     pol = SGLang(order)
     memory = _pool(reqs, allocation, extra, block_size)
     budget = slots + budget_extra

@@ -87,9 +87,7 @@ def knee_plots(source: ColumnDataSource, measured: ColumnDataSource | None) -> K
     throughput = small_figure("knee-throughput", "Throughput", "tokens/s", "batch size (slots)", log_x=True)
     throughput.line("batch", "tokens_per_s", source=source, color="#0072B2", line_width=3)
     throughput.scatter("batch", "tokens_per_s", source=source, color="#0072B2", size=7)
-    latency = small_figure(
-        "knee-latency", "p99 latency (log scale)", "s", "batch size (slots)", log_x=True, log_y=True
-    )
+    latency = small_figure("knee-latency", "p99 latency (log scale)", "s", "batch size (slots)", log_x=True, log_y=True)
     latency.line("batch", "p99_latency_s", source=source, color="#CC79A7", line_width=3, legend_label="end to end")
     latency.scatter("batch", "p99_latency_s", source=source, color="#CC79A7", size=7)
     # Once admitted: past the knee each request's own time grows with the batch (the chapter's "every request in
