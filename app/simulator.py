@@ -15,6 +15,7 @@ from .batch_view import INTRO as BATCH_INTRO
 from .exercises.knee import KneeView
 from .exercises.spread import SpreadView
 from .exercises.temperature import TemperatureView
+from .lineup_view import LineupView
 from .memory_view import MemoryView
 from .page_agent import PageAgent
 from .palette import THEMES, css_variables
@@ -44,6 +45,7 @@ TABS = {  # ?tab= value -> tab title, in page order
     "spread": "Exercise 2: length spread",
     "temperature": "Exercise 3: one temperature",
     "memory": "Memory",
+    "schedulers": "Schedulers",
     "quiz": "Check yourself",
 }
 
@@ -71,6 +73,7 @@ class App(pn.viewable.Viewer):
             TemperatureView(),
         )
         self.memory = MemoryView()
+        self.schedulers = LineupView()
         self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=False)
         self.reset_trace.on_click(self._clear_trace)
         if fresh and not any(key in (query or {}) for key in GENERATOR_URL_KEYS):
@@ -145,6 +148,7 @@ class App(pn.viewable.Viewer):
         values, messages = parse_query(query, self.state)
         if "theme" in query:
             self.theme, theme_message = parse_theme(query)
+            self.schedulers.theme = self.theme
             messages += [theme_message] if theme_message else []
         if "tab" in query:
             tab = query_value(query["tab"]).strip()
@@ -152,7 +156,7 @@ class App(pn.viewable.Viewer):
                 self.tab = tab
             else:
                 messages.append(f"URL: tab={tab[:40]!r} is not allowed (use {', '.join(TABS)}); showing simulator.")
-        for view in (self.knee, self.spread, self.temperature, self.memory):
+        for view in (self.knee, self.spread, self.temperature, self.memory, self.schedulers):
             messages += view.apply_query(query)
         if "preset" in query:
             preset = query_value(query["preset"]).strip()
@@ -266,6 +270,7 @@ class App(pn.viewable.Viewer):
         self.spread.param.watch(push, "sigma")
         self.temperature.param.watch(push, "bug")
         self.memory.param.watch(push, ["blocks", "budget"])
+        self.schedulers.param.watch(push, [name for name in self.schedulers.param if name not in ("name", "theme")])
         if rewrite:
             push()
 
@@ -283,6 +288,7 @@ class App(pn.viewable.Viewer):
             value = getattr(view, name)
             if value != view.param[name].default:
                 out[key] = str(int(value)) if isinstance(value, bool) else f"{value:g}"
+        out.update(self.schedulers.query())
         return out
 
     def widget(self) -> pn.Column:
@@ -356,6 +362,7 @@ class App(pn.viewable.Viewer):
             "spread": self.spread,
             "temperature": self.temperature,
             "memory": self.memory,
+            "schedulers": self.schedulers,
             "quiz": self.quiz,
         }
         bodies = {key: pn.Column(sizing_mode="stretch_width") for key in lazy}

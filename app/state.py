@@ -70,7 +70,7 @@ def pool_memory(traffic: TrafficConfig | tuple[Request, ...], kv_blocks: int, al
     return MemoryConfig(kv_blocks=blocks, block_size=BLOCK_SIZE, allocation=allocation)
 
 
-@byte_cache(share=0.45)
+@byte_cache(share=0.38)
 def shared_runs(
     traffic: TrafficConfig | tuple[Request, ...],
     slots: int,

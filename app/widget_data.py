@@ -219,6 +219,7 @@ def renderer_config(theme: palette.Theme, interval_ms: int) -> dict:
             "label": palette.LABEL_COLOR,
             "highlight": theme.text,
             "recompute": palette.RECOMPUTE_COLOR,
+            "paused": palette.PAUSED_COLOR,
             "memory": palette.MEMORY_COLOR,  # on the idle grey strip, in both themes
         },
         "modes": [[mode, get_policy(mode).label] for mode in MODE_ORDER],  # the mode buttons, in the page's order

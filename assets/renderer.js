@@ -368,21 +368,27 @@ export function niceTicks(end, target = 7) {
   return ticks;
 }
 
-/** The rectangles a run draws over [0, end): generating, padding, recomputing, each [left, right, slot, request]. */
+/**
+ * The rectangles a run draws over [0, end): generating, padding, recomputing and paused, each [left, right, slot,
+ * request]. On a clock a run may bring its cells in milliseconds (`cells_ms`: the schedulers' lineup).
+ */
 export function intervals(view, policy) {
   const r = view.runs[policy], W = view.clock === "ms" ? Infinity : view.window;
   const start = r.start_ms ?? r.start, finish = r.finish_ms ?? r.finish, release = r.release_ms ?? r.release;
-  const gen = [], pad = [], rec = [];
-  if (r.cells && view.clock !== "ms") {  // preempted: its cells, recompute passes their own state
-    const [GEN, PAD, REC, PRE] = codes(r), into = { [GEN]: gen, [PAD]: pad, [REC]: rec, [PRE]: gen };
-    for (const [i, slot, lo, hi, state] of cellsOf(r)) if (lo < W) into[state].push([lo, Math.min(hi, W), slot, i]);
-    return { gen, pad, rec };
+  const gen = [], pad = [], rec = [], paused = [];
+  const cells = view.clock === "ms" ? (r.cells_ms ? (r._cells_ms ??= chunks(r.cells_ms, 5)) : null)
+    : r.cells ? cellsOf(r) : null;
+  if (cells) {  // preempted, chunked or paused: its cells, recompute and paused passes their own states
+    const [GEN, PAD, REC, PRE] = codes(r);
+    const into = { [GEN]: gen, [PAD]: pad, [REC]: rec, [PRE]: gen, [r.states.paused]: paused };
+    for (const [i, slot, lo, hi, state] of cells) if (lo < W) into[state].push([lo, Math.min(hi, W), slot, i]);
+    return { gen, pad, rec, paused };
   }
   for (let i = 0; i < start.length; i++) {
     if (start[i] < W) gen.push([start[i], Math.min(finish[i], W), r.slot[i], i]);
     if (release[i] > finish[i] && finish[i] < W) pad.push([finish[i], Math.min(release[i], W), r.slot[i], i]);
   }
-  return { gen, pad, rec };
+  return { gen, pad, rec, paused };
 }
 
 const KV = { gap: 8, bars: 26, text: 16 };  // the KV strip under a timeline: gap above, bars, its words
@@ -469,7 +475,8 @@ export class Timeline {
     this.frameW = width - MARGIN.left - MARGIN.right;
     this.rowH = frameH / slots;
     this.geom = intervals(view, policy);
-    const title = `${r.traits.label} batching${onClock ? ", on a clock" : ""}`;  // the policy's own label
+    // The policy's own label (a lineup's entry brings its settings in its own title).
+    const title = r.title ?? `${r.traits.label} batching${onClock ? ", on a clock" : ""}`;
     this.canvas.setAttribute("aria-label", `${title}: ${slots} slots over ${onClock ? fixed(this.end, 1) + " ms" :
       this.end + " steps"}`);
     const g = this.canvas.getContext("2d");
@@ -505,6 +512,11 @@ export class Timeline {
         g.fillStyle = c.label;
         g.fillText(view.ids[i], this.x(lo + (onClock ? 0.003 * this.end : 0.12)), top + 0.06 * this.rowH);
       }
+    }
+    for (const [lo, hi, slot] of this.geom.paused) {  // held while a pass prefills others' prompts: pale, dotted
+      const [a, b, top, h] = this.fillCell(g, lo, hi, slot, c.paused);
+      g.fillStyle = c.generating;
+      for (let x = a + 2; x < b - 1; x += 4) g.fillRect(x, top + h / 2 - 1, 2, 2);
     }
     for (const [lo, hi, slot, i] of this.geom.rec) {  // recomputing after a preemption: yellow, a bold dark letter
       const [a, b, top] = this.fillCell(g, lo, hi, slot, c.recompute);

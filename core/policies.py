@@ -67,6 +67,7 @@ class Policy:
     pauses_decoders = False  # a pass that holds a prompt holds no decoding row: the running batch waits (TGI)
     gates_admission = False  # while rows decode, `admits_now` decides whether the waiting join at this boundary
     knobs: tuple[str, ...] = ()  # the engine settings it takes, by the engine's own names (`with_knobs`)
+    engine = ""  # the serving engine whose scheduler it follows ("" : the chapter's own policies)
     versus = "static"  # the policy a page shows beside it
     simulator_mode = False  # offered on the simulator's mode choice (the chapter's policies and its two orders)
     queue_words = "in arrival order"  # the waiting order, as the loop's comment says it
@@ -160,6 +161,7 @@ class Policy:
             "has_fast_timed": self.fast_timed is not None,
             "ordered": self.ordered,
             "versus": self.versus,
+            "engine": self.engine,
             "simulator_mode": self.simulator_mode,
             "order_field": self.order_field,
             "order_words": self.order_words,
@@ -333,6 +335,7 @@ class TrtllmNoEvict(Policy):
     """
 
     name = "trtllm-no-evict"
+    engine = "TensorRT-LLM"
     label = "TensorRT-LLM no-evict"
     colour = "#882255"
     summary = "admit only what fits its whole life (prompt + max tokens): never preempts"
@@ -357,6 +360,7 @@ class TrtllmMaxUtil(Policy):
     """
 
     name = "trtllm-max-util"
+    engine = "TensorRT-LLM"
     label = "TensorRT-LLM max-util"
     colour = "#117733"
     summary = "admit by current need, pause the newest when a block runs out"
@@ -380,6 +384,7 @@ class VLLM(Policy):
     """
 
     name = "vllm"
+    engine = "vLLM"
     label = "vLLM"
     colour = "#332288"
     summary = "vLLM v1: chunked prefill under max_num_batched_tokens; fcfs or priority"
@@ -440,6 +445,7 @@ class TGI(Policy):
     """
 
     name = "tgi"
+    engine = "TGI"
     label = "TGI"
     colour = "#CC6677"  # Paul Tol's rose
     summary = "TGI: prefill passes pause the running batch, gated by waiting_served_ratio and max_waiting_tokens"
@@ -507,6 +513,7 @@ class SGLang(Policy):
     """
 
     name = "sglang"
+    engine = "SGLang"
     label = "SGLang"
     colour = "#999933"  # Paul Tol's olive
     summary = "SGLang: prefill passes first, in chunks of chunked_prefill_size, the running batch paused; fcfs or lof"

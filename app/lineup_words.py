@@ -1,0 +1,214 @@
+"""The schedulers tab's words: its table with the best of each row marked, the guess, and the lessons' sentences.
+
+Every sentence that claims a relation is computed from the runs on screen: its numbers are theirs and its verbs
+follow the numbers ("lowers" only where it is lower), and a lesson's sentence shows only where its pair is on screen.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+
+from core.cost import StepCost
+from core.lineup import Line, best
+from core.serving import per_request
+from core.states import PAUSED
+
+# (figure, words, format): the table's rows, in the order an engineer reads them.
+ROWS = (
+    ("ttft_p50", "TTFT p50 (ms)", "{:,.1f}"),
+    ("ttft_p99", "TTFT p99 (ms)", "{:,.1f}"),
+    ("itl_p50", "ITL p50 (ms)", "{:,.1f}"),
+    ("itl_p99", "ITL p99 (ms)", "{:,.1f}"),
+    ("latency_p50", "End-to-end p50 (ms)", "{:,.0f}"),
+    ("latency_p99", "End-to-end p99 (ms)", "{:,.0f}"),
+    ("wait_mean", "Queue wait, mean (ms)", "{:,.1f}"),
+    ("throughput", "Throughput (tokens/s)", "{:,.0f}"),
+    ("preemptions", "Preemptions", "{:,}"),
+    ("slo_attainment", "Met both targets", "{:.0%}"),
+    ("goodput", "Goodput (requests/s)", "{:,.2f}"),
+    ("fairness", "Fairness (Jain, slowdown)", "{:.3f}"),
+)
+GUESS_FIGURE = ("ttft_p99", "the lowest p99 TTFT")
+
+
+def table_html(lines: Sequence[Line], ttft_ms: float, itl_ms: float) -> str:
+    """Return the figures side by side, each row's best marked (a star and bold) where the entries differ."""
+    head = "".join(f'<th scope="col">{html.escape(line.entry.label())}</th>' for line in lines)
+    body = []
+    for field, words, fmt in ROWS:
+        leaders = best(lines, field)
+        cells = []
+        for i, line in enumerate(lines):
+            text = fmt.format(getattr(line.figures, field))
+            lead = i in leaders
+            mark = f"<b>{text} ★</b>" if lead else text
+            cells.append(f'<td data-col="{i}" data-best="{int(lead)}">{mark}</td>')
+        body.append(f'<tr data-row="{field}"><th scope="row">{words}</th>{"".join(cells)}</tr>')
+    caption = (
+        f"Each scheduler on the same requests, slots, KV pool and clock. ★: the best of the row. Targets: TTFT at "
+        f"most {ttft_ms:g} ms and each request's own ITL p99 at most {itl_ms:g} ms (goodput: the requests that met "
+        "both, per second, DistServe's). Fairness: Jain's index over each request's latency divided by its latency "
+        "alone on the same engine (1: everyone slowed alike)."
+    )
+    return (
+        '<div style="overflow-x: auto; max-width: 100%" tabindex="0" role="region" aria-label="The schedulers side '
+        'by side">'
+        f'<table class="bv-h2h bv-lineup-table"><caption>{caption}</caption><thead><tr><th></th>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def guess_html(lines: Sequence[Line], guess: int | None) -> str:
+    """Return the question before the guess; after it, whether it was right, with the figures that decide it."""
+    field, words = GUESS_FIGURE
+    if guess is None:
+        return (
+            '<p class="bv-lineup-guess" data-guess="ask"><b>Your guess first.</b> On this traffic, which scheduler '
+            f"will have {words}? The table shows once you pick.</p>"
+        )
+    leaders = best(lines, field)
+    values = [getattr(line.figures, field) for line in lines]
+    picked = lines[guess].entry.label()
+    if not leaders:
+        verdict = f'all tie at {values[0]:,.1f} ms: <b data-guess="right">any pick is right</b>.'
+    elif guess in leaders:
+        verdict = f'<b data-guess="right">right</b>: {values[guess]:,.1f} ms.'
+    else:
+        lead = min(leaders)
+        verdict = (
+            f'<b data-guess="wrong">not quite</b>: {html.escape(lines[lead].entry.label())} has {words}, '
+            f"{values[lead]:,.1f} ms against {values[guess]:,.1f}."
+        )
+    return f'<p class="bv-lineup-guess">You picked {html.escape(picked)}: {verdict}</p>'
+
+
+def paused_passes(line: Line) -> int:
+    """Return how many passes paused the running requests for others' prompts (TGI, SGLang)."""
+    s = line.run.schedule
+    if s is None or not len(s.cells):
+        return 0
+    paused = s.cells[s.cells[:, 4] == PAUSED]
+    return len({p for lo, hi in paused[:, 2:4].tolist() for p in range(lo, hi)})
+
+
+def _than(a: float, b: float, lower: str, higher: str, same: str) -> str:
+    """Return the verb a comparison of a with b earns."""
+    return lower if a < b else higher if a > b else same
+
+
+def _knob(line: Line, name: str):
+    return getattr(line.entry.policy(), name, None)
+
+
+def ratio_html(lines: Sequence[Line]) -> str:
+    """TGI at two waiting_served_ratios: what the higher one does to the decoders' ITL and the waiting's TTFT."""
+    tgis = [line for line in lines if "waiting_served_ratio" in line.entry.policy().knobs]
+    ratios = {_knob(line, "waiting_served_ratio") for line in tgis}
+    if len(tgis) < 2 or len(ratios) < 2:
+        return ""
+    low = min(tgis, key=lambda line: _knob(line, "waiting_served_ratio"))
+    high = max(tgis, key=lambda line: _knob(line, "waiting_served_ratio"))
+    a, b = high.figures, low.figures
+    rh, rl = _knob(high, "waiting_served_ratio"), _knob(low, "waiting_served_ratio")
+    itl = _than(a.itl_p99, b.itl_p99, "lowers", "raises", "leaves")
+    ttft = _than(a.ttft_p99, b.ttft_p99, "lowers", "raises", "leaves")
+    trades = a.itl_p99 < b.itl_p99 and a.ttft_p99 > b.ttft_p99
+    verdict = (
+        "the waiting requests pay for the decoders' steadier tokens: that is the trade the ratio sets."
+        if trades
+        else "here the ratio does not trade one for the other."
+    )
+    return (
+        f'<p data-claim="tgi-ratio">Here TGI at waiting_served_ratio {rh:g} pauses its running batch for '
+        f"{paused_passes(high)} prefill passes against {paused_passes(low)} at {rl:g}: it {itl} the ITL p99 "
+        f"({a.itl_p99:,.1f} ms against {b.itl_p99:,.1f}) and {ttft} the TTFT p99 ({a.ttft_p99:,.1f} ms against "
+        f"{b.ttft_p99:,.1f}); {verdict}</p>"
+    )
+
+
+def _rows(line: Line) -> tuple[float, int]:
+    """Return the decoding rows a pass held: the mean over time, and the most."""
+    run = line.run
+    if not run.passes:
+        return 0.0, 0
+    spans = run.pass_end_ms - run.pass_start_ms
+    return float((run.pass_rows * spans).sum() / spans.sum()), int(run.pass_rows.max())
+
+
+def evict_html(lines: Sequence[Line]) -> str:
+    """TensorRT-LLM's two capacity schedulers: never preempting against running more at once."""
+    by = {line.entry.name: line for line in lines}
+    if "trtllm-no-evict" not in by or "trtllm-max-util" not in by:
+        return ""
+    ne, mu = by["trtllm-no-evict"], by["trtllm-max-util"]
+    (ne_mean, ne_max), (mu_mean, mu_max) = _rows(ne), _rows(mu)
+    recomputed = mu.run.schedule.recomputed_tokens if mu.run.schedule is not None else 0
+    more = _than(mu_mean, ne_mean, "fewer", "more", "as many")
+    return (
+        f'<p data-claim="trtllm">Here GUARANTEED_NO_EVICT preempted {ne.figures.preemptions} times and decoded '
+        f"{ne_mean:.1f} rows a pass on average (at most {ne_max}); MAX_UTILIZATION decoded {more} at once, "
+        f"{mu_mean:.1f} on average (at most {mu_max}), preempted {mu.figures.preemptions} times and recomputed "
+        f"{recomputed:,} tokens. TTFT p99 {ne.figures.ttft_p99:,.1f} ms against {mu.figures.ttft_p99:,.1f}; "
+        f"throughput {ne.figures.throughput:,.0f} tokens/s against {mu.figures.throughput:,.0f}.</p>"
+    )
+
+
+def class_figures(line: Line, cost: StepCost) -> dict[int, tuple[int, float]]:
+    """Return each priority class's size and mean TTFT (ms)."""
+    ttft = per_request(line.run, cost).ttft
+    classes = np.array([r.priority for r in line.run.requests])
+    return {int(c): (int((classes == c).sum()), float(ttft[classes == c].mean())) for c in np.unique(classes)}
+
+
+def priority_html(lines: Sequence[Line], cost: StepCost) -> str:
+    """A queue by priority against arrival order on two classes: the high class's TTFT, the low's, and fairness."""
+    ordered = [line for line in lines if line.entry.policy().orders_by_class]
+    plain = [line for line in lines if not line.entry.policy().ordered]
+    if not ordered or not plain or len({r.priority for r in lines[0].run.requests}) < 2:
+        return ""
+    pri, fcfs = ordered[0], plain[0]
+    a, b = class_figures(pri, cost), class_figures(fcfs, cost)
+    high, low = min(a), max(a)
+    hi_verb = _than(a[high][1], b[high][1], "lowers", "raises", "leaves")
+    lo_verb = _than(a[low][1], b[low][1], "lowers", "raises", "leaves")
+    fair = _than(pri.figures.fairness, fcfs.figures.fairness, "falls", "rises", "stays")
+    return (
+        f'<p data-claim="priority">Here {html.escape(pri.entry.label())} against {html.escape(fcfs.entry.label())}: '
+        f"it {hi_verb} the high class's mean TTFT ({a[high][0]} requests: {a[high][1]:,.1f} ms against "
+        f"{b[high][1]:,.1f}) and {lo_verb} the low class's ({a[low][0]}: {a[low][1]:,.1f} ms against "
+        f"{b[low][1]:,.1f}); fairness over every request's slowdown {fair} ({pri.figures.fairness:.3f} against "
+        f"{fcfs.figures.fairness:.3f}).</p>"
+    )
+
+
+def longest_mean(line: Line, share: float = 0.1) -> tuple[int, float]:
+    """Return how many requests are the longest `share` of answers, and their mean end-to-end latency (ms)."""
+    run = line.run
+    n = max(1, int(round(share * len(run.requests))))
+    longest = np.argsort([-r.output_tokens for r in run.requests], kind="stable")[:n]
+    return n, float((run.finish_ms - run.arrival_ms)[longest].mean())
+
+
+def sjf_html(lines: Sequence[Line]) -> str:
+    """Shortest first against arrival order: the mean latency, and the longest answers' latency."""
+    by = {line.entry.name: line for line in lines}
+    if "sjf" not in by or "continuous" not in by:
+        return ""
+    s, c = by["sjf"], by["continuous"]
+    mean_s = float((s.run.finish_ms - s.run.arrival_ms).mean())
+    mean_c = float((c.run.finish_ms - c.run.arrival_ms).mean())
+    (n, long_s), (_, long_c) = longest_mean(s), longest_mean(c)
+    return (
+        f'<p data-claim="sjf">Here shortest-first {_than(mean_s, mean_c, "lowers", "raises", "leaves")} the mean '
+        f"end-to-end latency ({mean_s:,.0f} ms against {mean_c:,.0f} in arrival order) while the {n} longest answers "
+        f"{_than(long_s, long_c, 'finish sooner', 'wait longer', 'take as long')} ({long_s:,.0f} ms against "
+        f"{long_c:,.0f} on average).</p>"
+    )
+
+
+def lessons_html(lines: Sequence[Line], cost: StepCost) -> str:
+    """Return every lesson's sentence that applies to the lineup on screen (none where no pair applies)."""
+    return "".join((ratio_html(lines), evict_html(lines), priority_html(lines, cost), sjf_html(lines)))

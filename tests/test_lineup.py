@@ -1,0 +1,92 @@
+"""The schedulers' lineup in the core: entries with their engines' settings, one traffic, the best of each figure."""
+
+import pytest
+
+from core import Request
+from core.hardware import cost_model
+from core.lineup import Entry, best, lineup, parse_entries, parse_entry, registered_presets
+from core.memory import MemoryConfig
+from core.policies import REGISTRY
+from core.serving import serving_metrics
+from core.timed import simulate_timed
+from core.traffic import TrafficConfig, generate
+
+
+def test_an_entry_carries_its_settings_in_a_link_and_in_words():
+    entry = parse_entry("tgi:waiting_served_ratio=1.2;max_waiting_tokens=5")
+    assert entry == Entry("tgi", (("waiting_served_ratio", 1.2), ("max_waiting_tokens", 5)))
+    assert entry.text() == "tgi:waiting_served_ratio=1.2;max_waiting_tokens=5"
+    assert parse_entry(entry.text()) == entry
+    assert entry.label() == "TGI (waiting_served_ratio 1.2, max_waiting_tokens 5)"
+    policy = entry.policy()
+    assert (policy.waiting_served_ratio, policy.max_waiting_tokens) == (1.2, 5)
+    assert parse_entry("vllm:scheduling_policy=priority").policy().orders_by_class
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("bogus", "policy must be one of"),
+        ("tgi:max_num_seqs=4", "tgi has no setting 'max_num_seqs' (its settings: waiting_served_ratio"),
+        ("tgi:waiting_served_ratio=lots", "waiting_served_ratio='lots' is not a number"),
+        ("tgi:max_waiting_tokens=1.5", "max_waiting_tokens='1.5' is not a number"),
+        ("tgi:max_waiting_tokens=0", "max_waiting_tokens must be an integer in 1..1,000,000, got 0"),
+        ("sglang:schedule_policy=lifo", "schedule_policy must be fcfs or lof, got 'lifo'"),
+        ("continuous:x=1", "continuous has no setting 'x' (its settings: none)"),
+    ],
+)
+def test_a_bad_entry_is_refused_naming_what_is_allowed(text, words):
+    with pytest.raises(ValueError) as exc:
+        parse_entry(text)
+    assert words in str(exc.value)
+
+
+def test_a_lineup_takes_two_to_four_distinct_entries():
+    assert len(parse_entries("vllm, tgi ,sglang,trtllm-no-evict")) == 4
+    for text, words in (("vllm", "pick 2 to 4 schedulers, got 1"), ("vllm,tgi,sglang,sjf,static", "got 5")):
+        with pytest.raises(ValueError, match=words):
+            parse_entries(text)
+    with pytest.raises(ValueError, match="each scheduler once"):
+        parse_entries("tgi,tgi")
+    assert len(parse_entries("tgi,tgi:waiting_served_ratio=1.2")) == 2  # two settings of one engine
+
+
+def test_each_line_is_its_own_run_judged_against_the_same_targets():
+    """Every line equals its policy run alone on the same requests, pool and clock, judged by core.serving."""
+    requests = generate(TrafficConfig(seed=3, requests=30, arrivals="poisson", rate=0.05, mean_prompt_tokens=200))
+    cost, memory = cost_model(), MemoryConfig(kv_blocks=400, block_size=16)
+    entries = parse_entries("vllm,tgi,sglang,trtllm-max-util")
+    lines = lineup(requests, 6, entries, cost, 300.0, 40.0, memory, token_budget=256)
+    for line in lines:
+        pol = line.entry.policy()
+        budget = 256 if pol.has_token_budget else None
+        alone = simulate_timed(requests, 6, pol, cost, memory=memory, token_budget=budget)
+        assert line.run.pass_end_ms.tolist() == alone.pass_end_ms.tolist()
+        assert line.figures == serving_metrics(alone, cost, 300.0, 40.0)
+
+
+def test_best_marks_the_leaders_of_a_figure_in_its_own_direction():
+    """Two requests on one slot, by hand: sjf runs the short one first.
+
+    So the later first token (the p99 of two) comes after 2 tokens, not 30, and both are slowed more alike (fairer).
+    """
+    requests = [Request("A", 0, 30, 8), Request("B", 0, 2, 8)]
+    lines = lineup(requests, 1, parse_entries("continuous,sjf"), cost_model(), 1e9, 1e9)
+    assert lines[1].figures.ttft_p99 < lines[0].figures.ttft_p99 / 5
+    assert best(lines, "ttft_p99") == {1} and best(lines, "fairness") == {1}
+    assert best(lines, "ttft_p50") == set()  # the first admitted gets its token at the same time under both
+    assert best(lines, "latency_p99") == set()  # both finish the long one last, at the same time: nobody leads
+    assert best(lines, "met") == set()  # both meet targets this loose
+    assert best(lines, "throughput") == set()
+
+
+def test_the_presets_offered_put_the_engines_first_and_every_registered_policy_after():
+    names = registered_presets()
+    assert set(names) == set(REGISTRY)
+    engines = [n for n in names if REGISTRY[n].engine]
+    assert names[: len(engines)] == tuple(engines) and {"vllm", "tgi", "sglang"} <= set(engines)
+
+
+def test_targets_must_be_positive():
+    with pytest.raises(ValueError, match="the targets must be positive"):
+        lineup([Request("A", 0, 3)], 1, parse_entries("continuous,sjf"), cost_model(), 0.0, 50.0)
