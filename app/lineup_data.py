@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import numpy as np
+
 from core.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, cost_model
 from core.lineup import Entry, Line, lineup
 from core.memory import MemoryConfig
+from core.states import GENERATING, PAUSED, PREFILL
 from core.traffic import TrafficConfig, generate
 
 from .byte_cache import byte_cache
@@ -26,7 +29,7 @@ class LineupKey:
     entries: tuple[Entry, ...]
     seed: int = 4
     requests: int = 64
-    rate_per_s: float = 20.0
+    rate_per_s: float = 40.0
     priority_share: int = 0  # percent in the high class (priority 0)
     slots: int = 8
     kv_blocks: int = 0  # 0: unlimited
@@ -79,14 +82,43 @@ def run_json(line: Line, allocation: str) -> dict:
         "release_ms": run.release_ms.tolist(),
     }
     if run.schedule is not None and len(run.schedule.cells):
-        cells = run.schedule.cells
         starts, ends = run.pass_start_ms, run.pass_end_ms
         out["cells_ms"] = [
             x
-            for i, slot, lo, hi, state in cells.tolist()
+            for i, slot, lo, hi, state in drawn_cells(run.schedule.cells).tolist()
             for x in (i, slot, round(float(starts[lo]), 3), round(float(ends[hi - 1]), 3), state)
         ]
     return out
+
+
+def drawn_cells(cells: np.ndarray) -> np.ndarray:
+    """Return the cells a clock draws: generating bars with the paused slivers on top.
+
+    A request's generating, prefill and paused cells in one slot, back to back, merge into one generating bar (a pass
+    is a sliver on a clock, and each cell's white edge would hide it); its paused cells follow, drawn over the bar;
+    recompute and padding cells stay as they are.
+    """
+    order = np.lexsort((cells[:, 2], cells[:, 1], cells[:, 0]))
+    out, bar = [], None
+    for i, slot, lo, hi, state in cells[order].tolist():
+        if state in (GENERATING, PREFILL, PAUSED):
+            if bar is not None and bar[0] == i and bar[1] == slot and bar[3] == lo:
+                bar[3] = hi
+            else:
+                if bar is not None:
+                    out.append(bar)
+                bar = [i, slot, lo, hi, GENERATING]
+            if state == PAUSED:
+                out.append([i, slot, lo, hi, PAUSED])
+            continue
+        if bar is not None:
+            out.append(bar)
+            bar = None
+        out.append([i, slot, lo, hi, state])
+    if bar is not None:
+        out.append(bar)
+    drawn = np.array(out, dtype=np.int64).reshape(-1, 5)
+    return drawn[np.argsort(drawn[:, 4] == PAUSED, kind="stable")]  # bars first, the paused slivers over them
 
 
 @byte_cache(share=0.02)

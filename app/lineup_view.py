@@ -21,6 +21,7 @@ from .views import Messages
 from .widget import RENDERER_JS
 
 DEFAULT_ENTRIES = ("vllm", "tgi", "sglang", "trtllm-no-evict")
+KEY = LineupKey  # the settings' defaults are the shared key's, in one place
 NONE = "none"
 # URL key -> (parameter, low, high, whole number)
 NUMBERS = {
@@ -128,15 +129,21 @@ class LineupView(LazyViewer):
     """Pick two to four schedulers; guess which has the lowest p99 TTFT; then the table, the lessons, the runs."""
 
     entries = param.List(default=list(DEFAULT_ENTRIES), item_type=str, doc="The schedulers, as a link writes them")
-    seed = param.Integer(default=4, bounds=(0, 99), doc="Traffic seed")
-    requests = param.Integer(default=64, bounds=(8, 256), doc="Requests")
-    rate_per_s = param.Number(default=40.0, bounds=(1.0, 200.0), doc="Poisson arrivals, requests per second")
-    priority_share = param.Integer(default=0, bounds=(0, 100), doc="Requests in the high priority class, %")
-    slots = param.Integer(default=8, bounds=(1, 64), doc="Batch slots (max_num_seqs, max_batch_size)")
-    kv_blocks = param.Integer(default=0, bounds=(0, 100_000), doc="KV pool in 16-token blocks (0: unlimited)")
-    token_budget = param.Integer(default=512, bounds=(64, 8192), doc="vLLM's max_num_batched_tokens, SGLang's chunk")
-    ttft_ms = param.Number(default=500.0, bounds=(1.0, 60_000.0), doc="TTFT target, ms")
-    itl_ms = param.Number(default=50.0, bounds=(1.0, 1_000.0), doc="ITL target (each request's p99), ms")
+    seed = param.Integer(default=KEY.seed, bounds=(0, 99), doc="Traffic seed")
+    requests = param.Integer(default=KEY.requests, bounds=(8, 256), doc="Requests")
+    rate_per_s = param.Number(default=KEY.rate_per_s, bounds=(1.0, 200.0), doc="Poisson arrivals, requests per second")
+    priority_share = param.Integer(
+        default=KEY.priority_share, bounds=(0, 100), doc="Requests in the high priority class, %"
+    )
+    slots = param.Integer(default=KEY.slots, bounds=(1, 64), doc="Batch slots (max_num_seqs, max_batch_size)")
+    kv_blocks = param.Integer(
+        default=KEY.kv_blocks, bounds=(0, 100_000), doc="KV pool in 16-token blocks (0: unlimited)"
+    )
+    token_budget = param.Integer(
+        default=KEY.token_budget, bounds=(64, 8192), doc="vLLM's max_num_batched_tokens, SGLang's chunk"
+    )
+    ttft_ms = param.Number(default=KEY.ttft_ms, bounds=(1.0, 60_000.0), doc="TTFT target, ms")
+    itl_ms = param.Number(default=KEY.itl_ms, bounds=(1.0, 1_000.0), doc="ITL target (each request's p99), ms")
     guess = param.Integer(default=None, allow_None=True, doc="The scheduler the learner picked (index), asked first")
     theme = param.Selector(default="light", objects=list(palette.THEMES), doc="The page's colours")
 
@@ -193,19 +200,19 @@ class LineupView(LazyViewer):
         self.verdict, self.table, self.lessons = text_pane(""), text_pane(""), text_pane("")
         self._good = self.key()
         self._syncing = False
-        self.pickers = [pn.widgets.Select(name=f"Scheduler {k + 1}", width=190) for k in range(MAX_ENTRIES)]
+        self.pickers = [pn.widgets.Select(label=f"Scheduler {k + 1}", width=190) for k in range(MAX_ENTRIES)]
         for picker in self.pickers:
             picker.param.watch(self._picked, "value")
         self._show_pickers()
         self.guesses = pn.widgets.RadioButtonGroup(
-            name="Your guess", color="primary", variant="outline", sizing_mode="stretch_width",
+            label="Your guess", color="primary", variant="outline", sizing_mode="stretch_width",
             stylesheets=[".bk-btn-group { flex-wrap: wrap; row-gap: 4px; }"],
         )  # fmt: skip
         self._show_guesses()
         self.guesses.param.watch(self._guessed, "value")
         self.lesson_buttons = []
         for label, values in LESSONS.values():
-            button = pn.widgets.Button(name=label)
+            button = pn.widgets.Button(label=label)
             button.on_click(lambda _e, values=values: self.param.update(guess=None, **values))
             self.lesson_buttons.append(button)
         self._refresh()
@@ -249,6 +256,8 @@ class LineupView(LazyViewer):
     def _changed(self) -> None:
         """Recompute the lineup; a setting the core refuses is named and undone."""
         key = self.key()
+        if key == self._good:  # nothing that shows changed (a refused value put back, say): keep its message
+            return
         refused = _refusal(key)
         if refused:
             self.messages.text = f"Not run: {refused}. Kept the last lineup."
@@ -260,7 +269,9 @@ class LineupView(LazyViewer):
             )  # fmt: skip
             return
         self.messages.text = ""
-        if key.entries != self._good.entries or key.traffic() != self._good.traffic():
+        new_question = key.entries != self._good.entries or key.traffic() != self._good.traffic()
+        self._good = key
+        if new_question:
             self.guess = None  # a new question: guess again before the table shows
         self._show_pickers()
         self._show_guesses()
@@ -271,9 +282,8 @@ class LineupView(LazyViewer):
         self._refresh()
 
     def _refresh(self) -> None:
-        key = self.key()
+        key = self._good  # the lineup on screen: the last settings the core ran
         lines = shared_lineup(key)
-        self._good = key
         self.timelines.payload = lineup_json(key)
         self.verdict.object = guess_html(lines, self.guess)
         revealed = self.guess is not None
@@ -282,23 +292,23 @@ class LineupView(LazyViewer):
 
     def _compose(self):
         number = lambda name, label, **kw: pn.widgets.IntSlider.from_param(  # noqa: E731
-            self.param[name], name=label, width=200, **kw
+            self.param[name], label=label, width=200, **kw
         )
         traffic = pn.FlexBox(
             number("seed", "Traffic seed"),
             number("requests", "Requests"),
-            pn.widgets.FloatSlider.from_param(self.param.rate_per_s, name="Arrivals, requests/s", step=1, width=200),
+            pn.widgets.FloatSlider.from_param(self.param.rate_per_s, label="Arrivals, requests/s", step=1, width=200),
             number("priority_share", "High priority class, %"),
             sizing_mode="stretch_width",
         )
         engine = pn.FlexBox(
             number("slots", "Slots"),
             pn.widgets.IntInput.from_param(
-                self.param.kv_blocks, name="KV pool, 16-token blocks (0: unlimited)", width=220
+                self.param.kv_blocks, label="KV pool, 16-token blocks (0: unlimited)", width=220
             ),
-            pn.widgets.IntInput.from_param(self.param.token_budget, name="Token budget (vLLM, SGLang)", width=200),
-            pn.widgets.FloatInput.from_param(self.param.ttft_ms, name="TTFT target, ms", width=160),
-            pn.widgets.FloatInput.from_param(self.param.itl_ms, name="ITL target, ms", width=160),
+            pn.widgets.IntInput.from_param(self.param.token_budget, label="Token budget (vLLM, SGLang)", width=200),
+            pn.widgets.FloatInput.from_param(self.param.ttft_ms, label="TTFT target, ms", width=160),
+            pn.widgets.FloatInput.from_param(self.param.itl_ms, label="ITL target, ms", width=160),
             sizing_mode="stretch_width",
         )
         return pn.Column(

@@ -56,8 +56,8 @@ def table_html(lines: Sequence[Line], ttft_ms: float, itl_ms: float) -> str:
     return (
         '<div style="overflow-x: auto; max-width: 100%" tabindex="0" role="region" aria-label="The schedulers side '
         'by side">'
-        f'<table class="bv-h2h bv-lineup-table"><caption>{caption}</caption><thead><tr><th></th>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
+        f'<table class="bv-h2h bv-lineup-table"><thead><tr><th></th>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div><p>{caption}</p>"
     )
 
 

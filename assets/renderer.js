@@ -513,8 +513,10 @@ export class Timeline {
         g.fillText(view.ids[i], this.x(lo + (onClock ? 0.003 * this.end : 0.12)), top + 0.06 * this.rowH);
       }
     }
-    for (const [lo, hi, slot] of this.geom.paused) {  // held while a pass prefills others' prompts: pale, dotted
-      const [a, b, top, h] = this.fillCell(g, lo, hi, slot, c.paused);
+    for (const [lo, hi, slot] of this.geom.paused) {  // held while a pass prefills others' prompts: a pale sliver
+      const [a, b, top, h] = [this.px(lo), this.px(hi), this.py(slot), this.py(slot + 1) - this.py(slot)];
+      g.fillStyle = c.paused;  // no white edge: on a clock a pass is a pixel or two, and the edge would hide it
+      g.fillRect(a, top + 1, Math.max(b - a, 2), h - 2);
       g.fillStyle = c.generating;
       for (let x = a + 2; x < b - 1; x += 4) g.fillRect(x, top + h / 2 - 1, 2, 2);
     }

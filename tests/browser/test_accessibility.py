@@ -20,6 +20,7 @@ VIEWS = [  # (name, query, what the view shows once built: text, a css= selector
     ("temperature", "?tab=temperature", "Run it on both samplers"),
     ("memory", "?tab=memory", "css=.bv-mem-mode"),
     ("quiz", "?tab=quiz", "Check my answer"),
+    ("schedulers", "?tab=schedulers&s_guess=0", "css=.bv-lineup-table"),
     ("worked", "?preset=worked", ""),
     ("dark", "?theme=dark", ""),
     ("clock", "?clock=ms", ""),

@@ -19,7 +19,9 @@ BOXES_JS = """() => { const out = { tabs: [], buttons: [] };
   return out; }"""
 
 
-@pytest.mark.parametrize("query", ["", "?tab=quiz", "?tab=spread", "?tab=knee", "?tab=temperature", "?tab=memory"])
+@pytest.mark.parametrize(
+    "query", ["", "?tab=quiz", "?tab=spread", "?tab=knee", "?tab=temperature", "?tab=memory", "?tab=schedulers"]
+)
 def test_phone_page_has_no_sideways_scroll_and_every_tab_on_screen(page, page_errors, app_url, query):
     """At 390x844 the page is no wider than the screen and every tab title lies wholly inside it."""
     page.set_viewport_size({"width": 390, "height": 844})
@@ -60,7 +62,15 @@ LOOSE_JS = """(w) => { const out = [];
 
 @pytest.mark.parametrize(
     "width,query",
-    [(1280, "?preset=worked"), (800, "?preset=worked"), (390, ""), (390, "?tab=knee&guess=64"), (390, "?tab=memory")],
+    [
+        (1280, "?preset=worked"),
+        (800, "?preset=worked"),
+        (390, ""),
+        (390, "?tab=knee&guess=64"),
+        (390, "?tab=memory"),
+        (800, "?tab=schedulers&s_guess=0"),
+        (390, "?tab=schedulers&s_guess=0"),
+    ],
 )
 def test_nothing_runs_off_the_screen_at_1280_800_and_390(page, page_errors, app_url, width, query):
     """Wide things sit in frames of their own that scroll; nothing else passes the screen's edge.

@@ -1,0 +1,225 @@
+"""The Schedulers tab without a browser: guess first, then the core's figures; lessons true over a grid; links."""
+
+import re
+
+import pytest
+
+from app.lineup_data import LineupKey, drawn_cells, shared_lineup
+from app.lineup_view import DEFAULT_ENTRIES, LESSONS, LineupView
+from app.lineup_words import ROWS, lessons_html
+from app.simulator import App
+from core.hardware import cost_model
+from core.lineup import best, lineup, parse_entries
+from core.states import GENERATING, PAUSED, PREFILL, RECOMPUTE
+from core.traffic import generate
+
+COST = cost_model()
+
+
+def _view(**values) -> LineupView:
+    view = LineupView(**values)
+    view.__panel__()
+    return view
+
+
+def _figures_by_hand(key: LineupKey):
+    """The key's lines computed afresh by the core, not through the page's shared cache."""
+    return lineup(
+        generate(key.traffic()), key.slots, key.entries, COST, key.ttft_ms, key.itl_ms, key.memory(), key.token_budget
+    )
+
+
+def test_the_table_waits_for_the_guess_then_shows_the_cores_figures_with_the_best_marked():
+    view = _view()
+    assert view.table.object == "" and 'data-guess="ask"' in view.verdict.object
+    view.guess = 2
+    lines = _figures_by_hand(view.key())
+    table = view.table.object
+    for field, _words, fmt in ROWS:
+        row = re.search(f'<tr data-row="{field}">(.*?)</tr>', table).group(1)
+        cells = re.findall(r'<td data-col="(\d)" data-best="(\d)">(?:<b>)?([^<★]+?)(?: ★</b>)?</td>', row)
+        assert [c[2] for c in cells] == [fmt.format(getattr(line.figures, field)) for line in lines], field
+        assert {int(c[0]) for c in cells if c[1] == "1"} == best(lines, field), field
+    assert "You picked SGLang" in view.verdict.object
+
+
+def test_a_new_lineup_asks_again():
+    view = _view(guess=1)
+    assert view.table.object
+    view.entries = ["continuous", "sjf"]
+    assert view.guess is None and view.table.object == ""
+    view.guess = 0
+    view.ttft_ms = 200.0  # a target changes the judging, not the question: the table stays
+    assert view.guess == 0 and "at most 200 ms" in view.table.object
+
+
+NUMBER = r"(-?[\d,]+(?:\.\d+)?)"
+
+
+def _n(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def _verb(a: float, b: float, lower: str, higher: str, same: str) -> str:
+    return lower if a < b else higher if a > b else same
+
+
+def _check_ratio(html, lines):
+    m = re.search(
+        rf"it (\w+) the ITL p99 \({NUMBER} ms against {NUMBER}\) and (\w+) the TTFT p99 \({NUMBER} ms against "
+        rf"{NUMBER}\); (.*?)</p>",
+        html,
+    )
+    verb_itl, a_itl, b_itl, verb_ttft, a_ttft, b_ttft, verdict = m.groups()
+    high, low = lines[1].figures, lines[0].figures  # the lesson's second entry has the higher ratio
+    assert (_n(a_itl), _n(b_itl)) == (round(high.itl_p99, 1), round(low.itl_p99, 1))
+    assert (_n(a_ttft), _n(b_ttft)) == (round(high.ttft_p99, 1), round(low.ttft_p99, 1))
+    assert verb_itl == _verb(high.itl_p99, low.itl_p99, "lowers", "raises", "leaves")
+    assert verb_ttft == _verb(high.ttft_p99, low.ttft_p99, "lowers", "raises", "leaves")
+    trades = high.itl_p99 < low.itl_p99 and high.ttft_p99 > low.ttft_p99
+    assert ("trade the ratio sets" in verdict) == trades and ("does not trade" in verdict) == (not trades)
+
+
+def _check_evict(html, lines):
+    ne, mu = lines
+    m = re.search(r"GUARANTEED_NO_EVICT preempted (\d+) times .* MAX_UTILIZATION decoded (\w+ ?\w*) at once", html)
+    assert int(m.group(1)) == ne.figures.preemptions == 0  # never, on any pool that fits
+    spans = lambda run: run.pass_end_ms - run.pass_start_ms  # noqa: E731
+    mean = lambda run: (run.pass_rows * spans(run)).sum() / spans(run).sum()  # noqa: E731
+    assert m.group(2) == _verb(mean(mu.run), mean(ne.run), "fewer", "more", "as many")
+    assert f"preempted {mu.figures.preemptions} times and recomputed" in html
+
+
+def _check_priority(html, lines):
+    fcfs, pri = lines
+    m = re.search(rf"it (\w+) the high class's mean TTFT \((\d+) requests: {NUMBER} ms against {NUMBER}\)", html)
+    requests = fcfs.run.requests
+    high = [i for i, r in enumerate(requests) if r.priority == 0]
+    from core.serving import per_request
+
+    a, b = per_request(pri.run, COST).ttft[high].mean(), per_request(fcfs.run, COST).ttft[high].mean()
+    assert int(m.group(2)) == len(high) and (_n(m.group(3)), _n(m.group(4))) == (round(a, 1), round(b, 1))
+    assert m.group(1) == _verb(a, b, "lowers", "raises", "leaves")
+    fair = _verb(pri.figures.fairness, fcfs.figures.fairness, "falls", "rises", "stays")
+    assert f"slowdown {fair} ({pri.figures.fairness:.3f}" in html
+
+
+def _check_sjf(html, lines):
+    c, s = lines
+    mean = lambda line: (line.run.finish_ms - line.run.arrival_ms).mean()  # noqa: E731
+    m = re.search(rf"shortest-first (\w+) the mean end-to-end latency \({NUMBER} ms against {NUMBER}", html)
+    assert m.group(1) == _verb(mean(s), mean(c), "lowers", "raises", "leaves")
+    assert (_n(m.group(2)), _n(m.group(3))) == (round(mean(s)), round(mean(c)))
+    longest = sorted(range(len(c.run.requests)), key=lambda i: -c.run.requests[i].output_tokens)[:6]
+    late = lambda line: (line.run.finish_ms - line.run.arrival_ms)[longest].mean()  # noqa: E731
+    words = _verb(late(s), late(c), "finish sooner", "wait longer", "take as long")
+    assert f"the 6 longest answers {words} ({late(s):,.0f} ms" in html
+
+
+CHECKS = {"ratio": _check_ratio, "evict": _check_evict, "priority": _check_priority, "sjf": _check_sjf}
+
+
+@pytest.mark.parametrize("lesson", list(LESSONS))
+@pytest.mark.parametrize("seed,slots,rate", [(0, 8, 40.0), (4, 8, 40.0), (7, 4, 20.0), (2, 16, 80.0), (9, 2, 10.0)])
+def test_each_lessons_sentence_says_what_its_runs_show(lesson, seed, slots, rate):
+    """Over seeds, slots and loads a learner can reach: the sentence's numbers are the core's, its verbs theirs."""
+    values = dict(LESSONS[lesson][1])
+    values.update(seed=seed, slots=slots, rate_per_s=rate)
+    if values["kv_blocks"]:
+        values["kv_blocks"] = 300 if slots <= 8 else 600
+    key = LineupKey(parse_entries(",".join(values.pop("entries"))), **values)
+    lines = _figures_by_hand(key)
+    html = lessons_html(lines, COST)
+    assert html.count("<p data-claim=") == 1
+    CHECKS[lesson](html, lines)
+
+
+def test_a_lessons_sentence_shows_only_beside_its_pair():
+    lines = shared_lineup(LineupKey(parse_entries(",".join(DEFAULT_ENTRIES))))
+    assert lessons_html(lines, COST) == ""  # four engines, no lesson's pair among them
+    lines = shared_lineup(LineupKey(parse_entries("vllm,vllm:scheduling_policy=priority")))
+    assert lessons_html(lines, COST) == ""  # one class: nothing for a priority queue to order by
+
+
+def test_the_lesson_buttons_load_their_settings_and_ask_first():
+    view = _view(guess=0)
+    for button, (label, values) in zip(view.lesson_buttons, LESSONS.values()):
+        assert button.label == label
+        button.clicks += 1
+        assert view.entries == values["entries"] and view.kv_blocks == values["kv_blocks"]
+        assert view.guess is None and view.table.object == ""
+        view.guess = 1
+        assert "data-claim=" in view.lessons.object
+        assert [p.value for p in view.pickers[: len(view.entries)]] == view.entries
+
+
+def test_a_link_round_trips_and_bad_values_are_named_and_kept_out():
+    view = _view()
+    view.param.update(entries=["tgi:waiting_served_ratio=1.2", "sglang:schedule_policy=lof"], slots=4, seed=9)
+    view.guess = 1
+    query = {k: [v] for k, v in view.query().items()}
+    assert query["schedulers"] == ["tgi:waiting_served_ratio=1.2,sglang:schedule_policy=lof"]
+    again = LineupView()
+    assert again.apply_query(query) == []
+    assert again.key() == view.key() and again.guess == 1
+    fresh = LineupView()
+    messages = fresh.apply_query({"schedulers": ["tgi,nope"], "s_slots": ["2_0"], "s_kv": ["3"], "s_guess": ["7"]})
+    assert any("schedulers='tgi,nope': policy must be one of" in m for m in messages)
+    assert any("s_slots='2_0' is not a whole number" in m for m in messages)
+    assert any(re.search(r"needs \d+ blocks", m) and "give the KV pool at least" in m for m in messages)
+    assert any("s_guess is the index of a scheduler shown" in m for m in messages)
+    assert fresh.key() == LineupView().key()  # nothing refused got in
+    assert all("--kv-blocks" not in m for m in messages)
+
+
+def test_a_pool_too_small_is_refused_in_place_and_the_last_lineup_kept():
+    view = _view()
+    before = view.timelines.payload
+    view.kv_blocks = 3
+    assert view.kv_blocks == 0 and view.timelines.payload == before
+    assert view.messages.text.startswith("Not run: request ") and "Kept the last lineup." in view.messages.text
+    view.slots = 4
+    assert view.messages.text == ""
+
+
+def test_a_scheduler_picked_twice_is_refused():
+    view = _view()
+    view.pickers[1].value = view.pickers[0].value
+    assert view.messages.text == "Each scheduler once: that one is already shown."
+    assert view.entries == list(DEFAULT_ENTRIES)
+
+
+def test_two_sessions_keep_their_own_lineups():
+    """A learner's schedulers never reach another's page (the runs are shared, the settings are not)."""
+    first, second = App({"tab": ["schedulers"]}), App({"tab": ["schedulers"], "schedulers": ["continuous,sjf"]})
+    first.schedulers.__panel__()
+    second.schedulers.__panel__()
+    first.schedulers.entries = ["tgi", "vllm"]
+    assert second.schedulers.entries == ["continuous", "sjf"]
+    assert '"order":["continuous","sjf"]' in second.schedulers.timelines.payload
+    assert first.exercise_query()["schedulers"] == "tgi,vllm"
+
+
+def test_the_clock_draws_a_bar_per_stay_with_the_paused_passes_over_it():
+    """Generating, prefill and paused cells of one stay merge into one bar; the paused ones are drawn again on top."""
+    import numpy as np
+
+    cells = np.array(
+        [
+            [0, 0, 0, 2, PREFILL],
+            [0, 0, 2, 5, GENERATING],
+            [0, 0, 5, 6, PAUSED],
+            [0, 0, 6, 9, GENERATING],
+            [1, 1, 3, 4, GENERATING],
+            [1, 1, 6, 7, RECOMPUTE],
+            [1, 1, 7, 8, GENERATING],
+        ]
+    )
+    drawn = drawn_cells(cells).tolist()
+    assert drawn == [
+        [0, 0, 0, 9, GENERATING],
+        [1, 1, 3, 4, GENERATING],
+        [1, 1, 6, 7, RECOMPUTE],
+        [1, 1, 7, 8, GENERATING],
+        [0, 0, 5, 6, PAUSED],
+    ]
