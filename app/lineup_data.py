@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from core.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, cost_model
 from core.lineup import Entry, Line, lineup
 from core.memory import MemoryConfig
+from core.request import Request
 from core.states import GENERATING, PAUSED, PREFILL
 from core.traffic import TrafficConfig, generate
 
 from .byte_cache import byte_cache
 from .plots import MIN_LABEL_CELLS
+from .state import arrival_step_ms, requests_of
 from .widget_data import policy_fields
 
 BLOCK_SIZE = 16  # tokens a KV block holds (vLLM's default)
@@ -38,6 +40,16 @@ class LineupKey:
     itl_ms: float = 50.0
     accelerator: str = DEFAULT_ACCELERATOR
     model: str = DEFAULT_MODEL_SHAPE
+    # The simulator's traffic instead of the chat traffic (the chapter's, generated, or an upload): its first
+    # `requests`, arrivals in steps turned to ms as the clock view turns them; None: the chat traffic.
+    page_traffic: TrafficConfig | tuple[Request, ...] | None = None
+
+    def arrivals(self) -> list[Request]:
+        """Return the requests the lineup runs, arrivals in ms."""
+        if self.page_traffic is None:
+            return generate(self.traffic())
+        step = arrival_step_ms(self.accelerator, self.model)
+        return [replace(r, arrival=round(r.arrival * step)) for r in requests_of(self.page_traffic)[: self.requests]]
 
     def traffic(self) -> TrafficConfig:
         """Return the generator's settings: arrivals in ms (a Poisson rate per ms), chat-like lengths."""
@@ -62,7 +74,7 @@ class LineupKey:
 @byte_cache(share=0.05)
 def shared_lineup(key: LineupKey) -> tuple[Line, ...]:
     """Return every entry's run and figures for `key`; computed once per process for all sessions."""
-    requests = generate(key.traffic())
+    requests = key.arrivals()
     cost = cost_model(key.accelerator, key.model)
     return tuple(
         lineup(requests, key.slots, key.entries, cost, key.ttft_ms, key.itl_ms, key.memory(), key.token_budget)

@@ -15,12 +15,17 @@ from .exercises.common import LazyViewer, query_number, text_pane
 from .lineup_data import LineupKey, lineup_json, shared_lineup
 from .lineup_words import guess_html, lessons_html, table_html
 from .loop import on_document
+from .state import SimState
 from .style import CSS
 from .url import query_value
 from .views import Messages
 from .widget import RENDERER_JS
 
 DEFAULT_ENTRIES = ("vllm", "tgi", "sglang", "trtllm-no-evict")
+SOURCES = {  # ?s_source= -> the traffic choice's words
+    "chat": "Chat traffic (the settings below)",
+    "page": "The simulator's traffic (the chapter's, generated, or your upload): its first requests",
+}
 KEY = LineupKey  # the settings' defaults are the shared key's, in one place
 NONE = "none"
 # URL key -> (parameter, low, high, whole number)
@@ -146,17 +151,27 @@ class LineupView(LazyViewer):
     itl_ms = param.Number(default=KEY.itl_ms, bounds=(1.0, 1_000.0), doc="ITL target (each request's p99), ms")
     guess = param.Integer(default=None, allow_None=True, doc="The scheduler the learner picked (index), asked first")
     theme = param.Selector(default="light", objects=list(palette.THEMES), doc="The page's colours")
+    source = param.Selector(default="chat", objects=list(SOURCES), doc="Whose traffic: the tab's chat, or the page's")
+    state = param.ClassSelector(class_=SimState, default=None, allow_None=True, doc="The simulator's settings")
 
     def key(self) -> LineupKey:
         """Return the lineup's settings as the shared cache's key."""
+        page = self.state.traffic_key() if self.source == "page" and self.state is not None else None
         return LineupKey(
             tuple(parse_entry(text) for text in self.entries), self.seed, self.requests, self.rate_per_s,
             self.priority_share, self.slots, self.kv_blocks, self.token_budget, self.ttft_ms, self.itl_ms,
+            page_traffic=page,
         )  # fmt: skip
 
     def apply_query(self, query: dict) -> list[str]:
         """Set the tab from its URL keys (`schedulers=tgi,vllm`, `s_rate=40`, ...); return messages for refusals."""
         messages = []
+        if "s_source" in query:
+            source = query_value(query["s_source"]).strip()
+            if source in SOURCES:
+                self.source = source
+            else:
+                messages.append(f"URL: s_source={source[:40]!r} is not allowed (use {', '.join(SOURCES)}); kept chat.")
         if "schedulers" in query:
             text = query_value(query["schedulers"])
             try:
@@ -188,6 +203,8 @@ class LineupView(LazyViewer):
             value = getattr(self, name)
             if value != self.param[name].default:
                 out[key] = f"{value:g}"
+        if self.source != "chat":
+            out["s_source"] = self.source
         if self.guess is not None:
             out["s_guess"] = str(self.guess)
         return out
@@ -216,8 +233,10 @@ class LineupView(LazyViewer):
             button.on_click(lambda _e, values=values: self.param.update(guess=None, **values))
             self.lesson_buttons.append(button)
         self._refresh()
-        changes = [name for name in self.param if name not in ("name", "guess", "theme")]
+        changes = [name for name in self.param if name not in ("name", "guess", "theme", "state")]
         self.param.watch(lambda *_e: on_document(self._changed), changes)
+        if self.state is not None:  # the simulator's traffic changed: a lineup on it follows
+            self.state.param.watch(lambda *_e: self.source == "page" and on_document(self._changed), "runs")
         self.param.watch(lambda *_e: on_document(self._reveal), "guess")
 
     def _show_pickers(self) -> None:
@@ -269,7 +288,11 @@ class LineupView(LazyViewer):
             )  # fmt: skip
             return
         self.messages.text = ""
-        new_question = key.entries != self._good.entries or key.traffic() != self._good.traffic()
+        new_question = (
+            key.entries != self._good.entries
+            or key.traffic() != self._good.traffic()
+            or key.page_traffic != self._good.page_traffic
+        )
         self._good = key
         if new_question:
             self.guess = None  # a new question: guess again before the table shows
@@ -311,10 +334,21 @@ class LineupView(LazyViewer):
             pn.widgets.FloatInput.from_param(self.param.itl_ms, label="ITL target, ms", width=160),
             sizing_mode="stretch_width",
         )
+        source = pn.widgets.RadioButtonGroup.from_param(
+            self.param.source, options={words: key for key, words in SOURCES.items()}, color="primary",
+            variant="outline", label="Traffic", stylesheets=[".bk-btn-group { flex-wrap: wrap; row-gap: 4px; }"],
+        )  # fmt: skip
+        for widget in traffic.objects[:1] + traffic.objects[2:]:  # the chat traffic's own settings
+            widget.visible = self.source == "chat"
+        self.param.watch(
+            lambda e: [setattr(w, "visible", e.new == "chat") for w in traffic.objects[:1] + traffic.objects[2:]],
+            "source",
+        )
         return pn.Column(
             text_pane(INTRO),
             self.messages,
             pn.FlexBox(*self.pickers, sizing_mode="stretch_width"),
+            source,
             traffic,
             engine,
             text_pane(

@@ -138,12 +138,28 @@ def _rows(line: Line) -> tuple[float, int]:
     return float((run.pass_rows * spans).sum() / spans.sum()), int(run.pass_rows.max())
 
 
+def _whole_life(line: Line) -> bool:
+    """Return whether the line's policy reserves each request's prompt and answer cap at admission."""
+    pol = line.entry.policy()
+    return not pol.forms_batches and pol.reserves_whole_life("paged")
+
+
+def _plain(line: Line) -> bool:
+    """Return whether the line's policy is continuous batching in arrival order, nothing added."""
+    p = line.entry.policy()
+    return not (p.forms_batches or p.ordered or p.has_token_budget or p.pauses_decoders or p.engine)
+
+
 def evict_html(lines: Sequence[Line]) -> str:
-    """TensorRT-LLM's two capacity schedulers: never preempting against running more at once."""
-    by = {line.entry.name: line for line in lines}
-    if "trtllm-no-evict" not in by or "trtllm-max-util" not in by:
+    """An engine's two capacity schedulers (TensorRT-LLM's): never preempting against running more at once."""
+    # One engine's two capacity schedulers: one reserves each request's whole life, the other admits by need.
+    reserving = [line for line in lines if line.entry.policy().engine and _whole_life(line)]
+    engines = {line.entry.policy().engine for line in reserving}
+    packing = [line for line in lines if not _whole_life(line) and line.entry.policy().engine in engines]
+    if not packing:
         return ""
-    ne, mu = by["trtllm-no-evict"], by["trtllm-max-util"]
+    mu = packing[0]
+    ne = next(line for line in reserving if line.entry.policy().engine == mu.entry.policy().engine)
     (ne_mean, ne_max), (mu_mean, mu_max) = _rows(ne), _rows(mu)
     recomputed = mu.run.schedule.recomputed_tokens if mu.run.schedule is not None else 0
     more = _than(mu_mean, ne_mean, "fewer", "more", "as many")
@@ -193,11 +209,12 @@ def longest_mean(line: Line, share: float = 0.1) -> tuple[int, float]:
 
 
 def sjf_html(lines: Sequence[Line]) -> str:
-    """Shortest first against arrival order: the mean latency, and the longest answers' latency."""
-    by = {line.entry.name: line for line in lines}
-    if "sjf" not in by or "continuous" not in by:
+    """A queue by answer length against arrival order: the mean latency, and the longest answers' latency."""
+    by_length = [line for line in lines if line.entry.policy().order_field == "output"]
+    by_arrival = [line for line in lines if _plain(line)]
+    if not by_length or not by_arrival:
         return ""
-    s, c = by["sjf"], by["continuous"]
+    s, c = by_length[0], by_arrival[0]
     mean_s = float((s.run.finish_ms - s.run.arrival_ms).mean())
     mean_c = float((c.run.finish_ms - c.run.arrival_ms).mean())
     (n, long_s), (_, long_c) = longest_mean(s), longest_mean(c)

@@ -73,7 +73,7 @@ class App(pn.viewable.Viewer):
             TemperatureView(),
         )
         self.memory = MemoryView()
-        self.schedulers = LineupView()
+        self.schedulers = LineupView(state=self.state)
         self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=False)
         self.reset_trace.on_click(self._clear_trace)
         if fresh and not any(key in (query or {}) for key in GENERATOR_URL_KEYS):
@@ -270,7 +270,9 @@ class App(pn.viewable.Viewer):
         self.spread.param.watch(push, "sigma")
         self.temperature.param.watch(push, "bug")
         self.memory.param.watch(push, ["blocks", "budget"])
-        self.schedulers.param.watch(push, [name for name in self.schedulers.param if name not in ("name", "theme")])
+        self.schedulers.param.watch(
+            push, [name for name in self.schedulers.param if name not in ("name", "theme", "state")]
+        )
         if rewrite:
             push()
 

@@ -9,7 +9,7 @@ from .cli_args import UsageError, is_azure
 from .cost import Fitted, StepCost
 from .hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from .limits import show_name
-from .report import how_much_sooner
+from .report import column_width, how_much_sooner
 from .request import Request
 from .timed import TimedMetrics
 from .traces import DEFAULT_STEP_MS, TraceError, TraceOptions, parse_trace, read_trace_bytes
@@ -92,14 +92,21 @@ def timed_text(cost: StepCost, by_policy: dict[str, TimedMetrics]) -> str:
         for q in ("p50", "p99"):
             rows.append((f"{label} {q}, ms", [getattr(m, key)[q] for m in ms]))
     names = list(by_policy)
-    lines = [f"time under the {describe_cost(cost)} cost model", f"{'':<22}" + "".join(f"{n:>12}" for n in names)]
-    lines += [f"{label:<22}" + "".join(f"{x:>12,.1f}" for x in xs) for label, xs in rows]
+    w = column_width(names)
+    lines = [f"time under the {describe_cost(cost)} cost model", f"{'':<22}" + "".join(f"{n:>{w}}" for n in names)]
+    lines += [f"{label:<22}" + "".join(f"{x:>{w},.1f}" for x in xs) for label, xs in rows]
     base = ms[0]
     than = f" than {names[0]}" if len(names) > 2 else ""
     for name, m in zip(names[1:], ms[1:]):
         ratio = base.drain_ms / m.drain_ms if m.drain_ms else 1.0
         sooner = how_much_sooner(ratio, "sooner", "later")
-        lines.append(f"{name} drains {sooner} in time{than}; tokens/s x{_ratio(m, base):.2f}")
+        # "as soon as vllm (1.00x)", "1.10x later in time than vllm"
+        sooner = (
+            sooner.replace(" (", f" as {names[0]} (", 1)
+            if sooner.startswith("as ") and than
+            else (f"{sooner} in time{than}")
+        )
+        lines.append(f"{name} drains {sooner}; tokens/s x{_ratio(m, base):.2f}")
     return "\n".join(lines)
 
 

@@ -23,6 +23,7 @@ from .metrics import weighted_percentiles
 from .policies import REGISTRY, Policy, get_policy
 from .request import Request
 from .schedule_record import Schedule
+from .states import GENERATING, RECOMPUTE
 
 
 @dataclass(frozen=True, eq=False)
@@ -249,25 +250,39 @@ def _summary(values: np.ndarray, weights: np.ndarray | None = None) -> dict[str,
 def timed_metrics(run: TimedRun) -> TimedMetrics:
     """Return drain, tokens/s, TTFT, per-token inter-token latency and end-to-end latency of a timed run."""
     tokens = sum(r.output_tokens for r in run.requests)
-    # A pass's later tokens: one per request that is past its first token and emits one in the pass.
+    # A pass's later tokens: one per request that is past its first token and emits one in the pass. A token that
+    # follows its request's previous one back to back waited that pass; one that resumes after a pause or a
+    # preemption waited from its previous token's pass to its own (`gaps`).
     diff = np.zeros(run.passes + 1, dtype=np.int64)  # pass indices run 0..passes
+    gaps = np.zeros(0)
     if run.schedule is None:
         np.add.at(diff, run.start_pass + 1, 1)
         np.add.at(diff, run.finish_pass, -1)
-    else:  # preempted or chunked: count the passes that emit (generating or recomputing cells), less first tokens
+    else:  # preempted, chunked or paused: the passes that emit (generating or recomputing cells), less first tokens
         cells = run.schedule.cells
-        emitting = cells[(cells[:, 4] == 1) | (cells[:, 4] == 3)]
+        emitting = cells[(cells[:, 4] == GENERATING) | (cells[:, 4] == RECOMPUTE)]
+        emitting = emitting[np.lexsort((emitting[:, 2], emitting[:, 0]))]
         np.add.at(diff, emitting[:, 2], 1)
         np.add.at(diff, emitting[:, 3], -1)
         np.add.at(diff, run.first_pass, -1)
         np.add.at(diff, run.first_pass + 1, 1)
+        resumed = np.flatnonzero(emitting[1:, 0] == emitting[:-1, 0]) + 1  # a cell after its request's earlier one
+        lo, before = emitting[resumed, 2], emitting[resumed - 1, 3] - 1
+        np.add.at(diff, lo, -1)
+        np.add.at(diff, lo + 1, 1)
+        gaps = run.pass_end_ms[lo] - run.pass_end_ms[before]
     later_tokens = np.cumsum(diff)[: run.passes]
     drain = run.drain_ms
+    itl = (
+        _summary(run.pass_ms, later_tokens)
+        if not len(gaps)
+        else _summary(np.concatenate([run.pass_ms, gaps]), np.concatenate([later_tokens, np.ones(len(gaps), int)]))
+    )
     return TimedMetrics(
         drain_ms=drain,
         tokens_per_s=tokens / (drain / 1e3) if drain else 0.0,
         ttft_ms=_summary(run.first_token_ms - run.arrival_ms),
-        itl_ms=_summary(run.pass_ms, later_tokens),
+        itl_ms=itl,
         e2e_ms=_summary(run.finish_ms - run.arrival_ms),
     )
 

@@ -37,6 +37,7 @@ def test_simulate_json_contract_from_a_trace(capsys):
         "arrival": 0,
         "output_tokens": 3,
         "priority": 0,
+        "max_tokens": 0,
         "start": 0,
         "finish": 3,
         "slot": 0,

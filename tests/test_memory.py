@@ -207,7 +207,10 @@ def test_a_named_accelerator_and_model_give_a_pool():
         (["simulate", "--kv-blocks", "1"], "needs 7 blocks of 16 tokens for its prompt and output"),
         (["simulate", "--policy", "chunked"], "--policy chunked needs --token-budget T"),
         (["simulate", "--policy", "chunked", "--token-budget", "2"], "--token-budget 2 is below --slots 4"),
-        (["simulate", "--token-budget", "9"], "--token-budget applies to a policy with a token budget (chunked, vllm)"),
+        (
+            ["simulate", "--token-budget", "9"],
+            "--token-budget applies to a policy with a token budget (chunked, vllm, sglang",
+        ),
         (["simulate", "--kv-blocks", "9", "--reserve-tokens", "5"], "--reserve-tokens applies to --allocation"),
         (
             ["simulate", "--kv-blocks", "99", "--allocation", "contiguous", "--reserve-tokens", "5"],
@@ -280,7 +283,7 @@ def test_compare_takes_a_budget_only_for_a_budget_policy(capsys):
     from core.cli import main
 
     assert main(["compare", "--token-budget", "9"]) == 2
-    assert "applies to a policy with a token budget (chunked, vllm)" in capsys.readouterr().err
+    assert "applies to a policy with a token budget (chunked, vllm, sglang)" in capsys.readouterr().err
     assert main(["compare", "--policies", "continuous,chunked", "--token-budget", "64", "--requests", "20"]) == 0
     assert "chunked drains" in capsys.readouterr().out
 

@@ -17,7 +17,7 @@ BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, flags=re.S)
 def test_each_command_shown_prints_what_the_readme_shows(capsys):
     """Every `$ batchviz ...` block: the command run now prints exactly the lines below it."""
     shown = [text for lang, text in BLOCKS if lang == "text" and text.startswith("$ batchviz ")]
-    assert len(shown) == 4
+    assert len(shown) == 5
     for text in shown:
         command, _, expected = text.partition("\n")
         assert main(shlex.split(command)[2:]) == 0

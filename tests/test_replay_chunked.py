@@ -208,7 +208,7 @@ def test_the_replay_command_runs_chunked_beside_static(capsys):
     for argv, message in (
         (["--policy", "chunked", "--token-budget", "2"], "--token-budget 2 is below --slots 3"),
         (["--policy", "chunked"], "--policy chunked needs --token-budget T"),
-        (["--token-budget", "8"], "--token-budget applies to a policy with a token budget (chunked, vllm) only"),
+        (["--token-budget", "8"], "--token-budget applies to a policy with a token budget (chunked, vllm, sglang"),
         (["--policy", "chunked", "--token-budget", "8", "--online"], "--online replays static, continuous (on"),
     ):
         assert main(["replay", *CLI_SMALL, *argv]) == 2
