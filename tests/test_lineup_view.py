@@ -223,3 +223,27 @@ def test_the_clock_draws_a_bar_per_stay_with_the_paused_passes_over_it():
         [1, 1, 7, 8, GENERATING],
         [0, 0, 5, 6, PAUSED],
     ]
+
+
+def test_the_lineup_runs_on_the_simulators_traffic_and_follows_it():
+    """`s_source=page`: the simulator's traffic, followed as it changes.
+
+    The chapter's twelve requests (arrivals turned to ms as the clock view turns them), then a new seed's; the first
+    `requests` of a longer traffic; the link keeps the choice.
+    """
+    from app.state import arrival_step_ms
+
+    app = App({"tab": ["schedulers"], "s_source": ["page"]})
+    view = app.schedulers
+    view.__panel__()
+    step = arrival_step_ms(view.key().accelerator, view.key().model)
+    chapter = app.state.traffic_key()
+    assert [r.arrival for r in view.key().arrivals()] == [round(r.arrival * step) for r in chapter]
+    view.guess = 0
+    app.state.seed = 7  # generated traffic now: the lineup follows and asks again
+    assert view.key().page_traffic != chapter and view.guess is None
+    assert '"order":["vllm","tgi","sglang","trtllm-no-evict"]' in view.timelines.payload
+    app.state.requests = 200
+    assert len(view.key().arrivals()) == view.requests == 64
+    assert app.exercise_query()["s_source"] == "page"
+    assert any("s_source='web' is not allowed" in m for m in LineupView().apply_query({"s_source": ["web"]}))
