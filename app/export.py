@@ -33,6 +33,7 @@ from core.traffic import LENGTH_KINDS
 
 from . import chapter, palette, story
 from .export_exercises import knee_section, spread_section, temperature_section
+from .export_lineup import export_lineups, lineup_panel
 from .plots import H2H_GROUPS, MIN_LABEL_CELLS
 from .quiz import INTRO as QUIZ_INTRO
 from .quiz import questions_data
@@ -45,6 +46,7 @@ from .widget_data import policy_fields, renderer_config
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 GLUE_JS = ASSETS / "export_glue.js"
 QUIZ_JS = ASSETS / "quiz.js"
+LINEUP_JS = ASSETS / "export_lineup.js"
 MODES = MODE_ORDER  # every mode the widget offers
 SLOTS = range(1, 17)
 SEEDS = range(0, 100)
@@ -54,12 +56,14 @@ LINKED_SCRIPT = re.compile(r"<script\b[^>]*\bsrc=", re.IGNORECASE)
 EXTERNAL = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=[^>]*>", re.IGNORECASE)
 IN_APP_LINK = re.compile(r'<a href="(\?[^"]*)">(.*?)</a>', re.DOTALL)
 
-# ?tab= on the file URL, as on the served page (app/simulator.py TABS, less the Memory tab, which needs its engine).
+# ?tab= on the file URL, as on the served page (app/simulator.py TABS, less the Memory tab, which needs its engine;
+# the Schedulers tab carries its default lineup and its lessons', app/export_lineup.py).
 TABS = {
     "simulator": "Simulator",
     "knee": "Exercise 1: the knee",
     "spread": "Exercise 2: length spread",
     "temperature": "Exercise 3: one temperature",
+    "schedulers": "Schedulers",
     "quiz": "Check yourself",
 }
 # The URL keys the page's links and its own address may carry (app/url.py URL_KEYS, as far as the table reaches).
@@ -300,7 +304,7 @@ def _exercises() -> tuple[str, list[str], str]:
 
 def _module() -> str:
     """Return the page's one module: the served page's renderer (with the batch view), the quiz and the export host."""
-    parts = [RENDERER_JS, QUIZ_JS.read_text(encoding="utf-8"), GLUE_JS.read_text(encoding="utf-8")]
+    parts = [RENDERER_JS, *(path.read_text(encoding="utf-8") for path in (QUIZ_JS, GLUE_JS, LINEUP_JS))]
     code = "\n".join(parts)
     if re.search(r"</script|<!--", code, re.IGNORECASE):
         raise RuntimeError("a page script holds '</script' or '<!--', which would end it early")
@@ -337,6 +341,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
         "lesson_base": {"lengths": TrafficConfig.lengths, "arrival_window": TrafficConfig.arrival_window},
         "tabs": list(TABS),
         "quiz": {"intro": QUIZ_INTRO, "questions": questions_data()},
+        "lineups": export_lineups(),
     }
     script, divs, bokeh_js = _exercises()
     tabs = "".join(
@@ -374,6 +379,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
         '<div id="bv-message" class="bv-message" role="alert" hidden></div>\n'
         + panel("simulator", simulator, hidden=False)
         + "".join(panel(key, div, cls="bv-exercise") for key, div in zip(("knee", "spread", "temperature"), divs))
+        + panel("schedulers", lineup_panel())
         + panel("quiz", '<div id="bv-quiz"></div>')
         + "\n</main>\n</div>\n"
         f'<script type="application/json" id="bv-data">{_json(data)}</script>\n'

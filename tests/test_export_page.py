@@ -145,7 +145,7 @@ def test_quiz_data_is_the_served_quizs():
 
 
 def test_tabs_are_the_served_pages_tabs():
-    """The page's tabs and their titles are the served page's, less the Memory tab (it needs its engine)."""
+    """The page's tabs and their titles are the served page's, less the Memory tab (it needs its engine)."""  # noqa
     from app.simulator import TABS as SERVED
 
     assert TABS == {key: title for key, title in SERVED.items() if key != "memory"}
@@ -170,3 +170,17 @@ def test_story_is_in_the_served_order():
     at = [text.index(part) for part in parts]
     assert at == sorted(at)
     assert chapter.build_batch_html() not in story_html(batch=False)
+
+
+def test_the_exported_lineups_are_the_served_tabs_default_and_lessons():
+    """Each lineup the page carries has the settings the served tab's default or lesson button loads."""
+    from app.export_lineup import lineup_keys
+    from app.lineup_view import LineupView
+
+    keys = lineup_keys()
+    view = LineupView()
+    view.__panel__()
+    assert keys["default"][1] == view.key()
+    for button, (name, (label, key)) in zip(view.lesson_buttons, list(keys.items())[1:]):
+        button.clicks += 1
+        assert button.label == label and view.key() == key, name

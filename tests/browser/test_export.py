@@ -337,9 +337,12 @@ def test_export_tabs_are_a_keyboard_tablist(page, page_errors, offline, exported
     tab = page.get_by_role("tab", name="Exercise 3: one temperature")
     tab.focus()
     tab.press("ArrowRight")
+    schedulers = page.get_by_role("tab", name="Schedulers")
+    expect(schedulers).to_be_focused()
+    expect(schedulers).to_have_attribute("aria-selected", "true")
+    schedulers.press("ArrowRight")
     quiz = page.get_by_role("tab", name="Check yourself")
     expect(quiz).to_be_focused()
-    expect(quiz).to_have_attribute("aria-selected", "true")
     quiz.press("Home")
     expect(page.get_by_role("tab", name="Simulator")).to_be_focused()
     expect(page.locator("#bv-panel-simulator")).to_be_visible()
@@ -480,3 +483,26 @@ def test_export_names_junk_in_its_address(page, page_errors, offline, exported, 
     """Round 4, defect 13: the exported page says what it refused or clamped, as the served page does."""
     _open(page, exported + query)
     expect(page.locator("#bv-message")).to_contain_text(message)
+
+
+def test_export_schedulers_tab_guesses_then_shows_the_cores_lineups(page, page_errors, offline, exported):
+    """From file://: each carried lineup draws every scheduler, asks first, then its table and lesson are the core's."""
+    from app.export_lineup import lineup_keys
+    from app.lineup_data import shared_lineup
+    from app.lineup_words import best, lessons_html
+
+    _open(page, exported + "?tab=schedulers")
+    page.wait_for_function("window.__bvLineup && window.__bvLineup.timelines.length === 4", timeout=15_000)
+    for name, (label, key) in lineup_keys().items():
+        page.get_by_role("button", name=label, exact=True).click()
+        lines = shared_lineup(key)
+        assert page.evaluate("window.__bvLineup.view.order") == [line.entry.text() for line in lines]
+        assert page.locator("#bv-lineup-table table").count() == 0
+        expect(page.locator("#bv-lineup-ask [data-guess=ask]")).to_be_visible()
+        page.locator("#bv-lineup-guesses button").nth(1).click()
+        for field in ("ttft_p99", "goodput"):
+            marked = page.locator(f"#bv-lineup-table tr[data-row={field}] td[data-best='1']")
+            assert {int(marked.nth(i).get_attribute("data-col")) for i in range(marked.count())} == best(lines, field)
+        expected = re.sub(r"<[^>]+>", "", lessons_html(lines, cost_model(key.accelerator, key.model))).strip()
+        assert page.locator("#bv-lineup-lessons").inner_text().strip() == expected
+        assert (name == "default") == (expected == "")  # every lesson's sentence shows beside its pair
