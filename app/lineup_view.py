@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import panel as pn
 import param
 from panel.custom import JSComponent
 
-from core.hardware import cost_model
+from core.hardware import ACCELERATOR_OPTIONS, ACCELERATORS, MODEL_OPTIONS, MODEL_SHAPES, cost_model
 from core.limits import LimitError
 from core.lineup import MAX_ENTRIES, MIN_ENTRIES, parse_entries, parse_entry, registered_presets
 
@@ -150,6 +152,8 @@ class LineupView(LazyViewer):
     ttft_ms = param.Number(default=KEY.ttft_ms, bounds=(1.0, 60_000.0), doc="TTFT target, ms")
     itl_ms = param.Number(default=KEY.itl_ms, bounds=(1.0, 1_000.0), doc="ITL target (each request's p99), ms")
     guess = param.Integer(default=None, allow_None=True, doc="The scheduler the learner picked (index), asked first")
+    accelerator = param.Selector(default=KEY.accelerator, objects=list(ACCELERATORS), doc="The clock's accelerator")
+    model = param.Selector(default=KEY.model, objects=list(MODEL_SHAPES), doc="The clock's model")
     theme = param.Selector(default="light", objects=list(palette.THEMES), doc="The page's colours")
     source = param.Selector(default="chat", objects=list(SOURCES), doc="Whose traffic: the tab's chat, or the page's")
     state = param.ClassSelector(class_=SimState, default=None, allow_None=True, doc="The simulator's settings")
@@ -160,12 +164,22 @@ class LineupView(LazyViewer):
         return LineupKey(
             tuple(parse_entry(text) for text in self.entries), self.seed, self.requests, self.rate_per_s,
             self.priority_share, self.slots, self.kv_blocks, self.token_budget, self.ttft_ms, self.itl_ms,
-            page_traffic=page,
+            self.accelerator, self.model, page_traffic=page,
         )  # fmt: skip
 
     def apply_query(self, query: dict) -> list[str]:
         """Set the tab from its URL keys (`schedulers=tgi,vllm`, `s_rate=40`, ...); return messages for refusals."""
         messages = []
+        for key, name, options in (("s_accel", "accelerator", ACCELERATORS), ("s_model", "model", MODEL_SHAPES)):
+            if key in query:
+                value = query_value(query[key]).strip()
+                if value in options:
+                    setattr(self, name, value)
+                else:
+                    kept = getattr(self, name)
+                    messages.append(
+                        f"URL: {key}={value[:40]!r} is not allowed (use {', '.join(options)}); kept {kept}."
+                    )
         if "s_source" in query:
             source = query_value(query["s_source"]).strip()
             if source in SOURCES:
@@ -205,6 +219,9 @@ class LineupView(LazyViewer):
                 out[key] = f"{value:g}"
         if self.source != "chat":
             out["s_source"] = self.source
+        for key, name in (("s_accel", "accelerator"), ("s_model", "model")):
+            if getattr(self, name) != self.param[name].default:
+                out[key] = getattr(self, name)
         if self.guess is not None:
             out["s_guess"] = str(self.guess)
         return out
@@ -288,11 +305,8 @@ class LineupView(LazyViewer):
             )  # fmt: skip
             return
         self.messages.text = ""
-        new_question = (
-            key.entries != self._good.entries
-            or key.traffic() != self._good.traffic()
-            or key.page_traffic != self._good.page_traffic
-        )
+        # Any change but the targets changes the runs: a new question, guessed again before the table shows.
+        new_question = replace(key, ttft_ms=0, itl_ms=0) != replace(self._good, ttft_ms=0, itl_ms=0)
         self._good = key
         if new_question:
             self.guess = None  # a new question: guess again before the table shows
@@ -332,6 +346,8 @@ class LineupView(LazyViewer):
             pn.widgets.IntInput.from_param(self.param.token_budget, label="Token budget (vLLM, SGLang)", width=200),
             pn.widgets.FloatInput.from_param(self.param.ttft_ms, label="TTFT target, ms", width=160),
             pn.widgets.FloatInput.from_param(self.param.itl_ms, label="ITL target, ms", width=160),
+            pn.widgets.Select.from_param(self.param.accelerator, label="Accelerator", options=ACCELERATOR_OPTIONS),
+            pn.widgets.Select.from_param(self.param.model, label="Model", options=MODEL_OPTIONS),
             sizing_mode="stretch_width",
         )
         source = pn.widgets.RadioButtonGroup.from_param(

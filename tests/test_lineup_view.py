@@ -247,3 +247,15 @@ def test_the_lineup_runs_on_the_simulators_traffic_and_follows_it():
     assert len(view.key().arrivals()) == view.requests == 64
     assert app.exercise_query()["s_source"] == "page"
     assert any("s_source='web' is not allowed" in m for m in LineupView().apply_query({"s_source": ["web"]}))
+
+
+def test_the_clock_is_any_accelerator_and_model_the_knee_offers():
+    """`s_accel` and `s_model` pick the roofline: the core's runs on that preset; a new preset asks again."""
+    view = _view(guess=0)
+    assert view.apply_query({"s_accel": ["a100-80gb"], "s_model": ["llama2-13b"]}) == []
+    key = view.key()
+    assert (key.accelerator, key.model) == ("a100-80gb", "llama2-13b") and view.guess is None
+    slow = shared_lineup(key)[0].run.drain_ms
+    assert slow > shared_lineup(LineupKey(key.entries))[0].run.drain_ms  # a bigger model on a slower GPU
+    assert view.query()["s_accel"] == "a100-80gb"
+    assert any("s_model='gpt5' is not allowed" in m for m in LineupView().apply_query({"s_model": ["gpt5"]}))
