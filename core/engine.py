@@ -111,6 +111,9 @@ class _Engine:
         self.P = [r.prompt_tokens or 1 for r in queue]  # prompt_length: an empty prompt still takes a pass
         self.OUT = [r.output_tokens for r in queue]
         self.reserve = memory.reserve_tokens or max(self.OUT, default=1)
+        # What a reservation holds beyond the prompt: the request's own max_tokens where the client gave one (as
+        # TGI's and TensorRT-LLM's schedulers read it), else the traffic's cap; a static row keeps the traffic's.
+        self.RES = [r.max_tokens or self.reserve for r in queue]
         self.record_pool = record_pool
         self.pool = KVPool(memory, track_blocks=record_pool)  # block ids only where the views draw the map
         self.limited = not memory.unlimited  # an unlimited pool refuses nothing: the loop asks it nothing
@@ -184,7 +187,7 @@ class _Engine:
         slot, start, first, finish = self.slot, self.start, self.first, self.finish
         events, add_cell = self.events, self.cells.extend
         pol = self.pol
-        chunked, budget, reserve, unit = pol.has_token_budget, self.budget, self.reserve, self.unit
+        chunked, budget, RES, unit = pol.has_token_budget, self.budget, self.RES, self.unit
         cap = pol.prefill_chunk_cap or budget  # one prompt's tokens in a pass (vLLM's long_prefill_token_threshold)
         # The policy's order: a deque (arrival; a preempted request back at the front) or a queue by its key, where
         # an arrival may become the head: then a refused head is not the last one refused, and an arrival may be
@@ -324,7 +327,7 @@ class _Engine:
                     prefilled += done_
             limit = n  # how many this pass may admit
             if gated and count and waiting and free and not preempted:
-                fitting = self._fitting(waiting, len(free), pcap, reserve)
+                fitting = self._fitting(waiting, len(free), pcap)
                 if not pol.admits_now(fitting, count, since, after_pause):
                     limit = 0
             taken = 0
@@ -332,7 +335,7 @@ class _Engine:
                 k = waiting[0]
                 if pcap and taken and prefill + P[k] + g[k] > pcap:
                     break  # the pass's prompt tokens are spent (check_prompt_cap: a first prompt always fits)
-                tokens = P[k] + (reserve if reserving else g[k] + 1)
+                tokens = P[k] + (RES[k] if reserving else g[k] + 1)
                 if limited and (refused == (releases, k) or not can_allocate(k, tokens)):
                     refused = (releases, k)
                     if k not in noted:
@@ -472,7 +475,7 @@ class _Engine:
         self.passes = p
         self.recomputed = recomputed
 
-    def _fitting(self, waiting, free_slots: int, pcap: int, reserve: int) -> int:
+    def _fitting(self, waiting, free_slots: int, pcap: int) -> int:
         """Return how many waiting requests, from the head, a pass would admit: slots, prompt tokens, the pool.
 
         For a gated policy, which reserves every request's whole life (checked at registration); the pool is asked
@@ -485,7 +488,7 @@ class _Engine:
         for k in waiting:
             if fitting == free_slots or (pcap and fitting and prompts + P[k] > pcap):
                 break
-            tokens = P[k] + reserve
+            tokens = P[k] + self.RES[k]
             if trial is not None:
                 if not trial.can_allocate(k, tokens):
                     break
@@ -562,7 +565,8 @@ class _Engine:
         finishes; its cells (a prompt's chunks, then its tokens) tile that span once.
         """
         prompt = np.array(self.P, dtype=np.int64)
-        tokens = prompt + (self.reserve if self.pol.reserves_whole_life(self.memory.allocation) else 1)
+        whole_life = self.pol.reserves_whole_life(self.memory.allocation)
+        tokens = prompt + (np.array(self.RES, dtype=np.int64) if whole_life else 1)
         held = (-(-tokens // self.memory.block_size))[cells[:, 0]]
         diff = np.bincount(cells[:, 2], held, passes + 1) - np.bincount(cells[:, 3], held, passes + 1)
         return np.cumsum(diff)[:passes].astype(np.int64)  # float sums of integers far below 2**53: exact

@@ -12,9 +12,12 @@ from .request import Request
 
 def _sizes(requests: Sequence[Request], memory: MemoryConfig, policy: str | Policy) -> tuple[bool, list[int]]:
     """Return whether requests reserve (contiguous, static rows) and the tokens each must hold at its peak."""
-    reserving = get_policy(policy).reserves_whole_life(memory.allocation)
+    pol = get_policy(policy)
+    reserving = pol.reserves_whole_life(memory.allocation)
     extra = memory.reserve_tokens or max((r.output_tokens for r in requests), default=1)
-    return reserving, [(r.prompt_tokens or 1) + (extra if reserving else r.output_tokens) for r in requests]
+    # A reservation holds the request's own max_tokens where given (a static row: the traffic's cap, for all).
+    cap = (lambda r: extra) if pol.forms_batches else (lambda r: r.max_tokens or extra)  # noqa: E731
+    return reserving, [(r.prompt_tokens or 1) + (cap(r) if reserving else r.output_tokens) for r in requests]
 
 
 def smallest_pool(requests: Sequence[Request], memory: MemoryConfig, policy: str | Policy = "continuous") -> int:

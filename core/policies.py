@@ -329,9 +329,9 @@ class TrtllmNoEvict(Policy):
     """TensorRT-LLM's capacity scheduler, GUARANTEED_NO_EVICT (its default; TensorRT-LLM docs, "Scheduler").
 
     A request is admitted, first come first served, only if its prompt plus its maximum output fits the free KV for
-    its whole life, so a running request never runs out of blocks and nothing is ever evicted. What we simplify: the
-    maximum output is the traffic's cap on answer length (`reserve_tokens`, default the longest answer in the
-    traffic), the same for every request, where the engine reads each request's own max_tokens.
+    its whole life, so a running request never runs out of blocks and nothing is ever evicted. The maximum output is the
+    request's own max_tokens, as the engine reads it, where the traffic gives one; else (what we simplify) the
+    traffic's cap on answer length (`reserve_tokens`, default its longest answer).
     """
 
     name = "trtllm-no-evict"
@@ -440,8 +440,9 @@ class TGI(Policy):
     one), or when `max_waiting_tokens` decode passes have run since the last prefill (TGI's waiting_tokens counts
     from 1 after a prefill); a prefill that paused the batch is always followed by a decode pass. Each request
     reserves its prompt plus the output cap at admission (TGI's block allocator reserves max_new_tokens), so nobody
-    is preempted. What we simplify: the output cap is the traffic's (`reserve_tokens`, default its longest answer),
-    not each request's max_new_tokens; max_batch_total_tokens is the KV pool; no speculation, no prefix cache.
+    is preempted. The cap is the request's own max_tokens where the traffic gives one; what we simplify: else the
+    traffic's cap (`reserve_tokens`, default its longest answer); max_batch_total_tokens is the KV pool; no
+    speculation, no prefix cache.
     """
 
     name = "tgi"

@@ -173,6 +173,7 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
     bs, pool = memory.block_size, memory.kv_blocks
     blocks = lambda tokens: -(-tokens // bs)  # noqa: E731
     reserve = memory.reserve_tokens or max(out, default=1)
+    res = [r.max_tokens or reserve for r in requests]  # a continuous reservation: the request's own cap if it has one
     owner = [-1] * (pool or 0)  # contiguous: who holds each block
     held = {}  # request -> blocks
     generated, prefilled, target = [0] * n, [0] * n, [0] * n
@@ -220,7 +221,7 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
         for i in list(waiting):
             if count == occupant.count(None) or (pcap and count and prompts + prompt[i] > pcap):
                 break
-            tokens = prompt[i] + reserve
+            tokens = prompt[i] + res[i]
             if not fits(i, tokens):
                 break
             take(i, tokens)
@@ -299,7 +300,7 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
                 i = waiting[head()]
                 if pcap and taken and prompts + prompt[i] + generated[i] > pcap:
                     break
-                tokens = prompt[i] + (reserve if reserving else generated[i] + 1)
+                tokens = prompt[i] + (res[i] if reserving else generated[i] + 1)
                 if not fits(i, tokens):
                     if i not in noted:
                         noted.add(i)

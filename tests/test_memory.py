@@ -30,7 +30,8 @@ memory_traffic = st.lists(
 def _pool_for(reqs, memory_kind, extra, block_size):
     """A pool just big enough for the largest request, plus `extra` blocks: tight enough to preempt and block."""
     longest = max(r.output_tokens for r in reqs)
-    need = max(-(-(max(1, r.prompt_tokens) + longest) // block_size) for r in reqs)
+    # A reservation holds the request's own max_tokens where it has one, else the longest answer.
+    need = max(-(-(max(1, r.prompt_tokens) + max(longest, r.max_tokens)) // block_size) for r in reqs)
     return MemoryConfig(kv_blocks=need + extra, block_size=block_size, allocation=memory_kind)
 
 

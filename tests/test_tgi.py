@@ -11,12 +11,14 @@ from core import Request
 from core.cli import main
 from core.cost import Roofline
 from core.engine import as_run, schedule
+from core.memory import MemoryConfig
 from core.policies import TGI
 from core.reference import simulate_memory_per_step
 from core.states import PAUSED
 from core.timed import simulate_timed
 
 from .test_policies import _pool, traffic
+from .test_sglang import capped_traffic
 
 
 def _batch_then(extra_arrivals, **knobs):
@@ -144,3 +146,36 @@ def test_the_replay_reads_a_paused_schedule_pass_by_pass():
         assert [len(p.decode) for p in plans] == s.pass_rows.tolist()
         assert [p.prefill_tokens for p in plans] == s.pass_prefill.tolist()
         assert any(p.chunks and not p.decode for p in plans[1:])  # a prompt pass with the batch paused
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    capped_traffic,
+    st.integers(1, 4),
+    st.sampled_from(["tgi", "trtllm-no-evict", "continuous"]),
+    st.sampled_from(["paged", "contiguous"]),
+    st.integers(0, 4),
+)
+def test_a_reservation_holds_each_requests_own_max_tokens(reqs, slots, policy, allocation, extra):
+    """Where a request carries max_tokens, a whole-life reservation holds its prompt plus that cap.
+
+    TGI, no-evict and contiguous allocation reserve it, not the traffic's longest answer: the engine equals the oracle.
+    """
+    memory = _pool(reqs, allocation, extra, 4)
+    s = schedule(reqs, slots, policy, memory)
+    strings, events, recomputed, peak = simulate_memory_per_step(reqs, slots, policy, memory)
+    assert as_run(s).timeline_strings() == strings and s.memory_metrics()["peak_blocks"] == peak
+    assert [(int(s.pass_start[e.step]), e.kind, e.request) for e in s.events] == events
+
+
+def test_small_caps_let_no_evict_run_more_at_once():
+    """A 40-token answer in the traffic: reserving 40 each, one short request fits 12 blocks of 4 at a time.
+
+    With max_tokens 8 each, all four short ones fit at once.
+    """
+    long = Request("L", 10, 40, 4)
+    short = [Request(f"S{i}", 0, 4, 4) for i in range(4)]
+    capped = [Request(f"S{i}", 0, 4, 4, 0, 8) for i in range(4)]
+    memory = MemoryConfig(kv_blocks=12, block_size=4)
+    assert schedule(short + [long], 4, "trtllm-no-evict", memory).start_pass[:4].tolist() == [0, 4, 8, 12]
+    assert schedule(capped + [long], 4, "trtllm-no-evict", memory).start_pass[:4].tolist() == [0, 0, 0, 0]
