@@ -24,10 +24,15 @@ from .views import Messages
 from .widget import RENDERER_JS
 
 DEFAULT_ENTRIES = ("vllm", "tgi", "sglang", "trtllm-no-evict")
-SOURCES = {  # ?s_source= -> the traffic choice's words
-    "chat": "Chat traffic (the settings below)",
-    "page": "The simulator's traffic (the chapter's, generated, or your upload): its first requests",
+SOURCES = {  # ?s_source= -> the traffic choice's words (short: a phone shows them side by side)
+    "chat": "Chat traffic",
+    "page": "The simulator's traffic",
 }
+SOURCE_WORDS = (
+    "<p><b>Traffic:</b> the tab's chat traffic (set below), or the simulator's: the chapter's, generated, or your "
+    "upload (an Azure-format trace too), its first <i>Requests</i>, arrivals on the clock as the simulator's clock "
+    "view places them.</p>"
+)
 KEY = LineupKey  # the settings' defaults are the shared key's, in one place
 NONE = "none"
 # URL key -> (parameter, low, high, whole number)
@@ -364,6 +369,7 @@ class LineupView(LazyViewer):
             text_pane(INTRO),
             self.messages,
             pn.FlexBox(*self.pickers, sizing_mode="stretch_width"),
+            text_pane(SOURCE_WORDS),
             source,
             traffic,
             engine,

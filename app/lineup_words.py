@@ -66,20 +66,20 @@ def guess_html(lines: Sequence[Line], guess: int | None) -> str:
     field, words = GUESS_FIGURE
     if guess is None:
         return (
-            '<p class="bv-lineup-guess" data-guess="ask"><b>Your guess first.</b> On this traffic, which scheduler '
-            f"will have {words}? The table shows once you pick.</p>"
+            '<p class="bv-lineup-guess" data-lineup-guess="ask"><b>Your guess first.</b> On this traffic, which '
+            f"scheduler will have {words}? The table shows once you pick.</p>"
         )
     leaders = best(lines, field)
     values = [getattr(line.figures, field) for line in lines]
     picked = lines[guess].entry.label()
     if not leaders:
-        verdict = f'all tie at {values[0]:,.1f} ms: <b data-guess="right">any pick is right</b>.'
+        verdict = f'all tie at {values[0]:,.1f} ms: <b data-lineup-guess="right">any pick is right</b>.'
     elif guess in leaders:
-        verdict = f'<b data-guess="right">right</b>: {values[guess]:,.1f} ms.'
+        verdict = f'<b data-lineup-guess="right">right</b>: {values[guess]:,.1f} ms.'
     else:
         lead = min(leaders)
         verdict = (
-            f'<b data-guess="wrong">not quite</b>: {html.escape(lines[lead].entry.label())} has {words}, '
+            f'<b data-lineup-guess="wrong">not quite</b>: {html.escape(lines[lead].entry.label())} has {words}, '
             f"{values[lead]:,.1f} ms against {values[guess]:,.1f}."
         )
     return f'<p class="bv-lineup-guess">You picked {html.escape(picked)}: {verdict}</p>'

@@ -31,7 +31,7 @@ def _figures_by_hand(key: LineupKey):
 
 def test_the_table_waits_for_the_guess_then_shows_the_cores_figures_with_the_best_marked():
     view = _view()
-    assert view.table.object == "" and 'data-guess="ask"' in view.verdict.object
+    assert view.table.object == "" and 'data-lineup-guess="ask"' in view.verdict.object
     view.guess = 2
     lines = _figures_by_hand(view.key())
     table = view.table.object

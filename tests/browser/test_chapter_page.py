@@ -220,7 +220,7 @@ def test_the_quiz_scores_and_explains(page, page_errors, app_url):
 def test_a_bad_tab_is_named_and_the_simulator_shown(page, page_errors, app_url):
     """?tab=nonsense says what is allowed and shows the simulator."""
     open_app(page, app_url, "?tab=nonsense")
-    allowed = "(use simulator, knee, spread, temperature, memory, quiz)"
+    allowed = "(use simulator, knee, spread, temperature, memory, schedulers, quiz)"
     expect(page.locator(".bv-message").first).to_contain_text(f"tab='nonsense' is not allowed {allowed}")
     expect(page.locator(".bk-tab.bk-active").first).to_have_text("Simulator")
 

@@ -498,7 +498,7 @@ def test_export_schedulers_tab_guesses_then_shows_the_cores_lineups(page, page_e
         lines = shared_lineup(key)
         assert page.evaluate("window.__bvLineup.view.order") == [line.entry.text() for line in lines]
         assert page.locator("#bv-lineup-table table").count() == 0
-        expect(page.locator("#bv-lineup-ask [data-guess=ask]")).to_be_visible()
+        expect(page.locator("#bv-lineup-ask [data-lineup-guess=ask]")).to_be_visible()
         page.locator("#bv-lineup-guesses button").nth(1).click()
         for field in ("ttft_p99", "goodput"):
             marked = page.locator(f"#bv-lineup-table tr[data-row={field}] td[data-best='1']")

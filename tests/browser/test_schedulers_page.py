@@ -74,7 +74,7 @@ def test_each_scheduler_is_drawn_as_the_core_ran_it(page, page_errors, app_url):
 
 def test_the_guess_comes_first_then_the_table_marks_the_cores_best(page, page_errors, app_url):
     open_lineup(page, app_url, "")
-    expect(page.locator("[data-guess=ask]")).to_be_visible()
+    expect(page.locator("[data-lineup-guess=ask]")).to_be_visible()
     assert page.locator(".bv-lineup-table").count() == 0
     page.get_by_role("button", name="SGLang", exact=True).click()
     table = page.locator(".bv-lineup-table")
