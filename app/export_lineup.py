@@ -9,7 +9,7 @@ from core.lineup import parse_entries
 
 from .lineup_data import LineupKey, lineup_json, shared_lineup
 from .lineup_view import DEFAULT_ENTRIES, INTRO, LESSONS, legend_html
-from .lineup_words import guess_html, lessons_html, table_html
+from .lineup_words import guess_html, lessons_html, load_html, table_html
 
 DEFAULT_LABEL = "Four engines on chat traffic"
 
@@ -33,6 +33,7 @@ def export_lineups() -> dict:
             "label": label,
             "view": json.loads(lineup_json(key)),
             "options": [line.entry.label() for line in lines],
+            "load": load_html(lines),
             "ask": guess_html(lines, None),
             "verdicts": [guess_html(lines, k) for k in range(len(lines))],
             "table": table_html(lines, key.ttft_ms, key.itl_ms),
@@ -47,7 +48,7 @@ def lineup_panel() -> str:
         f'<div class="bv-story">{INTRO}<p>On this page the tab carries the default lineup and each lesson\'s, '
         "computed in advance (the served page runs any lineup you pick).</p></div>"
         '<div class="bv-choices" role="group" aria-label="Lineup" id="bv-lineup-choices"></div>'
-        '<div id="bv-lineup-ask"></div>'
+        '<div id="bv-lineup-load"></div><div id="bv-lineup-ask"></div>'
         '<div class="bv-choices" role="group" aria-label="Your guess" id="bv-lineup-guesses"></div>'
         '<div id="bv-lineup-table"></div><div id="bv-lineup-lessons"></div>'
         f"{legend_html()}"

@@ -35,7 +35,7 @@ class LineupKey:
     priority_share: int = 0  # percent in the high class (priority 0)
     slots: int = 8
     kv_blocks: int = 0  # 0: unlimited
-    token_budget: int = 512
+    token_budget: int = 2048  # vLLM's max_num_batched_tokens and SGLang's chunked_prefill_size for serving
     ttft_ms: float = 500.0
     itl_ms: float = 50.0
     accelerator: str = DEFAULT_ACCELERATOR

@@ -15,7 +15,7 @@ from core.lineup import MAX_ENTRIES, MIN_ENTRIES, parse_entries, parse_entry, re
 from . import palette
 from .exercises.common import LazyViewer, query_number, text_pane
 from .lineup_data import LineupKey, lineup_json, shared_lineup
-from .lineup_words import guess_html, lessons_html, table_html
+from .lineup_words import guess_html, lessons_html, load_html, table_html
 from .loop import on_document
 from .state import SimState
 from .style import CSS
@@ -51,11 +51,17 @@ INTRO = (
     "<h3>Schedulers: real engines side by side</h3><p>The chapter ends on a question: we admit requests every "
     "step, but on what basis, and how many? Each engine answers it with settings engineers change every day. Here "
     "they run on the same requests, slots, KV pool and clock (a roofline of the model on the accelerator): vLLM "
-    "mixes prompt chunks into decoding passes under a token budget; TGI pauses its running batch for a prefill "
-    "pass, and only once enough requests wait (waiting_served_ratio) or the wait ran long (max_waiting_tokens); "
-    "SGLang prefills first, in chunks, while the batch waits; TensorRT-LLM admits only what fits for its whole life "
-    "(GUARANTEED_NO_EVICT) or packs the pool and pauses the newest when it runs out (MAX_UTILIZATION). Each "
-    "scheduler's rules and what we simplify are in docs/simulator.md.</p>"
+    "mixes prompt chunks into decoding passes under a token budget; TGI (its router without chunked prefill) "
+    "pauses its running batch for a prefill pass, and only once enough requests wait (waiting_served_ratio) or the "
+    "wait ran long (max_waiting_tokens); SGLang prefills first, in chunks, while the batch waits; TensorRT-LLM puts "
+    "whole prompts into its passes (no token budget) and admits only what fits for its whole life "
+    "(GUARANTEED_NO_EVICT: on an unlimited pool that never binds) or packs the pool and pauses the newest when it "
+    "runs out (MAX_UTILIZATION). The slots stand for each engine's cap on running requests (max_num_seqs, "
+    "max_batch_size). Each scheduler's rules and what we simplify are in docs/simulator.md.</p>"
+    "<p><b>Terms.</b> TTFT: time to first token, from arrival (most of it, under load, is the wait for a slot). "
+    "ITL: inter-token latency, the gap between one token and the next. p99: the value 99% of requests (or gaps) "
+    "stay under. Prefill: the pass that computes a prompt; a chunk is part of one. Preempt: evict a running "
+    "request's KV cache; it later recomputes it. Goodput: requests per second that met both targets.</p>"
 )
 # Lesson -> (button, the settings it loads): each lesson's sentence under the table is computed from the runs.
 LESSONS = {
@@ -86,6 +92,7 @@ LEGEND = (
     ("paused while a pass prefills others' prompts (TGI, SGLang)", palette.PAUSED_COLOR, "···"),
     ("recomputing its KV after a preemption", palette.RECOMPUTE_COLOR, ""),
     ("idle slot", palette.IDLE_COLOR, ""),
+    ("a white edge: one request's stay ends and the next begins", "#FFFFFF", "|"),
 )
 
 GLUE_JS = """
@@ -236,10 +243,10 @@ class LineupView(LazyViewer):
         self.timelines = LineupTimelines(
             config={"colours": _colours(self.theme)}, payload="{}", sizing_mode="stretch_width"
         )
-        self.verdict, self.table, self.lessons = text_pane(""), text_pane(""), text_pane("")
+        self.verdict, self.table, self.lessons, self.load = text_pane(""), text_pane(""), text_pane(""), text_pane("")
         self._good = self.key()
         self._syncing = False
-        self.pickers = [pn.widgets.Select(label=f"Scheduler {k + 1}", width=190) for k in range(MAX_ENTRIES)]
+        self.pickers = [pn.widgets.Select(label=f"Scheduler {k + 1}", width=250) for k in range(MAX_ENTRIES)]
         for picker in self.pickers:
             picker.param.watch(self._picked, "value")
         self._show_pickers()
@@ -327,6 +334,7 @@ class LineupView(LazyViewer):
         key = self._good  # the lineup on screen: the last settings the core ran
         lines = shared_lineup(key)
         self.timelines.payload = lineup_json(key)
+        self.load.object = load_html(lines)
         self.verdict.object = guess_html(lines, self.guess)
         revealed = self.guess is not None
         self.table.object = table_html(lines, key.ttft_ms, key.itl_ms) if revealed else ""
@@ -346,7 +354,7 @@ class LineupView(LazyViewer):
         engine = pn.FlexBox(
             number("slots", "Slots"),
             pn.widgets.IntInput.from_param(
-                self.param.kv_blocks, label="KV pool, 16-token blocks (0: unlimited)", width=220
+                self.param.kv_blocks, label="KV pool, 16-token blocks (0: unlimited)", width=270
             ),
             pn.widgets.IntInput.from_param(self.param.token_budget, label="Token budget (vLLM, SGLang)", width=200),
             pn.widgets.FloatInput.from_param(self.param.ttft_ms, label="TTFT target, ms", width=160),
@@ -378,6 +386,7 @@ class LineupView(LazyViewer):
                 "the runs):</p>"
             ),
             pn.FlexBox(*self.lesson_buttons, sizing_mode="stretch_width"),
+            self.load,
             self.verdict,
             self.guesses,
             self.table,

@@ -34,12 +34,25 @@ ROWS = (
 GUESS_FIGURE = ("ttft_p99", "the lowest p99 TTFT")
 
 
+def shown_best(lines: Sequence[Line], field: str, fmt: str) -> set[int]:
+    """Return the lines a row stars: the leaders of `field`, and any that reads the same as a leader once shown.
+
+    None where every entry reads the same on the page (a star there would mark a difference nobody can see).
+    """
+    texts = [fmt.format(getattr(line.figures, field)) for line in lines]
+    leaders = best(lines, field)
+    if len(set(texts)) == 1 or not leaders:
+        return set()
+    shown = {texts[i] for i in leaders}
+    return {i for i, text in enumerate(texts) if text in shown}
+
+
 def table_html(lines: Sequence[Line], ttft_ms: float, itl_ms: float) -> str:
     """Return the figures side by side, each row's best marked (a star and bold) where the entries differ."""
     head = "".join(f'<th scope="col">{html.escape(line.entry.label())}</th>' for line in lines)
     body = []
     for field, words, fmt in ROWS:
-        leaders = best(lines, field)
+        leaders = shown_best(lines, field, fmt)
         cells = []
         for i, line in enumerate(lines):
             text = fmt.format(getattr(line.figures, field))
@@ -58,6 +71,23 @@ def table_html(lines: Sequence[Line], ttft_ms: float, itl_ms: float) -> str:
         'by side">'
         f'<table class="bv-h2h bv-lineup-table"><thead><tr><th></th>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div><p>{caption}</p>"
+    )
+
+
+def load_html(lines: Sequence[Line]) -> str:
+    """Return the traffic against the schedulers: how long the arrivals take, how long they drain, what TTFT is."""
+    run = lines[0].run
+    n, span = len(run.requests), float(run.arrival_ms.max() - run.arrival_ms.min()) / 1e3
+    drains = [float(line.run.drain_ms) / 1e3 for line in lines]
+    waits = [line.figures.wait_mean for line in lines]
+    ttfts = [float(np.mean(line.run.first_token_ms - line.run.arrival_ms)) for line in lines]
+    share = min(w / t for w, t in zip(waits, ttfts) if t > 0) if any(t > 0 for t in ttfts) else 0.0
+    most = "most" if share > 0.5 else "part" if share > 0.05 else "little"
+    return (
+        f'<p data-claim="load">{n} requests arrive over {span:,.1f} s on {run.slots} slots; the schedulers finish them '
+        f"in {min(drains):,.1f} to {max(drains):,.1f} s. The mean wait for a slot is {min(waits):,.0f} to "
+        f"{max(waits):,.0f} ms of a mean TTFT of {min(ttfts):,.0f} to {max(ttfts):,.0f} ms: {most} of the time to "
+        "first token here is the wait for a slot.</p>"
     )
 
 
@@ -162,10 +192,15 @@ def evict_html(lines: Sequence[Line]) -> str:
     ne = next(line for line in reserving if line.entry.policy().engine == mu.entry.policy().engine)
     (ne_mean, ne_max), (mu_mean, mu_max) = _rows(ne), _rows(mu)
     recomputed = mu.run.schedule.recomputed_tokens if mu.run.schedule is not None else 0
+    s = ne.run.schedule
+    cap = (s.memory.reserve_tokens or max(r.output_tokens for r in s.requests)) if s is not None else 0
+    capped = any(r.max_tokens for r in ne.run.requests)
+    holds = "its prompt plus its max_tokens" if capped else f"its prompt plus {cap:,} tokens (the longest answer here)"
     more = _than(mu_mean, ne_mean, "fewer", "more", "as many")
     return (
-        f'<p data-claim="trtllm">Here GUARANTEED_NO_EVICT preempted {ne.figures.preemptions} times and decoded '
-        f"{ne_mean:.1f} rows a pass on average (at most {ne_max}); MAX_UTILIZATION decoded {more} at once, "
+        f'<p data-claim="trtllm">Here GUARANTEED_NO_EVICT, each request holding {holds} from its admission, '
+        f"preempted {ne.figures.preemptions} times and decoded {ne_mean:.1f} rows a pass on average (at most "
+        f"{ne_max}); MAX_UTILIZATION decoded {more} at once, "
         f"{mu_mean:.1f} on average (at most {mu_max}), preempted {mu.figures.preemptions} times and recomputed "
         f"{recomputed:,} tokens. TTFT p99 {ne.figures.ttft_p99:,.1f} ms against {mu.figures.ttft_p99:,.1f}; "
         f"throughput {ne.figures.throughput:,.0f} tokens/s against {mu.figures.throughput:,.0f}.</p>"

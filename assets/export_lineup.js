@@ -19,6 +19,7 @@
   };
   const show = () => {  // the question before a guess; after it, the verdict, the table and the lessons
     const l = L[current];
+    document.getElementById("bv-lineup-load").innerHTML = l.load;
     document.getElementById("bv-lineup-ask").innerHTML = guess === null ? l.ask : l.verdicts[guess];
     document.getElementById("bv-lineup-table").innerHTML = guess === null ? "" : l.table;
     document.getElementById("bv-lineup-lessons").innerHTML = guess === null ? "" : l.lessons;

@@ -516,11 +516,17 @@ export class Timeline {
     for (const [lo, hi, slot] of this.geom.paused) {  // held while a pass prefills others' prompts: a pale sliver
       const [a, b, top, h] = [this.px(lo), this.px(hi), this.py(slot), this.py(slot + 1) - this.py(slot)];
       g.fillStyle = c.paused;  // no white edge: on a clock a pass is a pixel or two, and the edge would hide it
-      g.fillRect(a, top + 1, Math.max(b - a, 2), h - 2);
+      g.fillRect(a, top + 1, Math.max(b - a, 3), h - 2);
       g.fillStyle = c.generating;
       for (let x = a + 2; x < b - 1; x += 4) g.fillRect(x, top + h / 2 - 1, 2, 2);
     }
     for (const [lo, hi, slot, i] of this.geom.rec) {  // recomputing after a preemption: yellow, a bold dark letter
+      if (onClock) {  // a pass is a pixel or two on a clock: at least 3 px of yellow, no white edge to hide it
+        const [a, top, h] = [this.px(lo), this.py(slot), this.py(slot + 1) - this.py(slot)];
+        g.fillStyle = c.recompute;
+        g.fillRect(a, top + 1, Math.max(this.px(hi) - a, 3), h - 2);
+        continue;
+      }
       const [a, b, top] = this.fillCell(g, lo, hi, slot, c.recompute);
       g.font = `bold ${fontPx}px system-ui, sans-serif`;
       if (g.measureText(view.ids[i]).width + 2 <= b - a) {  // a letter only where it fits the cell

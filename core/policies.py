@@ -433,6 +433,9 @@ class VLLM(Policy):
 class TGI(Policy):
     """Text Generation Inference's router (TGI docs, "Text-generation-launcher arguments"): prefill pauses the batch.
 
+    The router without chunked prefill (TGI 2, and TGI 3 on a backend that does not chunk): with chunked prefill TGI 3
+    joins prompt chunks to the running batch and ignores waiting_served_ratio.
+
     Requests are admitted first come first served into a prefill pass that holds only their prompts, at most
     `max_batch_prefill_tokens` of them, while the running batch is paused (it emits nothing in that pass). With
     nothing running the waiting are admitted at once. While rows decode, a prefill pass forms only when the waiting

@@ -489,7 +489,7 @@ def test_export_schedulers_tab_guesses_then_shows_the_cores_lineups(page, page_e
     """From file://: each carried lineup draws every scheduler, asks first, then its table and lesson are the core's."""
     from app.export_lineup import lineup_keys
     from app.lineup_data import shared_lineup
-    from app.lineup_words import best, lessons_html
+    from app.lineup_words import ROWS, lessons_html, shown_best
 
     _open(page, exported + "?tab=schedulers")
     page.wait_for_function("window.__bvLineup && window.__bvLineup.timelines.length === 4", timeout=15_000)
@@ -500,9 +500,10 @@ def test_export_schedulers_tab_guesses_then_shows_the_cores_lineups(page, page_e
         assert page.locator("#bv-lineup-table table").count() == 0
         expect(page.locator("#bv-lineup-ask [data-lineup-guess=ask]")).to_be_visible()
         page.locator("#bv-lineup-guesses button").nth(1).click()
-        for field in ("ttft_p99", "goodput"):
+        for field, _words, fmt in ROWS[:4]:
             marked = page.locator(f"#bv-lineup-table tr[data-row={field}] td[data-best='1']")
-            assert {int(marked.nth(i).get_attribute("data-col")) for i in range(marked.count())} == best(lines, field)
+            cols = {int(marked.nth(i).get_attribute("data-col")) for i in range(marked.count())}
+            assert cols == shown_best(lines, field, fmt)
         expected = re.sub(r"<[^>]+>", "", lessons_html(lines, cost_model(key.accelerator, key.model))).strip()
         assert page.locator("#bv-lineup-lessons").inner_text().strip() == expected
         assert (name == "default") == (expected == "")  # every lesson's sentence shows beside its pair

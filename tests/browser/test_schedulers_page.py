@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from app import palette
 from app.lineup_data import LineupKey, drawn_cells, shared_lineup
-from app.lineup_words import best, lessons_html
+from app.lineup_words import ROWS, lessons_html, shown_best
 from core.hardware import cost_model
 from core.lineup import parse_entries
 from core.states import GENERATING, PAUSED
@@ -80,10 +80,10 @@ def test_the_guess_comes_first_then_the_table_marks_the_cores_best(page, page_er
     table = page.locator(".bv-lineup-table")
     expect(table).to_be_visible(timeout=15_000)
     lines = shared_lineup(LineupKey(parse_entries("vllm,tgi,sglang,trtllm-no-evict")))
-    for field in ("ttft_p99", "itl_p99", "goodput", "fairness"):
+    for field, _words, fmt in ROWS:
         marked = table.locator(f"tr[data-row={field}] td[data-best='1']")
         cols = {int(marked.nth(i).get_attribute("data-col")) for i in range(marked.count())}
-        assert cols == best(lines, field), field
+        assert cols == shown_best(lines, field, fmt), field
     assert "You picked SGLang" in page.locator(".bv-lineup-guess").inner_text()
     assert "s_guess=2" in page.url
 
