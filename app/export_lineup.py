@@ -19,6 +19,7 @@ def lineup_keys() -> dict[str, tuple[str, LineupKey]]:
     keys = {"default": (DEFAULT_LABEL, LineupKey(parse_entries(",".join(DEFAULT_ENTRIES))))}
     for name, (label, values) in LESSONS.items():
         values = dict(values)
+        values.pop("question", None)  # what the guess asks, not what runs
         entries = parse_entries(",".join(values.pop("entries")))
         keys[name] = (label, LineupKey(entries, **values))
     return keys
@@ -29,13 +30,14 @@ def export_lineups() -> dict:
     out = {}
     for name, (label, key) in lineup_keys().items():
         lines = shared_lineup(key)
+        question = LESSONS[name][1].get("question", "ttft_p99") if name in LESSONS else "ttft_p99"
         out[name] = {
             "label": label,
             "view": json.loads(lineup_json(key)),
             "options": [line.entry.label() for line in lines],
             "load": load_html(lines),
-            "ask": guess_html(lines, None),
-            "verdicts": [guess_html(lines, k) for k in range(len(lines))],
+            "ask": guess_html(lines, None, question),
+            "verdicts": [guess_html(lines, k, question) for k in range(len(lines))],
             "table": table_html(lines, key.ttft_ms, key.itl_ms),
             "lessons": lessons_html(lines, cost_model(key.accelerator, key.model)),
         }

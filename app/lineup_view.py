@@ -15,7 +15,7 @@ from core.lineup import MAX_ENTRIES, MIN_ENTRIES, parse_entries, parse_entry, re
 from . import palette
 from .exercises.common import LazyViewer, query_number, text_pane
 from .lineup_data import LineupKey, lineup_json, shared_lineup
-from .lineup_words import guess_html, lessons_html, load_html, table_html
+from .lineup_words import QUESTIONS, guess_html, lessons_html, load_html, table_html
 from .loop import on_document
 from .state import SimState
 from .style import CSS
@@ -67,11 +67,23 @@ INTRO = (
 LESSONS = {
     "ratio": (
         "TGI's waiting_served_ratio: 0.3 against 1.2",
-        {"entries": ["tgi", "tgi:waiting_served_ratio=1.2"], "rate_per_s": 40.0, "kv_blocks": 0, "priority_share": 0},
+        {
+            "entries": ["tgi", "tgi:waiting_served_ratio=1.2"],
+            "rate_per_s": 40.0,
+            "kv_blocks": 0,
+            "priority_share": 0,
+            "question": "itl_p99",
+        },
     ),
     "evict": (
         "TensorRT-LLM on a tight pool: no-evict against max-util",
-        {"entries": ["trtllm-no-evict", "trtllm-max-util"], "rate_per_s": 40.0, "kv_blocks": 300, "priority_share": 0},
+        {
+            "entries": ["trtllm-no-evict", "trtllm-max-util"],
+            "rate_per_s": 40.0,
+            "kv_blocks": 300,
+            "priority_share": 0,
+            "question": "throughput",
+        },
     ),
     "priority": (
         "vLLM's priority queue on two classes",
@@ -80,11 +92,18 @@ LESSONS = {
             "rate_per_s": 40.0,
             "kv_blocks": 0,
             "priority_share": 30,
+            "question": "goodput",
         },
     ),
     "sjf": (
         "Shortest first against arrival order",
-        {"entries": ["continuous", "sjf"], "rate_per_s": 40.0, "kv_blocks": 0, "priority_share": 0},
+        {
+            "entries": ["continuous", "sjf"],
+            "rate_per_s": 40.0,
+            "kv_blocks": 0,
+            "priority_share": 0,
+            "question": "latency_p50",
+        },
     ),
 }
 LEGEND = (
@@ -164,6 +183,7 @@ class LineupView(LazyViewer):
     ttft_ms = param.Number(default=KEY.ttft_ms, bounds=(1.0, 60_000.0), doc="TTFT target, ms")
     itl_ms = param.Number(default=KEY.itl_ms, bounds=(1.0, 1_000.0), doc="ITL target (each request's p99), ms")
     guess = param.Integer(default=None, allow_None=True, doc="The scheduler the learner picked (index), asked first")
+    question = param.Selector(default="ttft_p99", objects=list(QUESTIONS), doc="The figure the guess is about")
     accelerator = param.Selector(default=KEY.accelerator, objects=list(ACCELERATORS), doc="The clock's accelerator")
     model = param.Selector(default=KEY.model, objects=list(MODEL_SHAPES), doc="The clock's model")
     theme = param.Selector(default="light", objects=list(palette.THEMES), doc="The page's colours")
@@ -192,6 +212,13 @@ class LineupView(LazyViewer):
                     messages.append(
                         f"URL: {key}={value[:40]!r} is not allowed (use {', '.join(options)}); kept {kept}."
                     )
+        if "s_question" in query:
+            question = query_value(query["s_question"]).strip()
+            if question in QUESTIONS:
+                self.question = question
+            else:
+                allowed = ", ".join(QUESTIONS)
+                messages.append(f"URL: s_question={question[:40]!r} is not allowed (use {allowed}); asking ttft_p99.")
         if "s_source" in query:
             source = query_value(query["s_source"]).strip()
             if source in SOURCES:
@@ -231,6 +258,8 @@ class LineupView(LazyViewer):
                 out[key] = f"{value:g}"
         if self.source != "chat":
             out["s_source"] = self.source
+        if self.question != self.param.question.default:
+            out["s_question"] = self.question
         for key, name in (("s_accel", "accelerator"), ("s_model", "model")):
             if getattr(self, name) != self.param[name].default:
                 out[key] = getattr(self, name)
@@ -262,11 +291,11 @@ class LineupView(LazyViewer):
             button.on_click(lambda _e, values=values: self.param.update(guess=None, **values))
             self.lesson_buttons.append(button)
         self._refresh()
-        changes = [name for name in self.param if name not in ("name", "guess", "theme", "state")]
+        changes = [name for name in self.param if name not in ("name", "guess", "question", "theme", "state")]
         self.param.watch(lambda *_e: on_document(self._changed), changes)
         if self.state is not None:  # the simulator's traffic changed: a lineup on it follows
             self.state.param.watch(lambda *_e: self.source == "page" and on_document(self._changed), "runs")
-        self.param.watch(lambda *_e: on_document(self._reveal), "guess")
+        self.param.watch(lambda *_e: on_document(self._reveal), ["guess", "question"])
 
     def _show_pickers(self) -> None:
         """Set the four pickers to the entries (the registered presets and any variant on screen as options)."""
@@ -335,7 +364,7 @@ class LineupView(LazyViewer):
         lines = shared_lineup(key)
         self.timelines.payload = lineup_json(key)
         self.load.object = load_html(lines)
-        self.verdict.object = guess_html(lines, self.guess)
+        self.verdict.object = guess_html(lines, self.guess, self.question)
         revealed = self.guess is not None
         self.table.object = table_html(lines, key.ttft_ms, key.itl_ms) if revealed else ""
         self.lessons.object = lessons_html(lines, cost_model(key.accelerator, key.model)) if revealed else ""

@@ -31,7 +31,14 @@ ROWS = (
     ("goodput", "Goodput (requests/s)", "{:,.2f}"),
     ("fairness", "Fairness (Jain, slowdown)", "{:.3f}"),
 )
-GUESS_FIGURE = ("ttft_p99", "the lowest p99 TTFT")
+# The question a lineup asks before its table: figure -> (its words, its unit, its format).
+QUESTIONS = {
+    "ttft_p99": ("the lowest p99 TTFT", " ms", "{:,.1f}"),
+    "itl_p99": ("the lowest p99 ITL", " ms", "{:,.1f}"),
+    "latency_p50": ("the lowest median end-to-end latency", " ms", "{:,.0f}"),
+    "throughput": ("the highest throughput", " tokens/s", "{:,.0f}"),
+    "goodput": ("the highest goodput", " requests/s", "{:,.2f}"),
+}
 
 
 def shown_best(lines: Sequence[Line], field: str, fmt: str) -> set[int]:
@@ -91,26 +98,27 @@ def load_html(lines: Sequence[Line]) -> str:
     )
 
 
-def guess_html(lines: Sequence[Line], guess: int | None) -> str:
+def guess_html(lines: Sequence[Line], guess: int | None, field: str = "ttft_p99") -> str:
     """Return the question before the guess; after it, whether it was right, with the figures that decide it."""
-    field, words = GUESS_FIGURE
+    words, unit, fmt = QUESTIONS[field]
+    show = lambda k: fmt.format(values[k]) + unit  # noqa: E731
     if guess is None:
         return (
             '<p class="bv-lineup-guess" data-lineup-guess="ask"><b>Your guess first.</b> On this traffic, which '
             f"scheduler will have {words}? The table shows once you pick.</p>"
         )
-    leaders = best(lines, field)
     values = [getattr(line.figures, field) for line in lines]
+    leaders = shown_best(lines, field, fmt)  # a tie on the page is a tie
     picked = lines[guess].entry.label()
     if not leaders:
-        verdict = f'all tie at {values[0]:,.1f} ms: <b data-lineup-guess="right">any pick is right</b>.'
+        verdict = f'all read {show(0)}: <b data-lineup-guess="right">any pick is right</b>.'
     elif guess in leaders:
-        verdict = f'<b data-lineup-guess="right">right</b>: {values[guess]:,.1f} ms.'
+        verdict = f'<b data-lineup-guess="right">right</b>: {show(guess)}.'
     else:
         lead = min(leaders)
         verdict = (
             f'<b data-lineup-guess="wrong">not quite</b>: {html.escape(lines[lead].entry.label())} has {words}, '
-            f"{values[lead]:,.1f} ms against {values[guess]:,.1f}."
+            f"{show(lead)} against {show(guess)}."
         )
     return f'<p class="bv-lineup-guess">You picked {html.escape(picked)}: {verdict}</p>'
 

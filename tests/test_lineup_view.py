@@ -6,7 +6,7 @@ import pytest
 
 from app.lineup_data import LineupKey, drawn_cells, shared_lineup
 from app.lineup_view import DEFAULT_ENTRIES, LESSONS, LineupView
-from app.lineup_words import ROWS, lessons_html
+from app.lineup_words import QUESTIONS, ROWS, lessons_html, shown_best
 from app.simulator import App
 from core.hardware import cost_model
 from core.lineup import best, lineup, parse_entries
@@ -135,6 +135,7 @@ def test_each_lessons_sentence_says_what_its_runs_show(lesson, seed, slots, rate
     values.update(seed=seed, slots=slots, rate_per_s=rate)
     if values["kv_blocks"]:
         values["kv_blocks"] = 300 if slots <= 8 else 600
+    values.pop("question")  # what the guess asks
     key = LineupKey(parse_entries(",".join(values.pop("entries"))), **values)
     lines = _figures_by_hand(key)
     html = lessons_html(lines, COST)
@@ -284,3 +285,28 @@ def test_the_load_sentence_is_the_runs_own():
     assert ("most of the time to first token" in text) == (share > 0.5)
     light = _figures_by_hand(LineupKey(parse_entries("vllm,tgi"), rate_per_s=1.0, slots=32))
     assert "most of the time" not in load_html(light)  # at 1 request/s on 32 slots a request waits only for a pass
+
+
+def test_each_lesson_asks_its_own_question_and_the_verdict_reads_the_table():
+    """The TGI lesson asks for the lowest p99 ITL, TensorRT-LLM's the highest throughput.
+
+    The verdict names the leader the table stars, in the table's own figures.
+    """
+    view = _view()
+    for button, (_label, values) in zip(view.lesson_buttons, LESSONS.values()):
+        button.clicks += 1
+        field = values["question"]
+        words, unit, fmt = QUESTIONS[field]
+        assert view.question == field and words in view.verdict.object
+        view.guess = 0
+        lines = shared_lineup(view.key())
+        starred = shown_best(lines, field, fmt)
+        verdict = view.verdict.object
+        if not starred or 0 in starred:
+            assert 'data-lineup-guess="right"' in verdict
+        else:
+            lead = min(starred)
+            shown = fmt.format(getattr(lines[lead].figures, field)) + unit
+            assert f"{lines[lead].entry.label()} has {words}, {shown} against" in verdict
+    assert view.query()["s_question"] == "latency_p50"
+    assert any("s_question='mood' is not allowed" in m for m in LineupView().apply_query({"s_question": ["mood"]}))
