@@ -39,13 +39,29 @@ class OneLine(logging.Filter):
         if not record.exc_info or record.exc_info[1] is None:
             return True
         exc = record.exc_info[1]
-        if record.name not in MESSAGE_LOGGERS and type(exc).__name__ not in CLIENT_ERRORS:
+        closed = _closed_under_tornado(exc)
+        if record.name not in MESSAGE_LOGGERS and type(exc).__name__ not in CLIENT_ERRORS and not closed:
             return True  # the server's own error: its traceback is what finds it
         record.msg = f"{_flat(record.getMessage())} ({type(exc).__name__}: {_flat(exc, 200)})"
         record.args, record.exc_info, record.exc_text, record.stack_info = (), None, None, None
-        if type(exc).__name__ in CLOSED:
+        if type(exc).__name__ in CLOSED or closed:
             record.levelno, record.levelname = logging.DEBUG, "DEBUG"
         return True
+
+
+def _closed_under_tornado(exc: BaseException) -> bool:
+    """Return whether `exc` is Tornado's own check that a websocket is still open, failed in Tornado's code.
+
+    A client that upgrades without Bokeh's subprotocol and leaves at once: Bokeh refuses it (a ProtocolError, one
+    line), and Tornado, still finishing the upgrade, finds its connection gone (`assert self.ws_connection is not
+    None` in tornado/websocket.py). The client left; nothing of ours failed.
+    """
+    if not isinstance(exc, AssertionError) or exc.args:
+        return False
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename.replace("\\", "/").endswith("tornado/websocket.py")
 
 
 def refused(what: str, value, allowed: str) -> None:

@@ -756,6 +756,35 @@ def test_a_tab_closed_while_the_server_writes_is_not_an_error(caplog):
     assert record.getMessage() == "Task exception was never retrieved future: <Task> (WebSocketClosedError: )"
 
 
+def test_a_websocket_gone_while_tornado_upgrades_it_is_one_line_and_our_own_assert_is_not(caplog):
+    """A bare upgrade that leaves at once: Tornado's own `ws_connection is not None` check fails in its code.
+
+    That is one debug line; an assertion failing in our code keeps its traceback (it is the server's bug).
+    """
+    import logging
+    from types import SimpleNamespace
+
+    from tornado.websocket import WebSocketHandler
+
+    from app.server_log import install
+
+    install()
+    logger = logging.getLogger("tornado.application")
+    with caplog.at_level(logging.DEBUG, logger="tornado.application"):
+        try:
+            WebSocketHandler.selected_subprotocol.fget(SimpleNamespace(ws_connection=None))
+        except AssertionError:
+            logger.error("Uncaught exception GET /main/ws (127.0.0.1)", exc_info=True)
+        try:
+            assert 1 + 1 == 3  # noqa: PLR0133
+        except AssertionError:
+            logger.error("Uncaught exception GET /main (127.0.0.1)", exc_info=True)
+    gone, ours = [r for r in caplog.records if r.name == "tornado.application"]
+    assert gone.levelno == logging.DEBUG and gone.exc_info is None
+    assert gone.getMessage() == "Uncaught exception GET /main/ws (127.0.0.1) (AssertionError: )"
+    assert ours.levelno == logging.ERROR and ours.exc_info is not None
+
+
 def test_a_profile_prices_a_pass_on_python_floats_with_the_same_bits():
     """Round 4, defect 6: the timed loop's scalar profile (no numpy per pass) equals Fitted.pass_ms, in and off grid."""
     import random
