@@ -225,7 +225,9 @@ def test_a_widget_value_from_the_socket_is_refused_as_a_url_value_is(caplog):
         view.pool_slider.value_throttled = -3
     assert view.blocks == view.param.blocks.default and view.pool_slider.value == view.blocks
     lo, hi = view.param.blocks.bounds
-    assert [r.getMessage() for r in caplog.records] == [f"refused blocks=-3 from the page (allowed ({lo}, {hi}))"]
+    # The app's own lines only: a served app of an earlier test may log its sessions' ends meanwhile.
+    ours = [r.getMessage() for r in caplog.records if r.name == "batchviz.server"]
+    assert ours == [f"refused blocks=-3 from the page (allowed ({lo}, {hi}))"]
     with caplog.at_level(logging.WARNING, logger="batchviz.server"):
         view.budget_choice.value = 7
     assert view.budget == view.param.budget.default and view.budget_choice.value == view.budget
