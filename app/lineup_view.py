@@ -19,7 +19,7 @@ from .lineup_words import QUESTIONS, guess_html, lessons_html, load_html, table_
 from .loop import on_document
 from .state import SimState
 from .style import CSS
-from .url import query_value
+from .url import query_choice, query_value
 from .views import Messages
 from .widget import RENDERER_JS
 
@@ -202,29 +202,17 @@ class LineupView(LazyViewer):
     def apply_query(self, query: dict) -> list[str]:
         """Set the tab from its URL keys (`schedulers=tgi,vllm`, `s_rate=40`, ...); return messages for refusals."""
         messages = []
-        for key, name, options in (("s_accel", "accelerator", ACCELERATORS), ("s_model", "model", MODEL_SHAPES)):
-            if key in query:
-                value = query_value(query[key]).strip()
-                if value in options:
-                    setattr(self, name, value)
-                else:
-                    kept = getattr(self, name)
-                    messages.append(
-                        f"URL: {key}={value[:40]!r} is not allowed (use {', '.join(options)}); kept {kept}."
-                    )
-        if "s_question" in query:
-            question = query_value(query["s_question"]).strip()
-            if question in QUESTIONS:
-                self.question = question
-            else:
-                allowed = ", ".join(QUESTIONS)
-                messages.append(f"URL: s_question={question[:40]!r} is not allowed (use {allowed}); asking ttft_p99.")
-        if "s_source" in query:
-            source = query_value(query["s_source"]).strip()
-            if source in SOURCES:
-                self.source = source
-            else:
-                messages.append(f"URL: s_source={source[:40]!r} is not allowed (use {', '.join(SOURCES)}); kept chat.")
+        choices = (
+            ("s_accel", "accelerator", ACCELERATORS),
+            ("s_model", "model", MODEL_SHAPES),
+            ("s_question", "question", QUESTIONS),
+            ("s_source", "source", SOURCES),
+        )
+        for key, name, allowed in choices:
+            value, message = query_choice(query, key, allowed, f"kept {getattr(self, name)}")
+            if value is not None:
+                setattr(self, name, value)
+            messages += [message] if message else []
         if "schedulers" in query:
             text = query_value(query["schedulers"])
             try:

@@ -25,7 +25,7 @@ from .state import CHAPTER_NAME, GENERATOR_PARAMS, SimState
 from .stores import Measurements
 from .style import CSS
 from .upload import TraceUpload, decode_upload, read_upload
-from .url import URL_KEYS, parse_query, parse_theme, query_of, query_value, safe_location
+from .url import URL_KEYS, parse_query, parse_theme, query_choice, query_of, query_value, safe_location
 from .views import Controls, HeadToHeadView, Messages, fit_card
 from .widget import BatchBox, ChapterWidget, LoopView
 
@@ -150,12 +150,10 @@ class App(pn.viewable.Viewer):
             self.theme, theme_message = parse_theme(query)
             self.schedulers.theme = self.theme
             messages += [theme_message] if theme_message else []
-        if "tab" in query:
-            tab = query_value(query["tab"]).strip()
-            if tab in TABS:
-                self.tab = tab
-            else:
-                messages.append(f"URL: tab={tab[:40]!r} is not allowed (use {', '.join(TABS)}); showing simulator.")
+        tab, message = query_choice(query, "tab", TABS, "showing simulator")
+        if tab is not None:
+            self.tab = tab
+        messages += [message] if message else []
         for view in (self.knee, self.spread, self.temperature, self.memory, self.schedulers):
             messages += view.apply_query(query)
         if "preset" in query:

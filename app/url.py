@@ -38,6 +38,16 @@ def query_value(raw) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
+def query_choice(query: dict, key: str, allowed, kept: str) -> tuple[str | None, str]:
+    """Return (a choice from the URL, or None, and a message): one of `allowed`, or refused naming them and `kept`."""
+    if key not in query:
+        return None, ""
+    value = query_value(query[key]).strip()
+    if value in allowed:
+        return value, ""
+    return None, f"URL: {key}={value[:40]!r} is not allowed (use {', '.join(allowed)}); {kept}."
+
+
 def parse_query(query: dict, state: param.Parameterized) -> tuple[dict, list[str]]:
     """Return (values to set, messages) from URL arguments; out-of-range numbers are clamped, junk is rejected."""
     values, messages = {}, []
