@@ -104,13 +104,6 @@ body { margin: 0; padding: 8px 12px 24px; color: #222; background: #fff; }
   overflow-wrap: anywhere; }
 .bv-quiz-options input { flex: none; margin-top: 0.2rem; }
 .bv-quiz-nav { display: flex; gap: 8px; margin-top: 8px; }
-.bv-h2h-full { overflow-x: auto; max-width: 100%; }
-.bv-bars { display: grid; grid-template-columns: minmax(6rem, 11rem) 1fr; gap: 4px 10px; align-items: center;
-  max-width: 40rem; font-size: 0.85rem; margin: 8px 0; }
-.bv-bar-pair { display: flex; flex-direction: column; gap: 2px; min-width: 0; }
-.bv-bar-row { display: flex; align-items: center; gap: 6px; min-width: 0; }
-.bv-bar { display: inline-block; height: 12px; flex: none; }
-.bv-bar-text { min-width: 0; overflow-wrap: anywhere; }
 .bv-served-only { color: var(--bv-muted, #555); }
 """
 

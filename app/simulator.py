@@ -26,8 +26,8 @@ from .stores import Measurements
 from .style import CSS
 from .upload import TraceUpload, decode_upload, read_upload
 from .url import URL_KEYS, parse_query, parse_theme, query_choice, query_of, query_value, safe_location
-from .views import Controls, HeadToHeadView, Messages, fit_card
-from .widget import BatchBox, ChapterWidget, LoopView
+from .views import Controls, Messages, fit_card, lazy_card
+from .widget import ChapterWidget
 
 PRESET = "worked"
 MORE_TRAFFIC = ("requests", "lengths", "mean_tokens", "arrival_window", "priority_share")
@@ -82,67 +82,83 @@ class App(pn.viewable.Viewer):
             self._apply_query(query)
         self.chapter_traffic.visible = self.state.trace_name != CHAPTER_NAME  # a way back from any other traffic
         self.controls = Controls(state=self.state)
-        # The first screen draws itself in the browser (assets/renderer.js) from the state's runs.
-        self.chapter_widget = ChapterWidget(self.state, theme=self.theme, sizing_mode="stretch_width")
-        self.loop = LoopView(sizing_mode="stretch_width")
-        self.head_to_head = HeadToHeadView(state=self.state, theme=self.theme)
+        # The story's buttons, drawn in the browser with it: each group's labels and what each press sets.
+        self.actions = {
+            "lessons": [
+                (label, self._setter(slots=story.LESSON_SLOTS, clock="steps", **values))
+                for label, values in story.LESSONS.values()
+            ],
+            "one_slot": [("Try slots = 1", self._setter(slots=1))],
+            "memory": [
+                (label, self._memory_setter(values)) for label, values in memory_lesson.lesson_buttons().values()
+            ],
+        }
+        # The simulator tab draws itself in the browser (assets/renderer.js, assets/host.js) from the state's runs.
+        self.chapter_widget = ChapterWidget(
+            self.state,
+            theme=self.theme,
+            story=self.story(),
+            buttons={group: [label for label, _ in pairs] for group, pairs in self.actions.items()},
+            on_button=self.press,
+            sizing_mode="stretch_width",
+        )
         self.replay = ReplayView(state=self.state, measurements=self.measurements)
         self.upload = TraceUpload(sizing_mode="stretch_width")
         self.upload.param.watch(self._on_upload, "upload")
         self.worked = pn.widgets.Button(label="The chapter's worked example (A-F)")
         self.worked.on_click(lambda _e: self.load_worked_example())
-        self.batch = BatchBox(colour=THEMES[self.theme].text, sizing_mode="stretch_width")
         self.quiz = Quiz()
         self.quiz.param.watch(self._follow, "goto")
         self.agent = PageAgent()  # in-app links open in place; names and focus rings for every control
         self.agent.param.watch(lambda _e: self.open_link(self.agent.link), "clicks")
-        self.lesson_buttons = [
-            self._button(label, slots=story.LESSON_SLOTS, clock="steps", **values)
-            for label, values in story.LESSONS.values()
+
+    def story(self) -> list[list[str]]:
+        """Return the simulator tab in order, as the browser draws it: texts, the views it draws, Panel's children."""
+        return [
+            ["widget", ""],
+            ["child", "settings"],
+            ["html", story.WHY],
+            ["loop", ""],
+            ["html", chapter.restructured_loop_html() + BATCH_INTRO],
+            ["batch", ""],
+            ["html", chapter.build_batch_html()],
+            ["h2h", ""],
+            ["html", story.SPREAD],
+            ["buttons", "lessons"],
+            # What holds on the view on screen, whatever the learner set: the lessons' sentences name their own.
+            ["here", ""],
+            ["html", chapter.spread_argument_html() + story.ONE_SLOT + story.ONE_SLOT_KV],
+            ["buttons", "one_slot"],
+            ["html", memory_lesson.lesson_html()],
+            ["buttons", "memory"],
+            ["html", chapter.affordable_html() + story.NOT_FIXED],
+            ["child", "replay"],
+            ["html", chapter.PRODUCTION + chapter.run_locally_html() + chapter.WHATS_NEXT],
         ]
-        self.worked_box = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS], visible=False)
-        self.state.param.watch(self._show_worked, ["runs"])
-        self._show_worked()
-        self.one_slot = self._button("Try slots = 1", slots=1)
-        # What holds on the view on screen, whatever the learner set: the lessons' sentences name their own settings.
-        self.here = pn.pane.HTML("", sizing_mode="stretch_width", stylesheets=[CSS])
-        self.state.param.watch(self._show_here, ["runs", "window", "clock", "accelerator", "model_shape"])
-        self._show_here()
-        self.memory_buttons = [
-            self._memory_button(label, values) for label, values in memory_lesson.lesson_buttons().values()
-        ]
 
-    def _show_here(self, *_events) -> None:
-        s = self.state
-        timed = None
-        if s.clock == "ms":
-            runs = s.timed_runs()
-            timed = (runs["static"], runs["continuous"])
-        self.here.object = story.here_html(s.runs["static"], s.runs["continuous"], s.window, timed)
+    def press(self, group: str, index: int) -> None:
+        """Press the story's button `index` of `group` (the browser reports it; a test may call it)."""
+        self.actions[group][index][1]()
 
-    def _button(self, label: str, **values) -> pn.widgets.Button:
-        """Return a button that sets state values in one click (on generated traffic, for the lengths)."""
-        button = pn.widgets.Button(label=label)
+    def _setter(self, **values):
+        """Return an action that sets state values at once (on generated traffic, for the lengths)."""
 
-        def click(_event):
+        def click():
             if "lengths" in values and self.state.trace is not None:
                 self._clear_trace()  # lengths shape the generated traffic; a trace has its own
             self.state.param.update(**values)
 
-        button.on_click(click)
-        return button
+        return click
 
-    def _memory_button(self, label: str, values: dict) -> pn.widgets.Button:
-        """Return a memory lesson's button: the chapter's traffic at the lesson's slots, on its pool."""
-        button = pn.widgets.Button(label=label)
+    def _memory_setter(self, values: dict):
+        """Return a memory lesson's action: the chapter's traffic at the lesson's slots, on its pool."""
 
-        def click(_event):
+        def click():
             if self.state.trace_name != CHAPTER_NAME:
                 self.use_chapter_traffic()
             self.state.param.update(slots=memory_lesson.SLOTS, clock="steps", **values)
 
-        button.on_click(click)
-        return button
+        return click
 
     def _apply_query(self, query: dict) -> None:
         values, messages = parse_query(query, self.state)
@@ -227,13 +243,6 @@ class App(pn.viewable.Viewer):
         self.state.step = worked.WINDOW - 1
         self.reset_trace.visible = True
 
-    def _show_worked(self, *_events) -> None:
-        s = self.state
-        shown = s.trace_name == WORKED_NAME and s.slots == worked.SLOTS and s.batch_timeout == worked.BATCH_TIMEOUT
-        if shown:
-            self.worked_box.object = story.worked_html(worked.worked_figures(s.runs["static"], s.runs["continuous"]))
-        self.worked_box.visible = shown
-
     def _clear_trace(self, _event=None) -> None:
         leaving_worked = self.state.trace_name == WORKED_NAME
         self.state.param.update(trace=None, trace_name="")
@@ -292,30 +301,27 @@ class App(pn.viewable.Viewer):
         return out
 
     def widget(self) -> pn.Column:
-        """Return the chapter's widget, the first screen: controls, player, stats, head-to-head, timelines."""
-        return pn.Column(
-            self.messages,
-            self.chapter_widget,
-            self.worked_box,
-            sizing_mode="stretch_width",
-            css_classes=["bv-widget"],
-        )
+        """Return the simulator tab: the page's messages above the browser-drawn widget and its story."""
+        return pn.Column(self.messages, self.chapter_widget, sizing_mode="stretch_width", css_classes=["bv-widget"])
 
     def settings(self) -> pn.FlexBox:
         """Return the settings the first lesson does not need, each behind a disclosure that opens in place."""
-        card = lambda title, *objects: pn.Card(  # noqa: E731
-            *objects, title=title, collapsed=True, sizing_mode="stretch_width", styles={"flex": "1 1 260px"}
+        # The upload is there from the start, shut (its file input is the page's, a test's too).
+        self.trace_card = pn.Card(
+            pn.Column(self.upload, sizing_mode="stretch_width"),
+            title="Your own trace",
+            collapsed=True,
+            sizing_mode="stretch_width",
+            styles={"flex": "1 1 260px"},
         )
-        trace = pn.Column(self.upload, sizing_mode="stretch_width")
-        self.trace_card = card("Your own trace", trace)
-        # A loaded file (or a message about one) opens its card: its reset button is then in view.
-        self.trace_card.collapsed = self.state.trace_name in ("", CHAPTER_NAME, WORKED_NAME)  # the app's own: shut
-        clock_card = card("On a clock", fit_card(self.controls.on_a_clock()))
-        clock_card.collapsed = self.state.clock != "ms"
-        more_card = card("More traffic", fit_card(self.controls.more_traffic()))
-        memory_card = card("Memory and timeout", fit_card(self.controls.scheduler()))
+        clock_card = lazy_card("On a clock", lambda: [fit_card(self.controls.on_a_clock())])
+        more_card = lazy_card("More traffic", lambda: [fit_card(self.controls.more_traffic())])
+        memory_card = lazy_card("Memory and timeout", lambda: [fit_card(self.controls.scheduler())])
         s = self.state  # a deep link that set one of these opens its card
         unset = lambda *names: all(getattr(s, name) == s.param[name].default for name in names)  # noqa: E731
+        # A loaded file (or a message about one) opens its card: its reset button is then in view.
+        self.trace_card.collapsed = s.trace_name in ("", CHAPTER_NAME, WORKED_NAME)  # the app's own: shut
+        clock_card.collapsed = s.clock != "ms"
         more_card.collapsed = unset(*MORE_TRAFFIC, "both")
         memory_card.collapsed = unset("kv_blocks", "allocation", "batch_timeout")
         return pn.FlexBox(
@@ -331,30 +337,9 @@ class App(pn.viewable.Viewer):
         )
 
     def __panel__(self):
-        # Consecutive texts share one pane: each pane is a few Bokeh models a new session builds and sends.
-        text_pane = lambda *texts: pn.pane.HTML("".join(texts), sizing_mode="stretch_width", stylesheets=[CSS])  # noqa: E731
-        simulator = pn.Column(
-            self.widget(),
-            self.settings(),
-            text_pane(story.WHY),
-            self.loop,
-            text_pane(chapter.restructured_loop_html(), BATCH_INTRO),
-            self.batch,
-            text_pane(chapter.build_batch_html()),
-            self.head_to_head,
-            text_pane(story.SPREAD),
-            pn.FlexBox(*self.lesson_buttons, sizing_mode="stretch_width"),
-            self.here,
-            text_pane(chapter.spread_argument_html(), story.ONE_SLOT, story.ONE_SLOT_KV),
-            self.one_slot,
-            text_pane(memory_lesson.lesson_html()),
-            pn.FlexBox(*self.memory_buttons, sizing_mode="stretch_width"),
-            text_pane(chapter.affordable_html(), story.NOT_FIXED),
-            self.replay,
-            text_pane(chapter.PRODUCTION, chapter.run_locally_html(), chapter.WHATS_NEXT),
-            sizing_mode="stretch_width",
-            css_classes=["bv-story"],
-        )
+        # Panel's own views sit inside the browser-drawn tab, where its story names them.
+        self.chapter_widget.param.update(settings=self.settings(), replay=self.replay)
+        simulator = self.widget()
         # The other tabs are built the first time they open: most learners stay on the simulator, and a new
         # session should not pay for figures it never shows.
         lazy = {

@@ -6,24 +6,14 @@ import html
 
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource
 
-from core import Metrics
+from core import Metrics, Run, compute_metrics
 from core.hardware import ACCELERATOR_OPTIONS, MODEL_OPTIONS
 from core.losses import Losses, losses
 from core.policies import CHAPTER_PAIR, get_policy
-from core.timed import TimedMetrics, timed_metrics
+from core.timed import TimedMetrics, TimedRun, timed_metrics
 
-from . import palette
-from .loop import on_document
-from .plots import (
-    H2H_GROUPS,
-    H2H_TIMED_GROUPS,
-    head_to_head_data,
-    head_to_head_figure,
-    head_to_head_timed_data,
-    set_head_to_head_groups,
-)
+from .plots import H2H_GROUPS, H2H_TIMED_GROUPS
 from .state import BLOCK_SIZE, SimState
 from .style import CSS
 
@@ -176,8 +166,12 @@ class Controls(pn.viewable.Viewer):
 
     state = param.ClassSelector(class_=SimState)
 
-    def __init__(self, **params):
-        super().__init__(**params)
+    def _show_generator(self, *_events) -> None:
+        for widget in self.generator:  # a fixed trace (the worked example) has no count or lengths to move
+            widget.visible = self.state.generator_applies
+
+    def more_traffic(self) -> pn.Column:
+        """Return the traffic's other settings and the second timeline's switch (made when first shown)."""
         s = self.state
         self.generator = [
             _slider(s, "requests", "Requests", 64),
@@ -188,14 +182,6 @@ class Controls(pn.viewable.Viewer):
         ]
         s.param.watch(self._show_generator, ["trace", "trace_name"])
         self._show_generator()
-
-    def _show_generator(self, *_events) -> None:
-        for widget in self.generator:  # a fixed trace (the worked example) has no count or lengths to move
-            widget.visible = self.state.generator_applies
-
-    def more_traffic(self) -> pn.Column:
-        """Return the traffic's other settings and the second timeline's switch."""
-        s = self.state
         return pn.Column(
             *self.generator,
             pn.widgets.Checkbox.from_param(s.param.both, label="Show both modes on one time axis"),
@@ -237,45 +223,53 @@ def fit_card(column: pn.Column) -> pn.Column:
     return column
 
 
-class HeadToHeadView(pn.viewable.Viewer):
-    """Static and continuous on the traffic shown: completed, GPU utilisation and average latency, as paired bars."""
+def h2h_full(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, TimedRun] | None) -> dict:
+    """Return the full head-to-head of two runs as the page draws it: its rows' cells (formatted here, once) and bars.
 
-    state = param.ClassSelector(class_=SimState)
-    theme = param.Selector(default="light", objects=list(palette.THEMES))
+    On steps: the window's nine rows and the lost-time note; on a clock every figure in ms, over each mode's drain.
+    The bars: three groups, each pair scaled in the browser to its larger value, labelled with the real numbers.
+    """
+    ms, mc = compute_metrics(static, window), compute_metrics(continuous, window)
+    if timed is not None:
+        ts, tc = timed_metrics(timed[0]), timed_metrics(timed[1])
+        rows, note, groups = h2h_timed_rows(ts, tc, ms.requests), "", H2H_TIMED_GROUPS
+        values = [[m.tokens_per_s, m.ttft_ms["p50"], m.e2e_ms["mean"]] for m in (ts, tc)]
+        decimals = (0, 1, 1)
+    else:
+        rows = h2h_rows(ms, mc, losses(static, window), losses(continuous, window))
+        note, groups, decimals = LOSS_NOTE, H2H_GROUPS, (0, 0, 1)
+        values = [[m.completed, 100 * m.utilisation, m.avg_latency_all or 0.0] for m in (ms, mc)]
+    pair = (static.policy, continuous.policy)
+    return {
+        "pair": list(pair),
+        "labels": [get_policy(p).label for p in pair],
+        "caption": "Same traffic and same slots, over the window shown",
+        "rows": [list(row) for row in rows],
+        "note": note,
+        "bars": [
+            {
+                "group": group,
+                "values": [float(values[k][g]) for k in range(2)],
+                "texts": [f"{pair[k]}: {values[k][g]:,.{decimals[g]}f}" for k in range(2)],
+            }
+            for g, group in enumerate(groups)
+        ],
+    }
 
-    def __init__(self, **params):
-        super().__init__(**params)
-        self.table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS])
-        result = self.state.comparison()
-        self.bar_data = ColumnDataSource(head_to_head_data(result["static"], result["continuous"]))
-        self.bars = pn.pane.Bokeh(
-            head_to_head_figure(self.bar_data, palette.THEMES[self.theme]), sizing_mode="stretch_width"
-        )
-        self._refresh()
-        self.state.param.watch(
-            lambda *_e: on_document(self._refresh),
-            ["runs", "window", "clock", "accelerator", "model_shape"],
-        )
 
-    def _refresh(self, *_events) -> None:
-        s = self.state
-        result = s.comparison()
-        loss = (losses(s.runs["static"], s.window), losses(s.runs["continuous"], s.window))
-        if s.clock == "ms":  # on a clock every figure is in ms: the step rows would mix units
-            timed = s.timed_runs()
-            static, continuous = timed_metrics(timed["static"]), timed_metrics(timed["continuous"])
-            rows = h2h_timed_rows(static, continuous, result["static"].requests)
-            self.table.object = _h2h_table(rows)
-            self.bar_data.data = head_to_head_timed_data(static, continuous)
-            set_head_to_head_groups(self.bars.object, H2H_TIMED_GROUPS)
-            return
-        rows = h2h_rows(result["static"], result["continuous"], *loss)
-        self.table.object = _h2h_table(rows) + LOSS_NOTE
-        set_head_to_head_groups(self.bars.object, H2H_GROUPS)
-        self.bar_data.data = head_to_head_data(result["static"], result["continuous"])
+def lazy_card(title: str, build, styles: dict | None = None) -> pn.Card:
+    """Return a shut disclosure whose contents (`build()`) are made and sent the first time it opens.
 
-    def __panel__(self):
-        return pn.Column(pn.pane.Markdown("### Head to head"), self.table, self.bars, sizing_mode="stretch_width")
+    Most learners never open the settings: a new session should not build and send their widgets.
+    """
+    card = pn.Card(title=title, collapsed=True, sizing_mode="stretch_width", styles=styles or {"flex": "1 1 260px"})
+
+    def fill(*_events) -> None:
+        if not card.collapsed and not card.objects:
+            card.objects = build()
+
+    card.param.watch(fill, "collapsed")
+    return card
 
 
 class Messages(pn.viewable.Viewer):

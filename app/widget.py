@@ -1,13 +1,14 @@
-"""The chapter's widget on the served page: assets/renderer.js drawing the state's runs, synced with a SimState."""
+"""The served simulator tab: assets/renderer.js and assets/host.js drawing the state's runs, synced with a SimState."""
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 
 import param
-from panel.custom import JSComponent
+from panel.custom import Child, JSComponent
 
 from . import palette
 from .state import GENERATOR_TAKES_OVER, SimState, generated_label
@@ -20,85 +21,38 @@ RENDERER_JS = (ASSETS / "renderer.js").read_text(encoding="utf-8") + (ASSETS / "
 INTERVAL_MS = 120  # playback's pace for a learner; a benchmark asks for one frame (16 ms) through window.__bvInterval
 STEP_SYNC_MS = 150  # during playback the server's copy of the step (the batch view, the URL) follows this often
 SLIDER_SLOTS = 16
+log = logging.getLogger("batchviz.server")
 
-# The served page's half of the renderer: the server's payloads in, the learner's settings and step out.
-GLUE_JS = """
-export function render({ model, el }) {
-  let ahead = {}, waiting = null, stepTimer = null, lastLoop = null;
-  const bus = (window.__bvBus ??= new EventTarget());
-  const host = {
-    config: model.config,
-    // A neighbour the server sent ahead draws at once, but only from the settings it was computed beside.
-    lookup: (s) => (waiting ? null : ahead[`${s.slots}:${s.seed}`] ?? null),
-    settle: (s) => {
-      waiting = { ...s, at: performance.now() };
-      model.mode = s.mode; model.slots = s.slots; model.seed = s.seed;
-    },
-    onStep: (t, final) => {
-      clearTimeout(stepTimer);
-      if (final) { model.step = t; return; }
-      stepTimer = setTimeout(() => { model.step = widget.step; }, STEP_SYNC_MS);
-    },
-    onLoop: (html, t) => {
-      lastLoop = { html, t };
-      window.__bvLoop = lastLoop;
-      bus.dispatchEvent(new CustomEvent("loop", { detail: lastLoop }));
-    },
-    onBatch: (html, t) => {
-      window.__bvBatch = { html, t };
-      bus.dispatchEvent(new CustomEvent("batch", { detail: window.__bvBatch }));
-    },
-    onHover: (id) => bus.dispatchEvent(new CustomEvent("hover", { detail: id })),
-  };
-  const widget = mountWidget(el, host);
-  const receive = () => {
-    const p = JSON.parse(model.payload);
-    const stale = waiting && performance.now() - waiting.at < 3000 &&
-      (p.settings.slots !== waiting.slots || p.settings.seed !== waiting.seed || p.settings.mode !== waiting.mode);
-    if (stale) return;  // an answer for settings the learner has already moved past
-    waiting = null;
-    ahead = p.ahead;
-    // The step is the model's: the server may change it in the same patch after this payload was made (a quiz
-    // link opens the worked example, whose window clamps the step, then sets the link's), and the patch's order
-    // of the two is not the order they were made in.
-    widget.confirm(p.view, p.settings, Math.min(model.step, p.view.window - 1));
-    window.__bvOnConfirm?.();  // a benchmark's hook
-  };
-  receive();
-  model.on("payload", receive);
-  model.on("step", () => widget.setStep(model.step));
-  window.__bvWidget = widget;
-}
-
-""".replace("STEP_SYNC_MS", str(STEP_SYNC_MS))
-
-LOOP_JS = """
-export function render({ el }) {
-  const bus = (window.__bvBus ??= new EventTarget());
-  const show = (d) => { if (d) el.innerHTML = d.html; };
-  show(window.__bvLoop);
-  bus.addEventListener("loop", (e) => show(e.detail));
-}
-"""
+# The served page's host: the widget and the story around it (the head-to-head, the loop, the batch, the buttons).
+HOST_JS = (ASSETS / "host.js").read_text(encoding="utf-8").replace("__STEP_SYNC_MS__", str(STEP_SYNC_MS))
 
 
 class ChapterWidget(JSComponent):
-    """Controls, player, stats, head-to-head and both timelines, drawn in the browser from the state's runs."""
+    """The simulator tab, drawn in the browser from the state's runs: the widget and the story around it.
+
+    The widget: controls, player, stats, both timelines. The story: its texts, the loop and batch at the cursor, the
+    full head-to-head, what holds here, its buttons; `settings` and `replay` are Panel's own views, placed in it.
+    """
 
     config = param.Dict(default={}, constant=True, doc="The renderer's constants (colours, loops, captions)")
+    story = param.List(default=[], constant=True, doc="The tab in order: [kind, value] (html, widget, loop, ...)")
+    buttons = param.Dict(default={}, doc="Each group of the story's buttons: its labels")
+    settings = Child(doc="The settings behind their disclosures")
+    replay = Child(doc="The real replay")
     payload = param.String(default="{}", doc="JSON: the view of the current settings, its neighbours, the step")
     mode = param.String(default="continuous")
     slots = param.Integer(default=4)
     seed = param.Integer(default=0)
     step = param.Integer(default=63)
 
-    _esm = RENDERER_JS + GLUE_JS
+    _esm = RENDERER_JS + HOST_JS
     _stylesheets = [CSS]
 
-    def __init__(self, state: SimState, theme: str = "light", **params):
+    def __init__(self, state: SimState, theme: str = "light", on_button=None, **params):
         params["config"] = renderer_config(palette.THEMES[theme], INTERVAL_MS)
         super().__init__(mode=state.mode, slots=state.slots, seed=state.seed, step=state.step, **params)
         self.state = state
+        self.on_button = on_button  # (group, index): a story button was pressed
         self._slots_end = SLIDER_SLOTS if state.slots <= SLIDER_SLOTS else state.param.slots.bounds[1]
         self.sends = 0
         self._send()
@@ -151,6 +105,18 @@ class ChapterWidget(JSComponent):
         )
         self.sends += 1
 
+    def _handle_msg(self, data) -> None:
+        """Press a story button the browser reports (`{group, index}`); anything else is one line in the log."""
+        try:
+            group, index = data["group"], data["index"]
+            label = self.buttons[group][index] if isinstance(index, int) and index >= 0 else None
+        except (KeyError, IndexError, TypeError):
+            label = None
+        if label is None or self.on_button is None:
+            log.info("ignored a story button message: %.80r", data)
+            return
+        self.on_button(group, index)
+
     def _from_state(self, *events) -> None:
         changed = {e.name: e.new for e in events if getattr(self, e.name) != e.new}
         if changed:
@@ -163,37 +129,3 @@ class ChapterWidget(JSComponent):
             changed["step"] = max(0, min(changed["step"], s.window - 1))
         if changed:
             s.param.update(**changed)
-
-
-BATCH_JS = """
-export function render({ model, el }) {
-  const bus = (window.__bvBus ??= new EventTarget());
-  const box = document.createElement("div"), outline = document.createElement("style");
-  el.append(outline, box);
-  const show = (d) => { if (d) box.innerHTML = d.html; };
-  show(window.__bvBatch);
-  bus.addEventListener("batch", (e) => show(e.detail));
-  // Hovering a request in either timeline outlines its tokens, block-table row and blocks here.
-  bus.addEventListener("hover", (e) => {
-    const id = e.detail;
-    outline.textContent = id === null ? "" :
-      `[data-req="${CSS.escape(id)}"] { outline: 3px solid ${model.colour}; outline-offset: 1px; }`;
-  });
-}
-"""
-
-
-class BatchBox(JSComponent):
-    """The batch at the widget's cursor (assets/batch.js draws it each frame), outlining the hovered request."""
-
-    colour = param.String(default="#222222", doc="The hovered request's outline")
-
-    _esm = BATCH_JS
-    _stylesheets = [CSS]
-
-
-class LoopView(JSComponent):
-    """The scheduling loop at the widget's cursor, its executed lines lit (the widget computes it each frame)."""
-
-    _esm = LOOP_JS
-    _stylesheets = [CSS]

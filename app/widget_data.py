@@ -203,7 +203,33 @@ def view_json(key: ViewKey) -> str:
         view["h2h_compact"] = {
             mode: h2h_compact(shown[a], shown[b], key.window, (timed[a], timed[b])) for mode, (a, b) in pairs.items()
         }
+    view.update(story_fields(key, static, continuous, timed))
     return json.dumps(view, separators=(",", ":"))
+
+
+def story_fields(key: ViewKey, static: Run, continuous: Run, timed: dict | None) -> dict:
+    """Return what the story around the widget shows for a view: the full head-to-head, what holds, the worked example.
+
+    The worked example's figures show on its own traffic and settings only. Computed once per view and shared by
+    every session, like the runs.
+    """
+    from core import worked_example as worked
+
+    from .story import here_html, worked_html
+    from .views import h2h_full
+
+    pair = None if timed is None else (timed["static"], timed["continuous"])
+    is_worked = (
+        isinstance(key.traffic, tuple)
+        and key.slots == worked.SLOTS
+        and key.timeout == worked.BATCH_TIMEOUT
+        and key.traffic == tuple(worked.worked_example())
+    )
+    return {
+        "h2h": h2h_full(static, continuous, key.window, pair),
+        "here": here_html(static, continuous, key.window, pair),
+        "worked": worked_html(worked.worked_figures(static, continuous)) if is_worked else None,
+    }
 
 
 def renderer_config(theme: palette.Theme, interval_ms: int) -> dict:
@@ -221,6 +247,7 @@ def renderer_config(theme: palette.Theme, interval_ms: int) -> dict:
             "recompute": palette.RECOMPUTE_COLOR,
             "paused": palette.PAUSED_COLOR,
             "memory": palette.MEMORY_COLOR,  # on the idle grey strip, in both themes
+            "pair": [palette.STATIC_COLOR, palette.CONTINUOUS_COLOR],  # the head-to-head's bars, in its order
         },
         "modes": [[mode, get_policy(mode).label] for mode in MODE_ORDER],  # the mode buttons, in the page's order
         "captions": {name: p.caption for name, p in REGISTRY.items()},  # each policy's own words

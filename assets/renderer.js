@@ -810,6 +810,7 @@ export function mountWidget(root, host) {
     stepInput.max = String(w.last());
     stepInput.value = String(Math.min(w.step, w.last()));
     compact.innerHTML = h2hCompactHtml(v, s.mode);
+    host.onView?.(v, s);  // the page around the widget: what follows the view, not the step
     caption.textContent = (v.pool && cfg.captions_memory ? cfg.captions_memory : cfg.captions)[s.mode] +
       sameRunNote(v, s.mode);
     const memoryLegend = Boolean(v.pool && cfg.legend_memory);

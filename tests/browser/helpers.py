@@ -23,8 +23,8 @@ def open_app(page, url: str, query: str = "", canvas: bool = True) -> None:
         return
     if "tab=" not in query or "tab=simulator" in query:  # the widget has drawn its timelines (assets/renderer.js)
         page.wait_for_function("window.__bvPaints > 0", polling=50, timeout=30_000)
-    else:  # a Bokeh plot on another tab
-        page.locator(".bk-Canvas").first.wait_for(timeout=30_000)
+    else:  # a Bokeh plot on another tab, or the simulator's timeline where the tab was refused
+        page.locator(".bk-Canvas, canvas[data-timeline]").first.wait_for(timeout=30_000)
 
 
 def wait_for_timeline(page, expected: list[str], slots: int, window: int = 64) -> None:

@@ -53,7 +53,7 @@ def test_course_page_renders_the_embedded_app(page, page_errors, served_app, cou
         page.set_viewport_size({"width": 900, "height": 1000})
         page.goto(f"http://127.0.0.1:{course_port}/index.html")
         page.wait_for_function(READY_JS, polling=100, timeout=30_000)
-        page.locator(".bk-Canvas").first.wait_for(timeout=30_000)
+        page.locator("canvas[data-timeline]").first.wait_for(timeout=30_000)
         page.screenshot(path=artifacts / "course-page.png", full_page=True)
         assert read_timeline(page, 4, 64) == simulate(chapter_traffic(), 4, "continuous").timeline_strings(64)
     finally:

@@ -8,11 +8,26 @@ from core import TrafficConfig, compare, generate, simulate
 from .helpers import core_run, open_app
 from .pixels import read_timeline
 
+REPLAY_TITLE = "Real replay: the same schedules through a real model"
+
+
+def open_replay(page) -> None:
+    """Open the replay's disclosure (shut until asked for: a new session does not build its controls)."""
+    page.get_by_text(REPLAY_TITLE).first.click()
+    page.get_by_role("button", name="Run replay").wait_for(timeout=30_000)
+
+
+def run_replay(page) -> None:
+    """Open the replay's disclosure and press Run replay."""
+    if not page.get_by_role("button", name="Run replay").is_visible():
+        open_replay(page)
+    page.get_by_role("button", name="Run replay").click()
+
 
 def test_replay_shows_measured_beside_simulated(page, page_errors, app_url):
     """Run replay on the default traffic: predicted speedup and rows computed equal the core's; timelines drawn."""
     open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
-    page.get_by_role("button", name="Run replay").click()
+    run_replay(page)
     predicted = page.locator("[data-replay=predicted]").first
     expect(predicted).to_be_visible(timeout=60_000)
     requests = generate(TrafficConfig(seed=4))
@@ -34,7 +49,7 @@ def test_replay_shows_measured_beside_simulated(page, page_errors, app_url):
 def test_page_answers_while_a_replay_runs_and_cancel_stops_it(page, page_errors, app_url):
     """During a long replay the seed slider still repaints the timeline; Cancel ends the replay with a message."""
     open_app(page, app_url, "?mode=continuous&slots=1&seed=4&requests=400")
-    page.get_by_role("button", name="Run replay").click()
+    run_replay(page)
     expect(page.locator(".bk-Div >> text=/^Replaying/").first).to_be_visible(timeout=10_000)
     handle = page.locator("input[name=seed]")
     handle.focus()
@@ -59,7 +74,7 @@ def test_closing_the_page_frees_the_replay_at_once(browser, app_url):
 
     page = browser.new_page()
     open_app(page, app_url, "?mode=continuous&slots=1&seed=4&requests=1000")
-    page.get_by_role("button", name="Run replay").click()
+    run_replay(page)
     expect(page.locator(".bk-Div >> text=/^Replaying/").first).to_be_visible(timeout=10_000)
     time.sleep(1.0)
     assert _SERVER_LOCK.locked()  # still replaying
@@ -80,7 +95,7 @@ MEASURED_JS = """() => {
 def test_the_knee_view_overlays_the_replays_step_times(page, page_errors, app_url):
     """After a replay in this session, exercise 1 draws its measured step time at each batch size the replay ran."""
     open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
-    page.get_by_role("button", name="Run replay").click()
+    run_replay(page)
     expect(page.locator("[data-replay=predicted]").first).to_be_visible(timeout=60_000)
     page.locator(".bk-tab", has_text="Exercise 1").first.click()
     page.wait_for_function("Bokeh.documents[0].get_model_by_name('knee-itl') !== null", timeout=15_000)
@@ -100,10 +115,11 @@ def test_online_replay_shows_predicted_beside_measured(page, page_errors, app_ur
     profile = Fitted(*axes, grid)  # a stand-in profile, so the test does not spend 10 s calibrating
     monkeypatch.setitem(replay_view._PROFILES, ("tiny", "cpu"), {"continuous": profile, "static": profile})
     open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
+    open_replay(page)
     box = page.locator(".bv-online input[type=checkbox]")  # Panel draws the label beside the box, not around it
     box.check()
     expect(box).to_be_checked()
-    page.get_by_role("button", name="Run replay").click()
+    run_replay(page)
     table = page.locator("[data-replay=online]").first
     expect(table).to_be_visible(timeout=60_000)
     assert table.locator("tr[data-figure]").count() == len(FIGURES)

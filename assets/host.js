@@ -1,0 +1,127 @@
+// The served page's simulator tab (app/widget.py's ChapterWidget): the widget and the story around it, drawn here
+// from the server's view JSON, in one module with assets/renderer.js and assets/batch.js (no globals between views).
+// The settings and the replay are Panel's own widgets, placed here as children; the story's buttons send their
+// index to the server, which changes the settings. Hooks a benchmark or a test reads: window.__bvWidget,
+// window.__bvOnConfirm, window.__bvInterval.
+
+const STEP_SYNC = __STEP_SYNC_MS__;  // during playback the server's copy of the step follows this often
+
+function storyPart(tag, cls, html = "") {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (html) node.innerHTML = html;
+  return node;
+}
+
+/** Return the full head-to-head table: the server's formatted cells in the markup app/views.py _h2h_table writes. */
+export function h2hFullHtml(h2h) {
+  const [a, b] = h2h.pair;
+  const cell = (key, policy, value) => (key ? `<td data-h2h="${policy}-${key}">${value}</td>` : `<td>${value}</td>`);
+  const body = h2h.rows.map(([key, label, s, c]) =>
+    `<tr><th scope="row">${label}</th>${cell(key, a, s)}${cell(key, b, c)}</tr>`).join("");
+  return `<table class="bv-h2h"><caption>${h2h.caption}</caption>` +
+    `<thead><tr><td></td><th scope="col">${h2h.labels[0]}</th><th scope="col">${h2h.labels[1]}</th></tr></thead>` +
+    `<tbody>${body}</tbody></table>${h2h.note}`;
+}
+
+/** Return the paired bars: each group's pair scaled to its larger value, labelled with the real numbers. */
+export function h2hBarsHtml(h2h, colours) {
+  return h2h.bars.map(({ group, values, texts }, g) => {
+    const top = Math.max(...values) || 1;
+    const rows = h2h.pair.map((policy, k) =>
+      `<div class="bv-bar-row"><span class="bv-bar" data-bar="${policy}-${g}" style="width:${
+        (60 * values[k]) / top}%;background:${colours[k]}"></span>` +
+      `<span class="bv-bar-text">${escape(texts[k])}</span></div>`).join("");
+    return `<div class="bv-bar-label">${escape(group)}</div><div class="bv-bar-pair">${rows}</div>`;
+  }).join("");
+}
+
+export function render({ model, el }) {
+  let ahead = {}, waiting = null, stepTimer = null, shownKey = null;
+  const outline = storyPart("style");
+  const root = storyPart("div", "bv-widget-host");
+  const worked = storyPart("div", "bv-worked-box");
+  const loop = storyPart("div", "bv-loop-box");
+  const batch = storyPart("div", "bv-batch-box");
+  const h2h = storyPart("div", "bv-h2h-full");
+  const bars = storyPart("div", "bv-bars");
+  const here = storyPart("div", "bv-here-box");
+  worked.hidden = true;
+  el.append(outline);
+  const story = model.story.length ? model.story : [["widget"]];
+  for (const [kind, value] of story) {
+    if (kind === "widget") el.append(root, worked);
+    else if (kind === "html") el.append(storyPart("div", "bv-text", value));
+    else if (kind === "loop") el.append(loop);
+    else if (kind === "batch") el.append(batch);
+    else if (kind === "h2h") el.append(storyPart("h3", "", "Head to head"), h2h, bars);
+    else if (kind === "here") el.append(here);
+    else if (kind === "child") {
+      const child = model.get_child(value);
+      if (child) el.append(child);
+    } else if (kind === "buttons") {
+      const row = storyPart("div", "bv-story-buttons");
+      (model.buttons[value] ?? []).forEach((label, index) => {
+        const b = storyPart("button", "bv-story-button");
+        b.type = "button";
+        b.textContent = label;
+        b.dataset.group = value;
+        b.addEventListener("click", () => model.send_msg({ group: value, index }));
+        row.append(b);
+      });
+      el.append(row);
+    }
+  }
+
+  // What follows the view but not the step: the full head-to-head, what holds here, the worked example's figures.
+  const showView = (view) => {
+    if (view.key === shownKey || !view.h2h) return;
+    shownKey = view.key;
+    h2h.innerHTML = h2hFullHtml(view.h2h);
+    bars.innerHTML = h2hBarsHtml(view.h2h, model.config.colours.pair);
+    here.innerHTML = view.here ?? "";
+    worked.innerHTML = view.worked ?? "";
+    worked.hidden = !view.worked;
+  };
+
+  const host = {
+    config: model.config,
+    // A neighbour the server sent ahead draws at once, but only from the settings it was computed beside.
+    lookup: (s) => (waiting ? null : ahead[`${s.slots}:${s.seed}`] ?? null),
+    settle: (s) => {
+      waiting = { ...s, at: performance.now() };
+      model.mode = s.mode; model.slots = s.slots; model.seed = s.seed;
+    },
+    onStep: (t, final) => {
+      clearTimeout(stepTimer);
+      if (final) { model.step = t; return; }
+      stepTimer = setTimeout(() => { model.step = widget.step; }, STEP_SYNC);
+    },
+    onView: showView,
+    onLoop: (html) => { if (loop.innerHTML !== html) loop.innerHTML = html; },
+    onBatch: (html) => { batch.innerHTML = html; },
+    // Hovering a request in either timeline outlines its tokens, block-table row and blocks in the batch view.
+    onHover: (id) => {
+      outline.textContent = id === null ? "" : `.bv-batch-box [data-req="${CSS.escape(id)}"] ` +
+        `{ outline: 3px solid ${model.config.colours.text}; outline-offset: 1px; }`;
+    },
+  };
+  const widget = mountWidget(root, host);
+  const receive = () => {
+    const p = JSON.parse(model.payload);
+    const stale = waiting && performance.now() - waiting.at < 3000 &&
+      (p.settings.slots !== waiting.slots || p.settings.seed !== waiting.seed || p.settings.mode !== waiting.mode);
+    if (stale) return;  // an answer for settings the learner has already moved past
+    waiting = null;
+    ahead = p.ahead;
+    // The step is the model's: the server may change it in the same patch after this payload was made (a quiz
+    // link opens the worked example, whose window clamps the step, then sets the link's), and the patch's order
+    // of the two is not the order they were made in.
+    widget.confirm(p.view, p.settings, Math.min(model.step, p.view.window - 1));
+    window.__bvOnConfirm?.();  // a benchmark's hook
+  };
+  receive();
+  model.on("payload", receive);
+  model.on("step", () => widget.setStep(model.step));
+  window.__bvWidget = widget;
+}
