@@ -21,7 +21,6 @@ from .plots import draw_states
 from .state import SimState
 from .stores import Measurements
 from .style import CSS
-from .views import lazy_card
 
 ENABLE_TEXT = (
     "The real replay needs PyTorch, which is not installed here. Enable it with "
@@ -372,24 +371,30 @@ class ReplayView(pn.viewable.Viewer):
             pn.pane.Bokeh(wallclock_figure(continuous, x_range, "replay-continuous"), sizing_mode="stretch_width"),
         ]
 
-    def __panel__(self):
+    @property
+    def title(self) -> str:
+        """Return the replay's disclosure title: what it does, or that this server cannot."""
+        if self.available:
+            return "Real replay: the same schedules through a real model"
+        return "Real replay (not on this server)"
+
+    def body(self) -> pn.Column:
+        """Return the replay's controls and results, made when its disclosure first opens (few learners run it)."""
         if not self.available:
             return pn.Column(
-                pn.pane.Markdown("### Real replay"),
                 pn.pane.HTML(f'<div class="bv-replay-off">{ENABLE_TEXT}</div>', stylesheets=[CSS]),
                 sizing_mode="stretch_width",
             )
-        # Shut until asked for: few learners run it, and a new session should not build its controls.
-        return lazy_card(
-            "Real replay: the same schedules through a real model",
-            lambda: [
-                pn.pane.Markdown(
-                    "Runs the traffic shown, static then continuous, through a randomly initialised transformer "
-                    "on this server's GPU if it has one, else its CPU, and measures every step in wall-clock time."
-                ),
-                pn.FlexBox(self.model, self.online, self.run_button, self.cancel_button, self.progress),
-                pn.pane.Bokeh(self.status),
-                self.results,
-            ],
-            styles={},
+        return pn.Column(
+            pn.pane.Markdown(
+                "Runs the traffic shown, static then continuous, through a randomly initialised transformer "
+                "on this server's GPU if it has one, else its CPU, and measures every step in wall-clock time."
+            ),
+            pn.FlexBox(self.model, self.online, self.run_button, self.cancel_button, self.progress),
+            pn.pane.Bokeh(self.status),
+            self.results,
+            sizing_mode="stretch_width",
         )
+
+    def __panel__(self):
+        return pn.Column(pn.pane.Markdown(f"### {self.title}"), self.body(), sizing_mode="stretch_width")

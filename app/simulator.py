@@ -26,7 +26,7 @@ from .stores import Measurements
 from .style import CSS
 from .upload import TraceUpload, decode_upload, read_upload
 from .url import URL_KEYS, parse_query, parse_theme, query_choice, query_of, query_value, safe_location
-from .views import Controls, Messages, fit_card, lazy_card
+from .views import Controls, Messages, fit_card
 from .widget import ChapterWidget
 
 PRESET = "worked"
@@ -39,6 +39,14 @@ TAB_CSS = (
     " .bk-header { flex-wrap: wrap; } .bk-headers-wrapper { flex-wrap: wrap; } .bk-tab { white-space: normal; }"
 )
 WORKED_NAME = "the chapter's worked example"
+CHAPTER_BUTTON = "The chapter's traffic (12 requests)"
+# The settings the first lesson does not need, each behind a disclosure in the widget's row (app/widget.py).
+SETTINGS_TITLES = {
+    "more": "More traffic",
+    "memory": "Memory and timeout",
+    "clock": "On a clock",
+    "trace": "Your own trace",
+}
 TABS = {  # ?tab= value -> tab title, in page order
     "simulator": "Simulator",
     "knee": "Exercise 1: the knee",
@@ -62,8 +70,7 @@ class App(pn.viewable.Viewer):
         params.setdefault("state", SimState())
         super().__init__(**params)
         self.messages = Messages()
-        self.chapter_traffic = pn.widgets.Button(label="The chapter's traffic (12 requests)")
-        self.chapter_traffic.on_click(lambda _e: self.use_chapter_traffic())
+        self.chapter_widget = None  # the simulator tab, made once the URL's settings are applied
         self.state.param.watch(self._on_traffic, "trace_name")
         self.state.param.watch(self._on_refusal, "refusal")
         self.measurements = Measurements()  # the replay writes its step times here; the knee view reads them
@@ -74,14 +81,14 @@ class App(pn.viewable.Viewer):
         )
         self.memory = MemoryView()
         self.schedulers = LineupView(state=self.state)
-        self.reset_trace = pn.widgets.Button(label="Use generated traffic", visible=False)
-        self.reset_trace.on_click(self._clear_trace)
         if fresh and not any(key in (query or {}) for key in GENERATOR_URL_KEYS):
             self.use_chapter_traffic()  # the page opens on the chapter's own twelve requests
         if query:
             self._apply_query(query)
-        self.chapter_traffic.visible = self.state.trace_name != CHAPTER_NAME  # a way back from any other traffic
         self.controls = Controls(state=self.state)
+        self.replay = ReplayView(state=self.state, measurements=self.measurements)
+        self.upload = TraceUpload(sizing_mode="stretch_width")
+        self.upload.param.watch(self._on_upload, "upload")
         # The story's buttons, drawn in the browser with it: each group's labels and what each press sets.
         self.actions = {
             "lessons": [
@@ -92,6 +99,11 @@ class App(pn.viewable.Viewer):
             "memory": [
                 (label, self._memory_setter(values)) for label, values in memory_lesson.lesson_buttons().values()
             ],
+            "traffic": [
+                ("The chapter's worked example (A-F)", self.load_worked_example),
+                (CHAPTER_BUTTON, self.use_chapter_traffic),
+                ("Use generated traffic", self._clear_trace),
+            ],
         }
         # The simulator tab draws itself in the browser (assets/renderer.js, assets/host.js) from the state's runs.
         self.chapter_widget = ChapterWidget(
@@ -100,23 +112,54 @@ class App(pn.viewable.Viewer):
             story=self.story(),
             buttons={group: [label for label, _ in pairs] for group, pairs in self.actions.items()},
             on_button=self.press,
+            disclosures={**SETTINGS_TITLES, "replay": self.replay.title},
+            opened=self._opened(),
+            builders={
+                "more": lambda: fit_card(self.controls.more_traffic()),
+                "memory": lambda: fit_card(self.controls.scheduler()),
+                "clock": lambda: fit_card(self.controls.on_a_clock()),
+                # The upload is there from the start, shut: its file input is on the page at once.
+                "trace": lambda: self.upload,
+                "replay": self.replay.body,
+            },
             sizing_mode="stretch_width",
         )
-        self.replay = ReplayView(state=self.state, measurements=self.measurements)
-        self.upload = TraceUpload(sizing_mode="stretch_width")
-        self.upload.param.watch(self._on_upload, "upload")
-        self.worked = pn.widgets.Button(label="The chapter's worked example (A-F)")
-        self.worked.on_click(lambda _e: self.load_worked_example())
+        self.chapter_widget.build("trace")
+        self.state.param.watch(self._show_traffic_buttons, ["trace", "trace_name"])
+        self._show_traffic_buttons()
         self.quiz = Quiz()
         self.quiz.param.watch(self._follow, "goto")
         self.agent = PageAgent()  # in-app links open in place; names and focus rings for every control
         self.agent.param.watch(lambda _e: self.open_link(self.agent.link), "clicks")
 
-    def story(self) -> list[list[str]]:
-        """Return the simulator tab in order, as the browser draws it: texts, the views it draws, Panel's children."""
+    def _opened(self) -> list[str]:
+        """Return the settings' disclosures a deep link opens: those holding a setting it changed."""
+        s = self.state
+        unset = lambda *names: all(getattr(s, name) == s.param[name].default for name in names)  # noqa: E731
+        shut = {
+            "more": unset(*MORE_TRAFFIC, "both"),
+            "memory": unset("kv_blocks", "allocation", "batch_timeout"),
+            "clock": s.clock != "ms",
+            # A loaded file (or a message about one) opens its card: the app's own traffic leaves it shut.
+            "trace": s.trace_name in ("", CHAPTER_NAME, WORKED_NAME),
+        }
+        return [name for name, closed in shut.items() if not closed]
+
+    def _show_traffic_buttons(self, *_events) -> None:
+        """Show a way back to the chapter's traffic from any other, and to generated traffic from any trace."""
+        hidden = []
+        if self.state.trace_name == CHAPTER_NAME:
+            hidden.append("traffic:1")
+        if self.state.trace is None:
+            hidden.append("traffic:2")
+        self.chapter_widget.hidden = hidden
+
+    def story(self) -> list[list]:
+        """Return the simulator tab in order, as the browser draws it: texts, the views it draws, disclosures."""
+        settings = [["buttons", "traffic"], *(["disclosure", name] for name in SETTINGS_TITLES)]
         return [
             ["widget", ""],
-            ["child", "settings"],
+            ["row", settings],
             ["html", story.WHY],
             ["loop", ""],
             ["html", chapter.restructured_loop_html() + BATCH_INTRO],
@@ -132,7 +175,7 @@ class App(pn.viewable.Viewer):
             ["html", memory_lesson.lesson_html()],
             ["buttons", "memory"],
             ["html", chapter.affordable_html() + story.NOT_FIXED],
-            ["child", "replay"],
+            ["disclosure", "replay"],
             ["html", chapter.PRODUCTION + chapter.run_locally_html() + chapter.WHATS_NEXT],
         ]
 
@@ -207,10 +250,8 @@ class App(pn.viewable.Viewer):
     def use_chapter_traffic(self) -> None:
         """Show the chapter's Try-it traffic: twelve heavy-tailed requests whose runs give the widget's figures."""
         self.state.use_trace(chapter_traffic(), CHAPTER_NAME)
-        self.reset_trace.visible = True
 
     def _on_traffic(self, event) -> None:
-        self.chapter_traffic.visible = event.new != CHAPTER_NAME
         if event.old == CHAPTER_NAME and self.state.trace is None:
             self.messages.text = (
                 f"Now showing generated traffic (seed {self.state.seed}): the chapter's twelve requests are not a "
@@ -231,9 +272,8 @@ class App(pn.viewable.Viewer):
             except ValueError as exc:  # a limit the parser could not see alone; the state is untouched
                 requests, message = None, f"{name}: {exc}"
         self.messages.text = " ".join(filter(None, [message, self.state.refusal]))
-        self.reset_trace.visible = self.state.trace is not None
-        if getattr(self, "trace_card", None) is not None:
-            self.trace_card.collapsed = False
+        if self.chapter_widget is not None:
+            self.chapter_widget.open("trace")  # its reset button and message in view
 
     def load_worked_example(self) -> None:
         """Show the chapter's worked example: A-F on 4 slots, static timeout 1, a 24-step window (`?preset=worked`)."""
@@ -241,7 +281,6 @@ class App(pn.viewable.Viewer):
         self.state.use_trace(worked.worked_example(), WORKED_NAME)
         self.state.window = worked.WINDOW
         self.state.step = worked.WINDOW - 1
-        self.reset_trace.visible = True
 
     def _clear_trace(self, _event=None) -> None:
         leaving_worked = self.state.trace_name == WORKED_NAME
@@ -249,7 +288,6 @@ class App(pn.viewable.Viewer):
         if leaving_worked and self.state.window == worked.WINDOW:
             self.state.window = self.state.param.window.default  # first: it bounds the step
             self.state.step = self.state.param.step.default
-        self.reset_trace.visible = False
 
     def sync_url(self, rewrite: bool = False) -> None:
         """Keep the browser's URL in step with the state, so a view can be shared as a deep link.
@@ -304,41 +342,7 @@ class App(pn.viewable.Viewer):
         """Return the simulator tab: the page's messages above the browser-drawn widget and its story."""
         return pn.Column(self.messages, self.chapter_widget, sizing_mode="stretch_width", css_classes=["bv-widget"])
 
-    def settings(self) -> pn.FlexBox:
-        """Return the settings the first lesson does not need, each behind a disclosure that opens in place."""
-        # The upload is there from the start, shut (its file input is the page's, a test's too).
-        self.trace_card = pn.Card(
-            pn.Column(self.upload, sizing_mode="stretch_width"),
-            title="Your own trace",
-            collapsed=True,
-            sizing_mode="stretch_width",
-            styles={"flex": "1 1 260px"},
-        )
-        clock_card = lazy_card("On a clock", lambda: [fit_card(self.controls.on_a_clock())])
-        more_card = lazy_card("More traffic", lambda: [fit_card(self.controls.more_traffic())])
-        memory_card = lazy_card("Memory and timeout", lambda: [fit_card(self.controls.scheduler())])
-        s = self.state  # a deep link that set one of these opens its card
-        unset = lambda *names: all(getattr(s, name) == s.param[name].default for name in names)  # noqa: E731
-        # A loaded file (or a message about one) opens its card: its reset button is then in view.
-        self.trace_card.collapsed = s.trace_name in ("", CHAPTER_NAME, WORKED_NAME)  # the app's own: shut
-        clock_card.collapsed = s.clock != "ms"
-        more_card.collapsed = unset(*MORE_TRAFFIC, "both")
-        memory_card.collapsed = unset("kv_blocks", "allocation", "batch_timeout")
-        return pn.FlexBox(
-            self.worked,
-            self.chapter_traffic,
-            self.reset_trace,
-            more_card,
-            memory_card,
-            clock_card,
-            self.trace_card,
-            gap="8px",
-            sizing_mode="stretch_width",
-        )
-
     def __panel__(self):
-        # Panel's own views sit inside the browser-drawn tab, where its story names them.
-        self.chapter_widget.param.update(settings=self.settings(), replay=self.replay)
         simulator = self.widget()
         # The other tabs are built the first time they open: most learners stay on the simulator, and a new
         # session should not pay for figures it never shows.

@@ -257,21 +257,6 @@ def h2h_full(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, T
     }
 
 
-def lazy_card(title: str, build, styles: dict | None = None) -> pn.Card:
-    """Return a shut disclosure whose contents (`build()`) are made and sent the first time it opens.
-
-    Most learners never open the settings: a new session should not build and send their widgets.
-    """
-    card = pn.Card(title=title, collapsed=True, sizing_mode="stretch_width", styles=styles or {"flex": "1 1 260px"})
-
-    def fill(*_events) -> None:
-        if not card.collapsed and not card.objects:
-            card.objects = build()
-
-    card.param.watch(fill, "collapsed")
-    return card
-
-
 class Messages(pn.viewable.Viewer):
     """One visible place for input problems (URL values, uploaded files); the app keeps working."""
 

@@ -37,8 +37,15 @@ class ChapterWidget(JSComponent):
     config = param.Dict(default={}, constant=True, doc="The renderer's constants (colours, loops, captions)")
     story = param.List(default=[], constant=True, doc="The tab in order: [kind, value] (html, widget, loop, ...)")
     buttons = param.Dict(default={}, doc="Each group of the story's buttons: its labels")
-    settings = Child(doc="The settings behind their disclosures")
-    replay = Child(doc="The real replay")
+    hidden = param.List(default=[], doc="The story's buttons not shown now, as 'group:index'")
+    disclosures = param.Dict(default={}, constant=True, doc="Each disclosure's title, by name")
+    opened = param.List(default=[], doc="The disclosures open now (a deep link's setting, a loaded file)")
+    # Each disclosure's contents: Panel's own widgets, made the first time it opens (see `open`).
+    more = Child()
+    memory = Child()
+    clock = Child()
+    trace = Child()
+    replay = Child()
     payload = param.String(default="{}", doc="JSON: the view of the current settings, its neighbours, the step")
     mode = param.String(default="continuous")
     slots = param.Integer(default=4)
@@ -47,12 +54,16 @@ class ChapterWidget(JSComponent):
 
     _esm = RENDERER_JS + HOST_JS
     _stylesheets = [CSS]
+    _render_policy = "manual"  # a disclosure's contents arriving must not redraw the widget beside it
 
-    def __init__(self, state: SimState, theme: str = "light", on_button=None, **params):
+    def __init__(self, state: SimState, theme: str = "light", on_button=None, builders=None, **params):
         params["config"] = renderer_config(palette.THEMES[theme], INTERVAL_MS)
         super().__init__(mode=state.mode, slots=state.slots, seed=state.seed, step=state.step, **params)
         self.state = state
         self.on_button = on_button  # (group, index): a story button was pressed
+        self.builders = builders or {}  # each disclosure's contents, made when it first opens
+        for name in self.opened:
+            self.build(name)
         self._slots_end = SLIDER_SLOTS if state.slots <= SLIDER_SLOTS else state.param.slots.bounds[1]
         self.sends = 0
         self._send()
@@ -105,8 +116,24 @@ class ChapterWidget(JSComponent):
         )
         self.sends += 1
 
+    def build(self, name: str) -> None:
+        """Make disclosure `name`'s contents, once: the browser places them when they arrive."""
+        if getattr(self, name) is None and name in self.builders:
+            setattr(self, name, self.builders[name]())
+
+    def open(self, name: str) -> None:
+        """Open disclosure `name` on the page (its contents made first), even if the learner had shut it."""
+        self.build(name)
+        self.opened = [*[n for n in self.opened if n != name], name]
+
     def _handle_msg(self, data) -> None:
-        """Press a story button the browser reports (`{group, index}`); anything else is one line in the log."""
+        """Act on the browser's message: a disclosure opened (`{open}`), a story button pressed (`{group, index}`).
+
+        Anything else is one line in the log.
+        """
+        if isinstance(data, dict) and data.get("open") in self.builders:
+            self.build(data["open"])
+            return
         try:
             group, index = data["group"], data["index"]
             label = self.buttons[group][index] if isinstance(index, int) and index >= 0 else None

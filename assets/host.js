@@ -1,7 +1,7 @@
 // The served page's simulator tab (app/widget.py's ChapterWidget): the widget and the story around it, drawn here
 // from the server's view JSON, in one module with assets/renderer.js and assets/batch.js (no globals between views).
-// The settings and the replay are Panel's own widgets, placed here as children; the story's buttons send their
-// index to the server, which changes the settings. Hooks a benchmark or a test reads: window.__bvWidget,
+// The settings and the replay are Panel's own widgets behind disclosures, made on the server the first time one
+// opens and placed here; the story's buttons send their index to the server, which changes the settings. Hooks a benchmark or a test reads: window.__bvWidget,
 // window.__bvOnConfirm, window.__bvInterval.
 
 const STEP_SYNC = __STEP_SYNC_MS__;  // during playback the server's copy of the step follows this often
@@ -48,30 +48,73 @@ export function render({ model, el }) {
   const here = storyPart("div", "bv-here-box");
   worked.hidden = true;
   el.append(outline);
-  const story = model.story.length ? model.story : [["widget"]];
-  for (const [kind, value] of story) {
-    if (kind === "widget") el.append(root, worked);
-    else if (kind === "html") el.append(storyPart("div", "bv-text", value));
-    else if (kind === "loop") el.append(loop);
-    else if (kind === "batch") el.append(batch);
-    else if (kind === "h2h") el.append(storyPart("h3", "", "Head to head"), h2h, bars);
-    else if (kind === "here") el.append(here);
-    else if (kind === "child") {
-      const child = model.get_child(value);
-      if (child) el.append(child);
-    } else if (kind === "buttons") {
-      const row = storyPart("div", "bv-story-buttons");
-      (model.buttons[value] ?? []).forEach((label, index) => {
-        const b = storyPart("button", "bv-story-button");
-        b.type = "button";
-        b.textContent = label;
-        b.dataset.group = value;
-        b.addEventListener("click", () => model.send_msg({ group: value, index }));
-        row.append(b);
-      });
-      el.append(row);
-    }
+  const buttons = [];  // [group, index, element]
+  const disclosures = {};  // name -> <details>
+
+  function buttonRow(group) {
+    const row = storyPart("div", "bv-story-buttons");
+    (model.buttons[group] ?? []).forEach((label, index) => {
+      const b = storyPart("button", "bv-story-button");
+      b.type = "button";
+      b.textContent = label;
+      b.dataset.group = group;
+      b.addEventListener("click", () => model.send_msg({ group, index }));
+      buttons.push([group, index, b]);
+      row.append(b);
+    });
+    return row;
   }
+
+  // A disclosure: its contents (Panel's widgets) are made on the server the first time it opens, then placed here.
+  function disclosure(name) {
+    const details = storyPart("details", "bv-card");
+    details.dataset.disclosure = name;
+    const summary = storyPart("summary");
+    summary.textContent = model.disclosures[name] ?? name;
+    const body = storyPart("div", "bv-card-body");
+    details.append(summary, body);
+    const place = () => {
+      const child = model.get_child(name);
+      if (child && body.firstChild !== child) body.replaceChildren(child);
+    };
+    place();
+    model.on(name, place);
+    details.addEventListener("toggle", () => {
+      if (details.open && !body.childElementCount) model.send_msg({ open: name });
+    });
+    disclosures[name] = details;
+    return details;
+  }
+
+  function part([kind, value]) {
+    if (kind === "widget") return [root, worked];
+    if (kind === "html") return [storyPart("div", "bv-text", value)];
+    if (kind === "loop") return [loop];
+    if (kind === "batch") return [batch];
+    if (kind === "h2h") return [storyPart("h3", "", "Head to head"), h2h, bars];
+    if (kind === "here") return [here];
+    if (kind === "buttons") return [buttonRow(value)];
+    if (kind === "disclosure") return [disclosure(value)];
+    if (kind === "row") {
+      const row = storyPart("div", "bv-settings-row");
+      for (const p of value) row.append(...part(p));
+      return [row];
+    }
+    return [];
+  }
+  for (const p of (model.story.length ? model.story : [["widget"]])) el.append(...part(p));
+
+  const showHidden = () => {
+    const hidden = new Set(model.hidden);
+    for (const [group, index, b] of buttons) b.hidden = hidden.has(`${group}:${index}`);
+  };
+  const showOpened = () => {
+    for (const name of model.opened) if (disclosures[name]) disclosures[name].open = true;
+  };
+  showHidden();
+  showOpened();
+  model.on("hidden", showHidden);
+  model.on("opened", showOpened);
 
   // What follows the view but not the step: the full head-to-head, what holds here, the worked example's figures.
   const showView = (view) => {

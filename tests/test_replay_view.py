@@ -61,7 +61,8 @@ def test_without_torch_the_view_says_how_to_enable_it(monkeypatch):
     """No torch: the section explains how to install it, and nothing tries to import it."""
     monkeypatch.setattr(replay_view, "torch_available", lambda: False)
     view = ReplayView(state=SimState())
-    html = view.__panel__().objects[1].object
+    html = view.body().objects[0].object
+    assert view.title == "Real replay (not on this server)"
     assert "pip install torch==2.13.0" in html and "The rest of the app works without it." in html
 
 

@@ -56,6 +56,10 @@ def serious_violations(page) -> Counter:
 def open_settings(page) -> None:
     """Open every disclosure card on the simulator, so the settings inside them are checked too."""
     page.evaluate(OPEN_CARDS_JS)
+    shut = page.locator("details:not([open]) > summary")  # the simulator's own disclosures, made when opened
+    while shut.count():
+        shut.first.click()
+    page.locator("details[data-disclosure=clock] select").first.wait_for(timeout=15_000)
     page.wait_for_function("Bokeh.documents[0].is_idle", polling=100)
     page.wait_for_timeout(300)
 
@@ -133,8 +137,7 @@ def test_every_control_on_the_first_screen_shows_a_focus_ring(page, page_errors,
 def test_every_slider_handle_is_named_by_its_title(page, page_errors, app_url):
     """Each slider's handle has its slider's title as its accessible name (a screen reader says what it moves)."""
     open_app(page, app_url)
-    page.evaluate(OPEN_CARDS_JS)
-    page.wait_for_function("Bokeh.documents[0].is_idle", polling=100)
+    open_settings(page)
     for name in ("Batch slots", "Traffic seed", "Step", "Requests", "Static batch timeout (steps)"):
         handle = page.get_by_role("slider", name=name, exact=True)
         expect(handle).to_have_count(1)
@@ -143,7 +146,7 @@ def test_every_slider_handle_is_named_by_its_title(page, page_errors, app_url):
 def test_clicking_a_checkbox_label_toggles_it(page, page_errors, app_url):
     """A click on the words "Show both modes..." flips the box and the second timeline; a second click flips back."""
     open_app(page, app_url)
-    page.evaluate(OPEN_CARDS_JS)
+    open_settings(page)
     box = page.get_by_role("checkbox", name="Show both modes on one time axis")
     words = page.get_by_text("Show both modes on one time axis", exact=True)
     other_shown = "!window.__bvWidget.timelines[1].canvas.hidden"

@@ -90,5 +90,5 @@ def test_the_worked_example_leaves_your_own_trace_shut():
     from app.simulator import App
 
     app = App(query={"preset": "worked"})
-    app.settings()
-    assert app.trace_card.collapsed
+    assert "trace" not in app.chapter_widget.opened
+    assert "clock" in App(query={"clock": "ms"}).chapter_widget.opened  # a deep link's setting opens its own
