@@ -81,12 +81,6 @@ body { margin: 0; padding: 8px 12px 24px; color: #222; background: #fff; }
 .bv-app { max-width: 1280px; margin: 0 auto; }
 .bv-app, .bv-app * { box-sizing: border-box; }
 .bv-header { margin: 4px 0 8px; }
-.bv-tabs { display: flex; flex-wrap: wrap; gap: 2px 4px; border-bottom: 1px solid #ccc; margin-bottom: 8px; }
-.bv-tabs [role=tab] { font: inherit; font-size: 0.95rem; padding: 6px 12px; border: 1px solid transparent;
-  border-bottom: none; border-radius: 4px 4px 0 0; background: transparent; color: inherit; cursor: pointer; }
-.bv-tabs [role=tab][aria-selected=true] { border-color: #ccc; background: #fff; font-weight: 600;
-  margin-bottom: -1px; border-bottom: 1px solid #fff; }
-[role=tabpanel] { min-width: 0; }
 [role=tabpanel]:focus-visible, .bv-tabs [role=tab]:focus-visible, .bv-app button:focus-visible,
 .bv-app input:focus-visible, .bv-app a:focus-visible, .bv-app [tabindex]:focus-visible {
   outline: 3px solid var(--bv-focus, #0072B2); outline-offset: 2px; }

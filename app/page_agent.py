@@ -5,8 +5,7 @@ small invisible component walks those roots in the browser, and keeps walking th
 - a click on a link whose address is a query (`?tab=knee`, `?clock=ms`) is sent to the app, which opens that view
   in place: no reload, and in a course page the host page's address is left alone;
 - every slider handle is named by its slider's title, every checkbox by its label (a click on the label toggles
-  it), the spinners' arrow buttons and the trace file input get names; the tabs become a tab list that comes
-  first in the tab order and opens with Enter or Space;
+  it), the spinners' arrow buttons and the trace file input get names;
 - every shadow root adopts one stylesheet with the focus ring (3 px, the theme's --bv-focus, at least 3:1);
 - a block that scrolls sideways takes the keyboard focus, so it can be scrolled without a mouse.
 """
@@ -82,25 +81,6 @@ function fix(root) {
   for (const input of root.querySelectorAll('input[type=file]')) {
     const label = input.previousElementSibling;
     if (label && label.tagName === 'LABEL') { label.htmlFor = input.id; name(input, text_of(label)); }
-  }
-  const header = [...root.children].find((c) => c.classList.contains('bk-header'));
-  const wrap = header && header.querySelector('.bk-headers-wrapper');
-  if (wrap) {
-    // Bokeh appends the tab bar after the panels (a grid area puts it on top): first in the DOM, it comes first
-    // in the tab order too, before the dozens of controls of the open panel.
-    const first = [...root.children].find((c) => !['STYLE', 'LINK'].includes(c.tagName));
-    if (first !== header) root.insertBefore(header, first);
-    wrap.setAttribute('role', 'tablist');
-    for (const tab of wrap.querySelectorAll(':scope > .bk-tab')) {
-      tab.setAttribute('role', 'tab');
-      tab.setAttribute('aria-selected', String(tab.classList.contains('bk-active')));
-      if (!tab.dataset.bvKeys) {
-        tab.dataset.bvKeys = '1';
-        tab.addEventListener('keydown', (e) => {
-          if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); tab.click(); }
-        });
-      }
-    }
   }
   for (const box of root.querySelectorAll('.bv-batches, .bv-source, .bv-pre, .bv-loop, .bv-batch')) {
     const scrolls = box.clientWidth > 0 && box.scrollWidth > box.clientWidth + 1;

@@ -46,6 +46,7 @@ THEMES = {
 def css_variables(theme: Theme) -> dict[str, str]:
     """Return the theme's page colours as CSS custom properties: they inherit into every shadow root."""
     return {
+        "--bv-background": theme.background,
         "--bv-muted": theme.muted,
         "--bv-link": theme.link,
         "--bv-focus": theme.focus,

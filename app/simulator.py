@@ -32,12 +32,7 @@ from .widget import ChapterWidget
 PRESET = "worked"
 MORE_TRAFFIC = ("requests", "lengths", "mean_tokens", "arrival_window", "priority_share")
 GENERATOR_URL_KEYS = tuple(key for key, name in URL_KEYS.items() if name in GENERATOR_PARAMS)
-# The active tab keeps the page's own text colour (Bokeh's default paints it on white, unreadable in the dark theme).
-TAB_CSS = (
-    ".bk-tab.bk-active { background-color: transparent; color: inherit; font-weight: 600; }"
-    # On a phone the tab titles wrap onto a second line rather than running off the screen.
-    " .bk-header { flex-wrap: wrap; } .bk-headers-wrapper { flex-wrap: wrap; } .bk-tab { white-space: normal; }"
-)
+HEADER = "<h1>Static vs continuous batching</h1><p>Each row is a batch slot, each column one forward pass.</p>"
 WORKED_NAME = "the chapter's worked example"
 CHAPTER_BUTTON = "The chapter's traffic (12 requests)"
 # The settings the first lesson does not need, each behind a disclosure in the widget's row (app/widget.py).
@@ -105,7 +100,9 @@ class App(pn.viewable.Viewer):
                 ("Use generated traffic", self._clear_trace),
             ],
         }
-        # The simulator tab draws itself in the browser (assets/renderer.js, assets/host.js) from the state's runs.
+        self.quiz = Quiz()
+        self.quiz.param.watch(self._follow, "goto")
+        # The page draws itself in the browser (assets/renderer.js, assets/host.js) from the state's runs.
         self.chapter_widget = ChapterWidget(
             self.state,
             theme=self.theme,
@@ -121,16 +118,40 @@ class App(pn.viewable.Viewer):
                 # The upload is there from the start, shut: its file input is on the page at once.
                 "trace": lambda: self.upload,
                 "replay": self.replay.body,
+                **{f"tab_{key}": (lambda view=view: view) for key, view in self.tab_views().items()},
             },
+            header=HEADER,
+            tabs=TABS,
+            tab=self.tab,
+            message=self.messages.text,
             sizing_mode="stretch_width",
         )
         self.chapter_widget.build("trace")
+        self._show_tab()
+        self.param.watch(self._show_tab, "tab")  # a quiz link or an in-app link changes it from the server
+        self.chapter_widget.param.watch(lambda e: setattr(self, "tab", e.new), "tab")  # the learner's click
+        self.messages.param.watch(lambda e: setattr(self.chapter_widget, "message", e.new), "text")
         self.state.param.watch(self._show_traffic_buttons, ["trace", "trace_name"])
         self._show_traffic_buttons()
-        self.quiz = Quiz()
-        self.quiz.param.watch(self._follow, "goto")
         self.agent = PageAgent()  # in-app links open in place; names and focus rings for every control
         self.agent.param.watch(lambda _e: self.open_link(self.agent.link), "clicks")
+
+    def tab_views(self) -> dict:
+        """Return the views of the tabs other than the simulator, by key: each is sent when its tab first opens."""
+        return {
+            "knee": self.knee,
+            "spread": self.spread,
+            "temperature": self.temperature,
+            "memory": self.memory,
+            "schedulers": self.schedulers,
+            "quiz": self.quiz,
+        }
+
+    def _show_tab(self, *_events) -> None:
+        """Show `tab` on the page, its view made first if this is the first time it opens."""
+        if self.tab != "simulator":
+            self.chapter_widget.build(f"tab_{self.tab}")
+        self.chapter_widget.tab = self.tab
 
     def _opened(self) -> list[str]:
         """Return the settings' disclosures a deep link opens: those holding a setting it changed."""
@@ -338,58 +359,11 @@ class App(pn.viewable.Viewer):
         out.update(self.schedulers.query())
         return out
 
-    def widget(self) -> pn.Column:
-        """Return the simulator tab: the page's messages above the browser-drawn widget and its story."""
-        return pn.Column(self.messages, self.chapter_widget, sizing_mode="stretch_width", css_classes=["bv-widget"])
-
     def __panel__(self):
-        simulator = self.widget()
-        # The other tabs are built the first time they open: most learners stay on the simulator, and a new
-        # session should not pay for figures it never shows.
-        lazy = {
-            "knee": self.knee,
-            "spread": self.spread,
-            "temperature": self.temperature,
-            "memory": self.memory,
-            "schedulers": self.schedulers,
-            "quiz": self.quiz,
-        }
-        bodies = {key: pn.Column(sizing_mode="stretch_width") for key in lazy}
-
-        def open_tab(key: str) -> None:
-            if key in bodies and not bodies[key].objects:
-                # Each tab shows the page's messages above its view: a URL value refused for an exercise is read
-                # where the learner is, not on the simulator tab they did not open.
-                bodies[key].objects = [self.messages, lazy[key]]
-
-        tabs = pn.Tabs(
-            (TABS["simulator"], simulator),
-            *((TABS[key], body) for key, body in bodies.items()),
-            sizing_mode="stretch_width",
-            stylesheets=[TAB_CSS],
-            dynamic=True,  # the quiz's widgets are sent only when its tab opens: a new session costs less
-        )
-        open_tab(self.tab)
-        tabs.active = list(TABS).index(self.tab)
-        tabs.param.watch(lambda e: setattr(self, "tab", list(TABS)[e.new]), "active")
-
-        def show_tab(event) -> None:  # a quiz link may change the tab from the server
-            open_tab(event.new)
-            tabs.active = list(TABS).index(event.new)
-
-        self.param.watch(show_tab, "tab")
-        main = pn.Column(tabs, css_classes=["bv-main"], sizing_mode="stretch_width")
-        header = pn.pane.HTML(
-            "<h1>Static vs continuous batching</h1><p>Each row is a batch slot, each column one forward pass.</p>",
-            sizing_mode="stretch_width",
-            css_classes=["bv-header"],
-            stylesheets=[CSS],
-        )
         theme = THEMES[self.theme]
         # Custom properties inherit into the shadow roots Bokeh renders in: one place sets the theme's text colours.
         return pn.Column(
-            header,
-            main,
+            self.chapter_widget,
             self.agent,
             sizing_mode="stretch_width",
             stylesheets=[CSS],

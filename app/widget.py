@@ -40,6 +40,17 @@ class ChapterWidget(JSComponent):
     hidden = param.List(default=[], doc="The story's buttons not shown now, as 'group:index'")
     disclosures = param.Dict(default={}, constant=True, doc="Each disclosure's title, by name")
     opened = param.List(default=[], doc="The disclosures open now (a deep link's setting, a loaded file)")
+    header = param.String(default="", constant=True, doc="The page's heading, above the tab bar")
+    tabs = param.Dict(default={}, constant=True, doc="The page's tabs: key -> title, in order (none: the widget alone)")
+    tab = param.String(default="simulator", doc="The tab shown (the learner's click, or a link's)")
+    message = param.String(default="", doc="The page's message about input it refused, above every tab")
+    # Each other tab's view, made the first time the tab opens.
+    tab_knee = Child()
+    tab_spread = Child()
+    tab_temperature = Child()
+    tab_memory = Child()
+    tab_schedulers = Child()
+    tab_quiz = Child()
     # Each disclosure's contents: Panel's own widgets, made the first time it opens (see `open`).
     more = Child()
     memory = Child()

@@ -102,7 +102,74 @@ export function render({ model, el }) {
     }
     return [];
   }
-  for (const p of (model.story.length ? model.story : [["widget"]])) el.append(...part(p));
+  // The page: its header, the tab bar, the page's messages (above every tab), then the panels. The simulator's is
+  // drawn here; every other tab's view is made on the server the first time the tab opens (its `tab_<key>` child).
+  const keys = Object.keys(model.tabs);
+  const simulator = storyPart("div", "bv-simulator");
+  for (const p of (model.story.length ? model.story : [["widget"]])) simulator.append(...part(p));
+  if (!keys.length) el.append(simulator);  // a widget alone (a test's, an embed's)
+  const tabButtons = [], panels = {};
+  const tablist = storyPart("div", "bv-tabs");
+  tablist.setAttribute("role", "tablist");
+  tablist.setAttribute("aria-label", "Parts of the page");
+  const message = storyPart("div", "bv-message");
+  message.setAttribute("role", "alert");
+  for (const key of keys) {
+    const tab = storyPart("button", "bv-tab");
+    Object.assign(tab, { type: "button", id: `bv-tab-${key}`, textContent: model.tabs[key] });
+    tab.dataset.tab = key;
+    tab.setAttribute("role", "tab");
+    tab.setAttribute("aria-controls", `bv-panel-${key}`);
+    tab.addEventListener("click", () => selectTab(key, false, true));
+    tabButtons.push(tab);
+    tablist.append(tab);
+    const panel = key === "simulator" ? simulator : storyPart("div", "bv-tab-body");
+    const body = storyPart("div", "bv-tab-panel");
+    Object.assign(body, { id: `bv-panel-${key}` });
+    body.setAttribute("role", "tabpanel");
+    body.setAttribute("aria-labelledby", `bv-tab-${key}`);
+    body.append(panel);
+    panels[key] = body;
+    if (key !== "simulator") {
+      const place = () => {
+        const child = model.get_child(`tab_${key}`);
+        if (child && panel.firstChild !== child) panel.replaceChildren(child);
+      };
+      place();
+      model.on(`tab_${key}`, place);
+    }
+  }
+  if (keys.length) {
+    el.append(storyPart("div", "bv-header", model.header), tablist, message, ...Object.values(panels));
+  }
+
+  function selectTab(key, focus, fromLearner) {
+    for (const tab of tabButtons) {
+      const on = tab.dataset.tab === key;
+      tab.setAttribute("aria-selected", String(on));
+      tab.classList.toggle("bv-active", on);
+      tab.tabIndex = on ? 0 : -1;
+      panels[tab.dataset.tab].hidden = !on;
+      if (on && focus) tab.focus();
+    }
+    if (fromLearner && model.tab !== key) model.tab = key;
+    // Bokeh lays out a panel it could not measure while hidden once the window says its size changed.
+    window.dispatchEvent(new Event("resize"));
+  }
+  tablist.addEventListener("keydown", (e) => {
+    const k = tabButtons.findIndex((t) => t.getAttribute("aria-selected") === "true");
+    const to = { ArrowRight: k + 1, ArrowLeft: k - 1, Home: 0, End: tabButtons.length - 1 }[e.key];
+    if (to === undefined) return;
+    e.preventDefault();
+    selectTab(tabButtons[(to + tabButtons.length) % tabButtons.length].dataset.tab, true, true);
+  });
+  const showMessage = () => { message.textContent = model.message; message.hidden = !model.message; };
+  showMessage();
+  model.on("message", showMessage);
+  if (keys.length) {
+    selectTab(model.tab, false, false);
+    model.on("tab", () => selectTab(model.tab, false, false));
+  }
 
   const showHidden = () => {
     const hidden = new Set(model.hidden);

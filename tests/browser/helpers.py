@@ -19,7 +19,7 @@ def open_app(page, url: str, query: str = "", canvas: bool = True) -> None:
     page.goto(url + query)
     page.wait_for_function(READY_JS, polling=100, timeout=30_000)
     if not canvas:  # the app arrives after the page's first render: wait for its tab bar at least
-        page.locator(".bk-tab").first.wait_for(state="attached", timeout=30_000)
+        page.locator(".bv-tab").first.wait_for(state="attached", timeout=30_000)
         return
     if "tab=" not in query or "tab=simulator" in query:  # the widget has drawn its timelines (assets/renderer.js)
         page.wait_for_function("window.__bvPaints > 0", polling=50, timeout=30_000)

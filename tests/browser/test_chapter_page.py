@@ -172,7 +172,7 @@ OPTION_FITS_JS = """(el) => { const box = el.getBoundingClientRect();
 def test_the_quiz_scores_and_explains(page, page_errors, app_url):
     """?tab=quiz: one question at a time, each answer explained and scored; a link opens its view in place."""
     open_app(page, app_url, "?tab=quiz", canvas=False)
-    expect(page.locator(".bk-tab.bk-active").first).to_have_text("Check yourself")
+    expect(page.locator(".bv-tab.bv-active").first).to_have_text("Check yourself")
     expect(page.locator(".bv-question")).to_have_count(1)  # one question at a time
     labels = page.locator(".bv-quiz label")
     assert labels.count() == len(QUESTIONS[0].options)
@@ -192,11 +192,11 @@ def test_the_quiz_scores_and_explains(page, page_errors, app_url):
     # The link opens the worked example under static batching in this page: no reload, the answers stay.
     page.evaluate("window.__marker = 1")
     page.get_by_role("button", name=f"Show me: {second.link_text}").click()
-    expect(page.locator(".bk-tab.bk-active").first).to_have_text("Simulator", timeout=15_000)
+    expect(page.locator(".bv-tab.bv-active").first).to_have_text("Simulator", timeout=15_000)
     expect(page).to_have_url(re.compile(r"preset=worked.*mode=static|mode=static.*preset=worked"), timeout=15_000)
     expect(page.locator("[data-policy=static][data-step='15']")).to_have_count(1, timeout=15_000)
     assert page.evaluate("window.__marker") == 1
-    page.locator(".bk-tab", has_text="Check yourself").first.click()
+    page.locator(".bv-tab", has_text="Check yourself").first.click()
     expect(page.locator("[data-score]").first).to_have_text("Score: 1 / 2", timeout=15_000)
     expect(page.locator(f".bv-verdict[data-question={second.key}]").first).to_have_attribute("data-verdict", "right")
     assert page.get_by_label(second.options[second.answer], exact=True).is_checked()
@@ -206,7 +206,7 @@ def test_the_quiz_scores_and_explains(page, page_errors, app_url):
     expect(page).to_have_url(re.compile(r"arrival_window=1"), timeout=15_000)
     expect(page).not_to_have_url(re.compile(r"preset=worked"))
     assert page.evaluate("window.__marker") == 1
-    page.locator(".bk-tab", has_text="Check yourself").first.click()
+    page.locator(".bv-tab", has_text="Check yourself").first.click()
     for n in range(1, len(QUESTIONS)):
         page.get_by_role("button", name="Next question").click()
         expect(page.locator(".bv-quiz-progress").first).to_contain_text(f"Question {n + 1} of", timeout=15_000)
@@ -222,7 +222,7 @@ def test_a_bad_tab_is_named_and_the_simulator_shown(page, page_errors, app_url):
     open_app(page, app_url, "?tab=nonsense")
     allowed = "(use simulator, knee, spread, temperature, memory, schedulers, quiz)"
     expect(page.locator(".bv-message").first).to_contain_text(f"tab='nonsense' is not allowed {allowed}")
-    expect(page.locator(".bk-tab.bk-active").first).to_have_text("Simulator")
+    expect(page.locator(".bv-tab.bv-active").first).to_have_text("Simulator")
 
 
 def test_every_show_me_link_opens_the_step_it_names(page, page_errors, app_url):
@@ -242,7 +242,7 @@ def test_every_show_me_link_opens_the_step_it_names(page, page_errors, app_url):
             expect(page.locator(".bv-quiz-progress").first).to_contain_text(f"Question {k + 2} of", timeout=15_000)
         _quiz_answer(page, n, q.answer)
         page.get_by_role("button", name=f"Show me: {q.link_text}").click()
-        expect(page.locator(".bk-tab.bk-active").first).to_have_text("Simulator", timeout=15_000)
+        expect(page.locator(".bv-tab.bv-active").first).to_have_text("Simulator", timeout=15_000)
         expect(page).to_have_url(re.compile(rf"step={step[0]}(&|$)"), timeout=15_000)
         page.wait_for_timeout(1000)  # the payloads of the link's settings have all arrived
         assert page.locator(".bv-step").first.get_attribute("data-step") == step[0], q.key

@@ -25,7 +25,7 @@ STYLESHEETS_JS = """() => { const out = [];
   walk(document); return out; }"""
 ACTIVE_TAB_JS = """() => { const found = [];
   const walk = (root) => { for (const el of root.querySelectorAll('*')) {
-    if (el.classList.contains('bk-tab') && el.classList.contains('bk-active')) found.push(el.textContent.trim());
+    if (el.classList.contains('bv-tab') && el.classList.contains('bv-active')) found.push(el.textContent.trim());
     if (el.shadowRoot) walk(el.shadowRoot); } };
   walk(document); return found[0] || null; }"""
 TIMELINE_BOX_JS = """() => {

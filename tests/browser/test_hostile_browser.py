@@ -120,7 +120,7 @@ EXERCISE_QUERIES = [
 def test_a_refused_exercise_value_shows_on_its_tab(page, page_errors, server_log, app_url, query, message):
     """A link into an exercise with a bad value: the message is on the exercise's tab, where the learner is."""
     open_app(page, app_url, query, canvas=False)
-    expect(page.locator(".bk-tab.bk-active").first).to_have_text(re.compile(r"Exercise"), timeout=15_000)
+    expect(page.locator(".bv-tab.bv-active").first).to_have_text(re.compile(r"Exercise"), timeout=15_000)
     expect(page.locator(".bv-message:visible", has_text=message)).to_have_count(1, timeout=15_000)
     # Round 4, also: the address says what the page shows, not the value refused or clamped.
     expect(page).not_to_have_url(re.compile(r"rate=-1|itl=nan|sigma=1e309|bug=2"), timeout=15_000)

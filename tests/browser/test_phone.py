@@ -10,7 +10,7 @@ from .helpers import open_app
 BOXES_JS = """() => { const out = { tabs: [], buttons: [] };
   const walk = (root) => { for (const el of root.querySelectorAll('*')) {
     const r = el.getBoundingClientRect();
-    if (el.classList.contains('bk-tab')) out.tabs.push([el.textContent.trim(), r.left, r.right, r.width]);
+    if (el.classList.contains('bv-tab')) out.tabs.push([el.textContent.trim(), r.left, r.right, r.width]);
     if (el.tagName === 'BUTTON' && r.width > 0 && el.closest('.bv-player, .bv-modes, .bk-btn-group') !== null)
       out.buttons.push([el.textContent.trim(), r.left, r.right]);
     if (el.shadowRoot) walk(el.shadowRoot); } };

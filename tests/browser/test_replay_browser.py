@@ -97,7 +97,7 @@ def test_the_knee_view_overlays_the_replays_step_times(page, page_errors, app_ur
     open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
     run_replay(page)
     expect(page.locator("[data-replay=predicted]").first).to_be_visible(timeout=60_000)
-    page.locator(".bk-tab", has_text="Exercise 1").first.click()
+    page.locator(".bv-tab", has_text="Exercise 1").first.click()
     page.wait_for_function("Bokeh.documents[0].get_model_by_name('knee-itl') !== null", timeout=15_000)
     run = simulate(generate(TrafficConfig(seed=4)), 4, "continuous")
     active = {int((run.start <= t).sum() - (run.finish <= t).sum()) for t in range(run.drain)} - {0}
