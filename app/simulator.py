@@ -118,7 +118,6 @@ class App(pn.viewable.Viewer):
                 # The upload is there from the start, shut: its file input is on the page at once.
                 "trace": lambda: self.upload,
                 "replay": self.replay.body,
-                **{f"tab_{key}": (lambda view=view: view) for key, view in self.tab_views().items()},
             },
             header=HEADER,
             tabs=TABS,
@@ -127,6 +126,9 @@ class App(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
         self.chapter_widget.build("trace")
+        # Every other tab's view goes into one body the host shows under the tab bar (a plot arriving as the
+        # host's own child would be measured before Bokeh has drawn it).
+        self.chapter_widget.tab_body = pn.Column(sizing_mode="stretch_width")
         self._show_tab()
         self.param.watch(self._show_tab, "tab")  # a quiz link or an in-app link changes it from the server
         self.chapter_widget.param.watch(lambda e: setattr(self, "tab", e.new), "tab")  # the learner's click
@@ -148,9 +150,11 @@ class App(pn.viewable.Viewer):
         }
 
     def _show_tab(self, *_events) -> None:
-        """Show `tab` on the page, its view made first if this is the first time it opens."""
-        if self.tab != "simulator":
-            self.chapter_widget.build(f"tab_{self.tab}")
+        """Show `tab` on the page: any tab but the simulator puts its view in the tab body (sent when first shown)."""
+        body = self.chapter_widget.tab_body
+        view = self.tab_views().get(self.tab)
+        if view is not None and body.objects != [view]:
+            body.objects = [view]
         self.chapter_widget.tab = self.tab
 
     def _opened(self) -> list[str]:

@@ -44,13 +44,7 @@ class ChapterWidget(JSComponent):
     tabs = param.Dict(default={}, constant=True, doc="The page's tabs: key -> title, in order (none: the widget alone)")
     tab = param.String(default="simulator", doc="The tab shown (the learner's click, or a link's)")
     message = param.String(default="", doc="The page's message about input it refused, above every tab")
-    # Each other tab's view, made the first time the tab opens.
-    tab_knee = Child()
-    tab_spread = Child()
-    tab_temperature = Child()
-    tab_memory = Child()
-    tab_schedulers = Child()
-    tab_quiz = Child()
+    tab_body = Child(doc="The open tab's view, when it is not the simulator (the server puts it there)")
     # Each disclosure's contents: Panel's own widgets, made the first time it opens (see `open`).
     more = Child()
     memory = Child()

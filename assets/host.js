@@ -114,33 +114,35 @@ export function render({ model, el }) {
   tablist.setAttribute("aria-label", "Parts of the page");
   const message = storyPart("div", "bv-message");
   message.setAttribute("role", "alert");
+  // Two panels: the simulator's, drawn here, and one that holds whichever other tab's view the server sent.
+  const tabPanel = (id, content) => {
+    const body = storyPart("div", "bv-tab-panel");
+    body.id = id;
+    body.setAttribute("role", "tabpanel");
+    body.append(content);
+    return body;
+  };
+  const others = storyPart("div", "bv-tab-body");
+  const panelOf = { simulator: tabPanel("bv-panel-simulator", simulator), view: tabPanel("bv-panel-view", others) };
+  const placeBody = () => {
+    const child = model.get_child("tab_body");
+    if (child && others.firstChild !== child) others.replaceChildren(child);
+  };
+  placeBody();
+  model.on("tab_body", placeBody);
   for (const key of keys) {
     const tab = storyPart("button", "bv-tab");
     Object.assign(tab, { type: "button", id: `bv-tab-${key}`, textContent: model.tabs[key] });
     tab.dataset.tab = key;
     tab.setAttribute("role", "tab");
-    tab.setAttribute("aria-controls", `bv-panel-${key}`);
+    tab.setAttribute("aria-controls", key === "simulator" ? "bv-panel-simulator" : "bv-panel-view");
     tab.addEventListener("click", () => selectTab(key, false, true));
     tabButtons.push(tab);
     tablist.append(tab);
-    const panel = key === "simulator" ? simulator : storyPart("div", "bv-tab-body");
-    const body = storyPart("div", "bv-tab-panel");
-    Object.assign(body, { id: `bv-panel-${key}` });
-    body.setAttribute("role", "tabpanel");
-    body.setAttribute("aria-labelledby", `bv-tab-${key}`);
-    body.append(panel);
-    panels[key] = body;
-    if (key !== "simulator") {
-      const place = () => {
-        const child = model.get_child(`tab_${key}`);
-        if (child && panel.firstChild !== child) panel.replaceChildren(child);
-      };
-      place();
-      model.on(`tab_${key}`, place);
-    }
+    panels[key] = key === "simulator" ? panelOf.simulator : panelOf.view;
   }
   if (keys.length) {
-    el.append(storyPart("div", "bv-header", model.header), tablist, message, ...Object.values(panels));
+    el.append(storyPart("div", "bv-header", model.header), tablist, message, panelOf.simulator, panelOf.view);
   }
 
   function selectTab(key, focus, fromLearner) {
@@ -149,12 +151,14 @@ export function render({ model, el }) {
       tab.setAttribute("aria-selected", String(on));
       tab.classList.toggle("bv-active", on);
       tab.tabIndex = on ? 0 : -1;
-      panels[tab.dataset.tab].hidden = !on;
       if (on && focus) tab.focus();
     }
+    panelOf.simulator.hidden = key !== "simulator";
+    panelOf.view.hidden = key === "simulator";
+    panelOf.view.setAttribute("aria-labelledby", `bv-tab-${key}`);
     if (fromLearner && model.tab !== key) model.tab = key;
-    // Bokeh lays out a panel it could not measure while hidden once the window says its size changed.
-    window.dispatchEvent(new Event("resize"));
+    // No window resize here: Bokeh lays out a panel shown again from its own ResizeObserver, and a resize event
+    // while a tab's view is arriving would measure a plot not yet rendered.
   }
   tablist.addEventListener("keydown", (e) => {
     const k = tabButtons.findIndex((t) => t.getAttribute("aria-selected") === "true");

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs
+
+from app.simulator import TABS
 from core import TrafficConfig, compute_metrics, generate, simulate
 from core.losses import losses
 from core.metrics import latency_so_far
@@ -21,10 +24,11 @@ def open_app(page, url: str, query: str = "", canvas: bool = True) -> None:
     if not canvas:  # the app arrives after the page's first render: wait for its tab bar at least
         page.locator(".bv-tab").first.wait_for(state="attached", timeout=30_000)
         return
-    if "tab=" not in query or "tab=simulator" in query:  # the widget has drawn its timelines (assets/renderer.js)
+    tab = (parse_qs(query.lstrip("?")).get("tab") or ["simulator"])[0]
+    if tab not in TABS or tab == "simulator":  # the widget has drawn its timelines (assets/renderer.js)
         page.wait_for_function("window.__bvPaints > 0", polling=50, timeout=30_000)
-    else:  # a Bokeh plot on another tab, or the simulator's timeline where the tab was refused
-        page.locator(".bk-Canvas, canvas[data-timeline]").first.wait_for(timeout=30_000)
+    else:  # a Bokeh plot on another tab
+        page.locator(".bk-Canvas").first.wait_for(timeout=30_000)
 
 
 def wait_for_timeline(page, expected: list[str], slots: int, window: int = 64) -> None:
