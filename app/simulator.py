@@ -129,6 +129,7 @@ class App(pn.viewable.Viewer):
         # Every other tab's view goes into one body the host shows under the tab bar (a plot arriving as the
         # host's own child would be measured before Bokeh has drawn it).
         self.chapter_widget.tab_body = pn.Column(sizing_mode="stretch_width")
+        self._tab_layouts: dict = {}
         self._show_tab()
         self.param.watch(self._show_tab, "tab")  # a quiz link or an in-app link changes it from the server
         self.chapter_widget.param.watch(lambda e: setattr(self, "tab", e.new), "tab")  # the learner's click
@@ -153,8 +154,11 @@ class App(pn.viewable.Viewer):
         """Show `tab` on the page: any tab but the simulator puts its view in the tab body (sent when first shown)."""
         body = self.chapter_widget.tab_body
         view = self.tab_views().get(self.tab)
-        if view is not None and body.objects != [view]:
-            body.objects = [view]
+        if view is not None:
+            # A view's layout is made once: made again, every widget in it would be redrawn under the learner.
+            shown = self._tab_layouts.setdefault(self.tab, pn.panel(view))
+            if not (body.objects and body.objects[0] is shown):
+                body.objects = [shown]
         self.chapter_widget.tab = self.tab
 
     def _opened(self) -> list[str]:

@@ -33,13 +33,21 @@ def step_of(page) -> int:
 
 
 def test_try_it_from_the_keyboard(page, page_errors, app_url):
-    """The tabs come first; then static, 1 slot and Play, each from the keyboard, each drawing the core's timeline."""
+    """The tab bar comes first (one stop, arrows move along it); then static, 1 slot and Play, each from the keyboard,
+    each drawing the core's timeline."""
     open_app(page, app_url)
     page.evaluate("window.__bvAgentScan && window.__bvAgentScan()")
     assert read_timeline(page, 4, 64) == chapter("continuous", 4)
 
-    stops = tab_to(page, lambda f: f["text"] == "static", most=len(TABS) + 2)
-    assert [s["text"] for s in stops[: len(TABS)]] == list(TABS.values())  # the tab bar is the first stop
+    page.keyboard.press("Tab")
+    assert page.evaluate(FOCUSED_JS)["text"] == TABS["simulator"]  # the tab bar is the first stop
+    page.keyboard.press("ArrowRight")  # the next tab opens, and holds the focus
+    expect(page.get_by_role("tab", name=TABS["knee"])).to_have_attribute("aria-selected", "true")
+    assert page.evaluate(FOCUSED_JS)["text"] == TABS["knee"]
+    page.keyboard.press("ArrowLeft")
+    expect(page.get_by_role("tab", name=TABS["simulator"])).to_have_attribute("aria-selected", "true")
+    stops = tab_to(page, lambda f: f["text"] == "static", most=3)
+    assert [s["text"] for s in stops] == ["continuous", "static"]  # the tab bar is one stop: then the modes
     page.keyboard.press("Space")
     wait_for_timeline(page, chapter("static", 4), 4)
 
