@@ -33,8 +33,10 @@ def step_of(page) -> int:
 
 
 def test_try_it_from_the_keyboard(page, page_errors, app_url):
-    """The tab bar comes first (one stop, arrows move along it); then static, 1 slot and Play, each from the keyboard,
-    each drawing the core's timeline."""
+    """The tab bar comes first (one stop, arrows move along it); then static, 1 slot and Play, from the keyboard.
+
+    Each draws the core's timeline.
+    """
     open_app(page, app_url)
     page.evaluate("window.__bvAgentScan && window.__bvAgentScan()")
     assert read_timeline(page, 4, 64) == chapter("continuous", 4)
