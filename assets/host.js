@@ -154,10 +154,8 @@ export function render({ model, el }) {
       tab.tabIndex = on ? 0 : -1;
       if (on && focus) tab.focus();
     }
-    // Shut, not display:none: a panel shown again keeps its size, so Bokeh does not lay out (and redraw) its widgets
-    // while the learner's first click on one is on its way.
-    panelOf.simulator.classList.toggle("bv-tab-off", key !== "simulator");
-    panelOf.view.classList.toggle("bv-tab-off", key === "simulator");
+    panelOf.simulator.hidden = key !== "simulator";
+    panelOf.view.hidden = key === "simulator";
     panelOf.view.setAttribute("aria-labelledby", `bv-tab-${key}`);
     if (fromLearner && model.tab !== key) model.tab = key;
     // No window resize here: Bokeh lays out a panel shown again from its own ResizeObserver, and a resize event
