@@ -1,4 +1,4 @@
-"""Pure Bokeh plot builders: a Run's slot-timeline figure (the notebook's), and the head-to-head bars.
+"""Pure Bokeh plot builders: a Run's slot-timeline figure (the notebook's), and the head-to-head's group names.
 
 The page's own timelines are drawn in the browser by assets/renderer.js.
 """
@@ -13,7 +13,6 @@ from bokeh.models import (
     ColumnDataSource,
     FixedTicker,
     GlyphRenderer,
-    HBar,
     HoverTool,
     Quad,
     Range1d,
@@ -22,8 +21,7 @@ from bokeh.models import (
 )
 from bokeh.plotting import figure
 
-from core import Metrics, Run
-from core.timed import TimedMetrics
+from core import Run
 
 from . import palette
 
@@ -212,72 +210,3 @@ H2H_GROUPS = ["completed", "GPU utilisation %", "avg latency, all (steps)"]
 
 
 H2H_TIMED_GROUPS = ["tokens/s", "TTFT p50 (ms)", "avg latency, all (ms)"]
-
-
-def head_to_head_data(static: Metrics, continuous: Metrics) -> dict[str, list]:
-    """Return the paired bars' data: each group scaled to its larger value, labelled with the real numbers."""
-    values = {
-        "static": [static.completed, 100 * static.utilisation, static.avg_latency_all or 0.0],
-        "continuous": [continuous.completed, 100 * continuous.utilisation, continuous.avg_latency_all or 0.0],
-    }
-    return _paired_bars(values, (0, 0, 1))
-
-
-def head_to_head_timed_data(static: TimedMetrics, continuous: TimedMetrics) -> dict[str, list]:
-    """Return the paired bars on a clock: tokens/s, TTFT p50 and the mean latency over every request, in ms."""
-    values = {
-        policy: [m.tokens_per_s, m.ttft_ms["p50"], m.e2e_ms["mean"]]
-        for policy, m in (("static", static), ("continuous", continuous))
-    }
-    return _paired_bars(values, (0, 1, 1))
-
-
-def set_head_to_head_groups(fig, groups: list[str]) -> None:
-    """Name the paired bars' three groups (steps or clock) on an existing head-to-head figure."""
-    labels = {0.5 + i: g for i, g in enumerate(groups)}
-    if fig.yaxis[0].major_label_overrides != labels:
-        fig.yaxis[0].major_label_overrides = labels
-
-
-def _paired_bars(values: dict[str, list[float]], decimals: tuple[int, ...]) -> dict[str, list]:
-    data: dict[str, list] = {"y": [], "w": [], "color": [], "text": []}
-    for g in range(len(H2H_GROUPS)):
-        top = max(values["static"][g], values["continuous"][g]) or 1.0
-        for k, (policy, color) in enumerate(
-            (("static", palette.STATIC_COLOR), ("continuous", palette.CONTINUOUS_COLOR))
-        ):
-            v = values[policy][g]
-            data["y"].append(g + 0.3 + 0.38 * k)
-            data["w"].append(v / top)
-            data["color"].append(color)
-            data["text"].append(f"{policy}: {v:,.{decimals[g]}f}")
-    return data
-
-
-def head_to_head_figure(source: ColumnDataSource, theme: palette.Theme = palette.THEMES["light"]) -> object:
-    """Return the paired-bars figure (static vs continuous) drawing `source` (see head_to_head_data)."""
-    fig = figure(
-        name="head-to-head",
-        height=200,
-        width=320,
-        sizing_mode="stretch_width",
-        toolbar_location=None,
-        tools="",
-        y_range=Range1d(3, 0),
-        # Room right of the longest bar for its words ("continuous 83%") even on a 390 px phone, where 1.15 left
-        # about 30 px and cut them to "contin…" (the sentences-true issue, item 9).
-        x_range=Range1d(0, 1.9),
-        min_border_left=130,
-    )
-    add_glyph(fig, source, HBar(y="y", left=0, right="w", height=0.34, fill_color="color", line_color=None))
-    text = Text(
-        x="w", y="y", text="text", x_offset=4, text_baseline="middle", text_font_size="11px", text_color=theme.text
-    )
-    add_glyph(fig, source, text)
-    fig.yaxis.ticker = FixedTicker(ticks=[0.5, 1.5, 2.5])
-    fig.yaxis.major_label_overrides = {0.5 + i: g for i, g in enumerate(H2H_GROUPS)}
-    fig.xaxis.visible = False
-    fig.xgrid.visible = fig.ygrid.visible = False
-    fig.outline_line_color = None
-    _apply_theme(fig, theme)
-    return fig
