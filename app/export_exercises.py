@@ -6,7 +6,17 @@ import json
 from pathlib import Path
 
 from bokeh.layouts import column, row
-from bokeh.models import Checkbox, ColumnDataSource, CustomJS, Div, RadioButtonGroup, RadioGroup, Select, Slider
+from bokeh.models import (
+    Button,
+    Checkbox,
+    ColumnDataSource,
+    CustomJS,
+    Div,
+    RadioButtonGroup,
+    RadioGroup,
+    Select,
+    Slider,
+)
 
 from core.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from core.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S
@@ -197,7 +207,7 @@ def spread_section():
         value=1.2,
         width=320,
     )
-    table = _div(name="spread-table")
+    table = _div(name="spread-table", visible=False)
     redraw = CustomJS(
         args=dict(
             data_json=json.dumps(spread_data(), separators=(",", ":")),
@@ -210,21 +220,45 @@ def spread_section():
         code=_code("spread"),
     )
     sigma.js_on_change("value", redraw)
+    why = _div(SPREAD_WHY, visible=False)
+    plots.curve.visible = False
+    # As served (app/exercises/spread.py SpreadView): the guess first, and the ratios only once it is revealed.
+    labels = [label for label, _, _ in GUESSES.values()]
+    choice = RadioGroup(labels=labels, active=None, name="spread-guess", stylesheets=[CHOICE_CSS])
+    reveal = Button(label="Reveal the ratios", button_type="primary", disabled=True, name="spread-reveal")
+    verdict = _div(name="spread-guess-verdict", visible=False)
+    choice.js_on_change("active", CustomJS(args=dict(reveal=reveal), code="reveal.disabled = cb_obj.active === null;"))
+    reveal.js_on_event(
+        "button_click",
+        CustomJS(
+            args=dict(
+                choice=choice,
+                verdict=verdict,
+                verdicts=[guess_html(key) for key in GUESSES],
+                shown=[verdict, table, plots.curve, why],
+                reveal=reveal,
+            ),  # fmt: skip
+            code="if (choice.active === null) return; verdict.text = verdicts[choice.active]; "
+            "for (const part of shown) part.visible = true; choice.disabled = true; reveal.disabled = true;",
+        ),
+    )
     layout = column(
         _div(
             "<h3>Exercise 2: when continuous batching stops paying</h3><p>The same arrivals three times, with "
-            "heavy-tailed, uniform and fixed output lengths (the same intended mean, 64 tokens).</p>"
+            "heavy-tailed, uniform and fixed output lengths (the same intended mean, 64 tokens). Before you see "
+            "the ratios: <b>which of these lengths keeps the most of continuous batching's advantage</b> (how "
+            "many times sooner it drains the queue)?</p>"
         ),
+        choice,
+        reveal,
+        verdict,
         sigma,
         row(*plots.histograms.values(), sizing_mode="stretch_width"),
         table,
         plots.curve,
-        _div(SPREAD_WHY),
+        why,
         sizing_mode="stretch_width",
     )
-    labels = [label for label, _, _ in GUESSES.values()]
-    guess = precomputed_choice("spread-guess", labels, [guess_html(key) for key in GUESSES])
-    layout.children[1:1] = list(guess)  # the question right under the exercise's heading
     return layout, redraw
 
 

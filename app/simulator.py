@@ -35,6 +35,10 @@ GENERATOR_URL_KEYS = tuple(key for key, name in URL_KEYS.items() if name in GENE
 HEADER = "<h1>Static vs continuous batching</h1><p>Each row is a batch slot, each column one forward pass.</p>"
 WORKED_NAME = "the chapter's worked example"
 CHAPTER_BUTTON = "The chapter's traffic (12 requests)"
+GENERATED_NOTE = (
+    "Now showing generated traffic (seed {seed}): the chapter's twelve requests are not a generator seed. "
+    '"The chapter\'s traffic" brings them back.'
+)
 # The settings the first lesson does not need, each behind a disclosure in the widget's row (app/widget.py).
 SETTINGS_TITLES = {
     "more": "More traffic",
@@ -278,14 +282,23 @@ class App(pn.viewable.Viewer):
 
     def use_chapter_traffic(self) -> None:
         """Show the chapter's Try-it traffic: twelve heavy-tailed requests whose runs give the widget's figures."""
+        leaving_worked = self.state.trace_name == WORKED_NAME
         self.state.use_trace(chapter_traffic(), CHAPTER_NAME)
+        if leaving_worked:
+            self._leave_worked()
+
+    def _leave_worked(self) -> None:
+        """Put back what the worked example set and the learner kept: its window, step and static timeout."""
+        s = self.state
+        if s.window == worked.WINDOW:
+            s.window = s.param.window.default  # first: it bounds the step
+            s.step = s.param.step.default
+        if s.batch_timeout == worked.BATCH_TIMEOUT:
+            s.batch_timeout = s.param.batch_timeout.default
 
     def _on_traffic(self, event) -> None:
         if event.old == CHAPTER_NAME and self.state.trace is None:
-            self.messages.text = (
-                f"Now showing generated traffic (seed {self.state.seed}): the chapter's twelve requests are not a "
-                'generator seed. "The chapter\'s traffic" brings them back.'
-            )
+            self.messages.text = GENERATED_NOTE.format(seed=self.state.seed)
 
     def _on_refusal(self, event) -> None:
         if event.new:
@@ -314,9 +327,8 @@ class App(pn.viewable.Viewer):
     def _clear_trace(self, _event=None) -> None:
         leaving_worked = self.state.trace_name == WORKED_NAME
         self.state.param.update(trace=None, trace_name="")
-        if leaving_worked and self.state.window == worked.WINDOW:
-            self.state.window = self.state.param.window.default  # first: it bounds the step
-            self.state.step = self.state.param.step.default
+        if leaving_worked:
+            self._leave_worked()
 
     def sync_url(self, rewrite: bool = False) -> None:
         """Keep the browser's URL in step with the state, so a view can be shared as a deep link.

@@ -27,6 +27,24 @@ log = logging.getLogger("batchviz.server")
 HOST_JS = (ASSETS / "host.js").read_text(encoding="utf-8").replace("__STEP_SYNC_MS__", str(STEP_SYNC_MS))
 
 
+def view_key(state: SimState, slots_end: int, **overrides) -> ViewKey:
+    """Return the key of the view `state` shows, or of a neighbour (`slots=`, `seed=`); the export's views use it too.
+
+    A seed replaces the chapter's traffic with generated traffic, as SimState does when the learner moves it.
+    """
+    s = state
+    slots = overrides.get("slots", s.slots)
+    if "seed" in overrides:
+        traffic = s.generator_config(overrides["seed"])
+        label = generated_label(s.requests, s.lengths, s.priority_share)
+    else:
+        traffic, label = s.traffic_key(), s.traffic_label()
+    return ViewKey(
+        traffic, slots, s.batch_timeout, s.window, s.clock, s.accelerator, s.model_shape, s.both,
+        s.generator_applies, slots_end, s.kv_blocks, s.allocation, label,
+    )  # fmt: skip
+
+
 class ChapterWidget(JSComponent):
     """The simulator tab, drawn in the browser from the state's runs: the widget and the story around it.
 
@@ -80,17 +98,7 @@ class ChapterWidget(JSComponent):
         self.param.watch(self._to_state, ["mode", "slots", "seed", "step"])
 
     def _key(self, **overrides) -> ViewKey:
-        s = self.state
-        slots = overrides.get("slots", s.slots)
-        if "seed" in overrides:  # a generator seed replaces the chapter's traffic, as SimState does
-            traffic = s.generator_config(overrides["seed"])
-            label = generated_label(s.requests, s.lengths, s.priority_share)
-        else:
-            traffic, label = s.traffic_key(), s.traffic_label()
-        return ViewKey(
-            traffic, slots, s.batch_timeout, s.window, s.clock, s.accelerator, s.model_shape, s.both,
-            s.generator_applies, self._slots_end, s.kv_blocks, s.allocation, label,
-        )  # fmt: skip
+        return view_key(self.state, self._slots_end, **overrides)
 
     def _ahead(self) -> dict[str, str]:
         """Return the neighbouring settings' views (seed and slots one either side), for small traffic on steps."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ from .pool_at import owners_by_step
 from .state import MODE_ORDER, shared_runs, shared_timed_runs
 from .story import loop_lines
 
+# Playback's paces, slowest last: one step a frame, a learner's pace (the default), slow enough to follow one request.
+SPEEDS = (("One step a frame", 16), ("120 ms a step", 120), ("400 ms a step", 400))
 AHEAD_MAX_REQUESTS = 64  # neighbours are sent ahead only for traffic this small (each costs two runs)
 
 
@@ -42,8 +45,12 @@ class ViewKey:
     traffic_label: str = ""  # which traffic, in words (SimState.traffic_label)
 
     def label(self) -> str:
-        """Return a short fingerprint the browser compares (drawn ahead vs confirmed)."""
-        return f"{hash(self) & 0xFFFFFFFFFFFF:x}"
+        """Return a short fingerprint the browser compares (drawn ahead vs confirmed), the same in every process.
+
+        Python's own hash of a string changes between processes; the exported page is built in one and checked
+        against views made in another.
+        """
+        return hashlib.blake2b(repr(self).encode(), digest_size=6).hexdigest()
 
 
 LOG_KINDS = ("finish", "release", "preempt", "admit", "wait")  # the renderer's kind numbers (assets/renderer.js)
@@ -255,5 +262,8 @@ def renderer_config(theme: palette.Theme, interval_ms: int) -> dict:
         "legend": palette.legend_html(),
         "legend_memory": palette.memory_legend_html(),
         "interval_ms": interval_ms,
+        "speeds": [
+            [label, ms] for label, ms in SPEEDS
+        ],  # the playback speeds offered, the first pages' pace among them
         "batch": batch_config(),
     }

@@ -223,8 +223,10 @@ export function render({ model, el }) {
   };
   const widget = mountWidget(root, host);
   const receive = () => {
-    const p = JSON.parse(model.payload);
-    const stale = waiting && performance.now() - waiting.at < 3000 &&
+    // The served page's payload is JSON text; the exported page's server (assets/export_host.js) hands the object.
+    const p = typeof model.payload === "string" ? JSON.parse(model.payload) : model.payload;
+    // A server that kept other settings than asked (the exported page's, at a seed it does not carry) says so.
+    const stale = waiting && !p.kept && performance.now() - waiting.at < 3000 &&
       (p.settings.slots !== waiting.slots || p.settings.seed !== waiting.seed || p.settings.mode !== waiting.mode);
     if (stale) return;  // an answer for settings the learner has already moved past
     waiting = null;

@@ -726,6 +726,15 @@ export function mountWidget(root, host) {
   stepInput.addEventListener("input", () => { stop(); go(Number(stepInput.value), false); });
   stepInput.addEventListener("change", () => host.onStep(w.step, true));
   player.appendChild(el("label", { class: "bv-range bv-step-range" }, el("span", { text: "Step" }), stepInput));
+  // The pace of playback: a learner's 120 ms a step by default, slower to follow one request, or one step a frame.
+  const speed = el("select", { name: "speed", "aria-label": "Playback speed", class: "bv-speed" });
+  for (const [label, ms] of cfg.speeds ?? [[`${cfg.interval_ms} ms a step`, cfg.interval_ms]]) {
+    const option = el("option", { value: String(ms), text: label });
+    option.selected = ms === cfg.interval_ms;
+    speed.appendChild(option);
+  }
+  speed.addEventListener("change", () => { if (w.timer) { clearInterval(w.timer); w.timer = null; start(); } });
+  player.appendChild(speed);
   const panel = el("div", { class: "bv-panel", "data-part": "playback", "aria-live": "off" });
   const compact = el("div", { class: "bv-h2h-compact" });
   const status = el("div", { class: "bv-status" }, panel, compact);
@@ -837,7 +846,7 @@ export function mountWidget(root, host) {
   function start() {
     if (w.step >= w.last()) go(0, false);
     playButton.textContent = PAUSE;
-    const every = window.__bvInterval ?? cfg.interval_ms;  // a benchmark may ask for another frame interval
+    const every = window.__bvInterval ?? Number(speed.value);  // a benchmark may ask for another frame interval
     w.timer = setInterval(() => { if (w.step >= w.last()) stop(); else go(w.step + 1, false); }, every);
   }
 

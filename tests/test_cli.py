@@ -183,19 +183,6 @@ def test_python_m_core_calls_itself_so():
     assert proc.stdout.startswith("usage: python -m core [-h] {simulate,compare,sweep}")
 
 
-def test_export_embeds_every_setting_as_the_core_computes_it():
-    """The page's data holds each (mode, slots, seed) run exactly as core.simulate returns it."""
-    from app.export import SEEDS, SLOTS, precompute
-
-    config = TrafficConfig(requests=5)
-    data = precompute(config)
-    assert len(data["traffic"]) == len(SEEDS) and len(data["runs"]["static"]) == len(SLOTS)
-    for mode, slots, seed in [("static", 1, 0), ("continuous", 16, 99), ("static", 7, 42)]:
-        run = simulate(generate(TrafficConfig(requests=5, seed=seed)), slots, mode)
-        flat = [*run.start, *run.finish, *run.slot, *run.release]
-        assert data["runs"][mode][slots - 1][seed] == [int(v) for v in flat]
-
-
 REPLAY_SMALL = ["--requests", "8", "--mean-prompt-tokens", "6", "--mean-tokens", "6", "--slots", "3", "--no-progress"]
 
 
@@ -232,7 +219,7 @@ def test_export_page_links_nothing_even_with_panel_imported():
 
     from app.export import SCRIPT_BODY, build_page
 
-    markup = SCRIPT_BODY.sub(r"\1\2", build_page(TrafficConfig(requests=3)))
+    markup = SCRIPT_BODY.sub(r"\1\2", build_page(TrafficConfig(requests=3), seeds=range(1), lesson_seeds=range(1)))
     assert re.findall(r"<(?:script|link)\b[^>]*\b(?:src|href)=", markup) == []
 
 

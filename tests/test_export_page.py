@@ -1,129 +1,139 @@
-"""The exported page's pieces without a browser: its table is the core's, its links open, its claims hold there."""
+"""The exported page without a browser: its views are the served page's JSON, its links open, its story is served."""
 
+import json
 import re
+from dataclasses import replace
 from urllib.parse import parse_qs
 
 import pytest
 
-from app import chapter, story
-from app.export import (
-    SLOTS,
-    TABS,
-    h2h_cells,
-    h2h_template,
-    lesson_config,
-    offline_links,
-    precompute_all,
-    story_html,
-)
+from app import memory_lesson, story
+from app.export import LINK_KEYS, SERVED_ONLY, TABS, export_story, offline_links, page_data
+from app.export_views import LESSON_SEEDS, SLOTS, pack, served_key, unpack
 from app.quiz import QUESTIONS, explanation_html, questions_data
-from app.views import _h2h_table, h2h_rows
-from core import TrafficConfig, compute_metrics, generate, simulate
+from app.simulator import App
+from app.widget_data import view_json
+from core import TrafficConfig, generate, simulate
 from core import worked_example as worked
 from core.chapter_traffic import chapter_traffic
-from core.losses import losses
 
 LINK = re.compile(r'<a href="(\?[^"]*)"')
+SEEDS = range(0, 3)  # a small page: the full one (seeds 0-99) is built by tests/browser/test_export.py
+SMALL_LESSON_SEEDS = range(0, 2)
 
 
 @pytest.fixture(scope="module")
-def table():
-    """The page's whole table on a small generated traffic (the fixed traffics are the page's own)."""
-    return precompute_all(TrafficConfig(requests=5))
+def data():
+    """What a page carrying seeds 0-2 (lessons 0-1) embeds, built as `batchviz export` builds it."""
+    return page_data(seeds=SEEDS, lesson_seeds=SMALL_LESSON_SEEDS)
 
 
-def _unflatten(flat: list[int]) -> list[list[int]]:
-    n = len(flat) // 4
-    return [flat[k * n : (k + 1) * n] for k in range(4)]
+def _view(data, place: str, slots: int, seed: int | None = None) -> dict:
+    key = place if seed is None or not data["places"][place]["seeds"] else f"{place}:{seed}"
+    return unpack(data["packs"][key])[slots - 1]
 
 
-def test_fixed_traffics_hold_the_cores_runs(table):
-    """The chapter's traffic, the worked example (timeout 1) and each lesson: every (mode, slots) run is the core's."""
+CASES = [
+    ("chapter", 4, None),
+    ("chapter", 16, None),
+    ("generated", 1, 0),
+    ("generated", 9, 2),
+    ("worked", 4, None),
+    ("worked", 3, None),
+    ("fixed-queued", 4, 1),
+    ("heavy-queued", 2, 0),
+    ("fixed-spread", 7, 1),
+    ("memory-paged", 4, None),
+    ("memory-tight", 5, None),
+    ("memory-contiguous", 4, None),
+]
+
+
+@pytest.mark.parametrize("place,slots,seed", CASES)
+def test_the_page_carries_the_served_pages_own_json(data, place, slots, seed):
+    """Each view the page embeds is, byte for byte once parsed, what the served page sends after the same press."""
+    want = json.loads(view_json(served_key(place, slots, seed)))
+    assert _view(data, place, slots, seed) == want
+
+
+def test_views_hold_the_cores_runs(data):
+    """The chapter's traffic, generated traffic, the worked example (timeout 1) and a lesson: the core's runs."""
     cases = {
-        "chapter": (chapter_traffic(), 0),
-        "worked": (worked.worked_example(), worked.BATCH_TIMEOUT),
-        **{key: (generate(lesson_config(key)), 0) for key in story.LESSONS},
+        ("chapter", None): (chapter_traffic(), 0),
+        ("generated", 2): (generate(TrafficConfig(seed=2)), 0),
+        ("worked", None): (worked.worked_example(), worked.BATCH_TIMEOUT),
+        ("fixed-spread", 1): (generate(replace(TrafficConfig(seed=1), **story.LESSONS["fixed-spread"][1])), 0),
     }
-    for name, (requests, timeout) in cases.items():
-        fixed = table["fixed"][name]
-        assert fixed["ids"] == [r.id for r in requests] and fixed["prompt"] == [r.prompt_tokens for r in requests]
+    for (place, seed), (requests, timeout) in cases.items():
         for slots in (1, 4, 16):
+            view = _view(data, place, slots, seed)
+            assert view["ids"] == [r.id for r in requests]
             for mode in ("static", "continuous"):
                 run = simulate(requests, slots, mode, timeout if mode == "static" else 0)
-                assert _unflatten(fixed["runs"][mode][slots - 1]) == [
+                got = view["runs"][mode]
+                assert [got[k] for k in ("start", "finish", "slot", "release")] == [
                     a.tolist() for a in (run.start, run.finish, run.slot, run.release)
-                ], (name, slots, mode)
-    assert table["fixed"]["worked"]["window"] == worked.WINDOW and not table["fixed"]["worked"]["generator"]
-    assert table["fixed"]["chapter"]["generator"]  # moving the seed there shows generated traffic, as served
+                ], (place, slots, mode)
+    assert _view(data, "worked", 4)["window"] == worked.WINDOW and _view(data, "worked", 4)["worked"]
+    assert _view(data, "worked", 3)["worked"] is None  # its figures are the four-slot schedule's
+    assert _view(data, "chapter", 4)["generator"]  # moving the seed there shows generated traffic, as served
 
 
-def test_lessons_are_the_served_pages_lessons():
-    """A lesson's traffic is the served page's default traffic with the lesson's settings (tests/test_page_claims)."""
-    for key, (_label, values) in story.LESSONS.items():
-        config = lesson_config(key)
-        assert config.seed == TrafficConfig().seed and all(getattr(config, k) == v for k, v in values.items())
+def test_every_place_and_seed_is_packed_once(data):
+    """A pack per place, or per place and seed where the place has a seed; each holds slots 1-16 in order."""
+    keys = set()
+    for name, place in data["places"].items():
+        keys |= {f"{name}:{seed}" for seed in place["seeds"]} if place["seeds"] else {name}
+    assert keys == set(data["packs"])
+    assert data["places"]["generated"]["seeds"] == list(SEEDS)
+    assert all(data["places"][key]["seeds"] == list(SMALL_LESSON_SEEDS) for key in story.LESSONS)
+    assert [v["slots"] for v in unpack(data["packs"]["chapter"])] == list(SLOTS)
+    assert unpack(pack(['{"a":1}', '{"b":[2]}'])) == [{"a": 1}, {"b": [2]}]
+    assert pack(['{"a":1}']) == pack(['{"a":1}'])  # the same page twice: no time stamp in the gzip
 
 
-def _rebuilt(cells: str, template: dict) -> str:
-    """Rebuild the full table as assets/export_glue.js does: the placeholders filled, the completed-only row made."""
-    parts = cells.split("|")
-    only, done = template["keys"].index(None), template["keys"].index("completed")
-    for j, policy in enumerate(("static", "continuous")):
-        completed = parts[2 * done + j].split("/")[0]
-        parts[2 * only + j] = (
-            f'<span data-h2h="{policy}-avg_latency">{parts[2 * only + j]}</span> '
-            f'<span class="bv-of">of {completed}</span>'
-        )
-    return re.sub(r"\{\{(\d+)\}\}", lambda m: parts[int(m.group(1))], template["html"])
-
-
-@pytest.mark.parametrize("seed,slots", [(0, 1), (4, 4), (7, 8), (99, 16)])
-def test_head_to_head_cells_rebuild_the_served_table(seed, slots):
-    """The compact cells and the template give back app/views.py's full table, character for character."""
-    requests = generate(TrafficConfig(seed=seed))
-    static, continuous = simulate(requests, slots, "static"), simulate(requests, slots, "continuous")
-    rows = h2h_rows(
-        compute_metrics(static, 64), compute_metrics(continuous, 64), losses(static, 64), losses(continuous, 64)
+def test_the_buttons_load_what_the_served_buttons_load(data):
+    """Each story button's place is where the served App's press goes: its traffic, its slots, the worked step."""
+    app = App()
+    assert data["buttons"] == app.chapter_widget.buttons
+    assert {g: len(a) for g, a in data["actions"].items()} == {g: len(a) for g, a in app.actions.items()}
+    assert data["actions"]["lessons"] == list(story.LESSONS)
+    assert data["actions"]["memory"] == [f"memory-{key}" for key in memory_lesson.lesson_buttons()]
+    assert data["places"]["worked"] == {"name": "worked", "slots": worked.SLOTS, "step": worked.WINDOW - 1, "seeds": []}
+    for key in story.LESSONS:
+        assert data["places"][key]["slots"] == story.LESSON_SLOTS
+    assert all(
+        data["places"][f"memory-{key}"]["slots"] == memory_lesson.SLOTS for key in memory_lesson.lesson_buttons()
     )
-    assert _rebuilt(h2h_cells(static, continuous, 64), h2h_template(len(requests), 64)) == _h2h_table(rows)
 
 
-def test_one_slot_is_identical_on_every_traffic_the_page_shows(table):
-    """ONE_SLOT's claim, on each precomputed traffic: at one slot static and continuous run the same schedule."""
-    for name, fixed in table["fixed"].items():
-        assert fixed["runs"]["static"][0] == fixed["runs"]["continuous"][0], name
-    for seed, (s, c) in enumerate(
-        zip(table["generated"]["runs"]["static"][0], table["generated"]["runs"]["continuous"][0])
-    ):
-        assert s == c, seed
-    for seed in range(100):  # and on the default export's generated traffic, every seed
-        requests = generate(TrafficConfig(seed=seed))
-        assert (
-            simulate(requests, 1, "static").timeline_strings() == simulate(requests, 1, "continuous").timeline_strings()
-        )
+def test_one_slot_is_identical_on_every_place_the_page_carries(data):
+    """ONE_SLOT's claim, wherever the page goes: at one slot static and continuous run the same schedule."""
+    for key in data["packs"]:
+        view = unpack(data["packs"][key])[0]
+        static, continuous = view["runs"]["static"], view["runs"]["continuous"]
+        assert [static[k] for k in ("start", "finish", "slot")] == [continuous[k] for k in ("start", "finish", "slot")]
 
 
 def _supported(link: str) -> bool:
     query = parse_qs(link.lstrip("?"))
-    keys = {"tab", "preset", "mode", "slots", "seed", "step", "lengths", "arrival_window"}
-    return set(query) <= keys and query.get("tab", ["simulator"])[-1] in TABS
+    return set(query) <= LINK_KEYS and query.get("tab", ["simulator"])[-1] in TABS
 
 
-def test_every_link_on_the_page_opens_offline():
+def test_every_link_on_the_page_opens_offline(data):
     """The story's and the quiz's links all name views the page holds; the clock and Memory links are text."""
-    text = story_html(batch=True)
+    text = "".join(value for kind, value in data["story"] if kind == "html")
     links = LINK.findall(text) + [q.link for q in QUESTIONS]
     assert links and all(_supported(link) for link in links), [link for link in links if not _supported(link)]
     assert "?clock=ms" not in text and "?tab=memory" not in text
-    assert text.count('class="bv-served-only"') == 4
     assert offline_links('<a href="?tab=knee">knee</a>') == '<a href="?tab=knee">knee</a>'
     assert offline_links('<a href="?clock=ms">on a clock</a>') == (
         'on a clock <span class="bv-served-only">(in the served app)</span>'
     )
 
 
-def test_quiz_links_reach_precomputed_views():
-    """Each "Show me" link's traffic is in the table: the lesson, the worked example, the chapter's traffic."""
+def test_quiz_links_reach_carried_views():
+    """Each "Show me" link's traffic is carried: a lesson at one of its seeds, the worked example, the chapter's."""
     lessons = {tuple(sorted(values.items())) for _label, values in story.LESSONS.values()}
     for q in QUESTIONS:
         query = {k: v[-1] for k, v in parse_qs(q.link.lstrip("?")).items()}
@@ -132,6 +142,7 @@ def test_quiz_links_reach_precomputed_views():
         }
         if traffic:
             assert tuple(sorted(traffic.items())) in lessons, q.key
+            assert int(query.get("seed", TrafficConfig.seed)) in LESSON_SEEDS
         assert int(query.get("slots", 1)) in SLOTS
 
 
@@ -145,31 +156,26 @@ def test_quiz_data_is_the_served_quizs():
 
 
 def test_tabs_are_the_served_pages_tabs():
-    """The page's tabs and their titles are the served page's, less the Memory tab (it needs its engine)."""  # noqa
+    """The page's tabs and their titles are the served page's, less the Memory tab (it needs its engine)."""
     from app.simulator import TABS as SERVED
 
     assert TABS == {key: title for key, title in SERVED.items() if key != "memory"}
 
 
-def test_story_is_in_the_served_order():
-    """The story's parts appear in app/simulator.py's order, each from the served page's own string."""
-    text = story_html(batch=True)
-    parts = [
-        story.WHY,
-        chapter.restructured_loop_html(),
-        chapter.build_batch_html(),
-        story.SPREAD,
-        chapter.spread_argument_html(),
-        story.ONE_SLOT,
-        offline_links(chapter.affordable_html()),
-        offline_links(story.NOT_FIXED),
-        chapter.PRODUCTION,
-        chapter.run_locally_html(),
-        offline_links(chapter.WHATS_NEXT),
-    ]
-    at = [text.index(part) for part in parts]
-    assert at == sorted(at)
-    assert chapter.build_batch_html() not in story_html(batch=False)
+def test_the_story_is_the_served_story(data):
+    """Part for part the served story: its texts (links that need the server named so), less the settings."""
+    served = App().story()
+    exported = data["story"]
+    assert exported == export_story(served) and len(exported) == len(served)
+    for (kind, value), (their_kind, theirs) in zip(served, exported):
+        if kind == "disclosure":
+            assert (their_kind, theirs) == ("html", SERVED_ONLY[value])
+        elif kind == "row":
+            assert theirs == [part for part in value if part[0] != "disclosure"] and theirs
+        elif kind == "html":
+            assert theirs == offline_links(value)
+        else:
+            assert (their_kind, theirs) == (kind, value)
 
 
 def test_the_exported_lineups_are_the_served_tabs_default_and_lessons():

@@ -4,23 +4,27 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 
 import param
 import pytest
 from playwright.sync_api import expect
 
-from app import chapter, story
+from app import memory_lesson, story
 from app.batch_view import BatchView
 from app.exercises.knee import verdict_html
 from app.exercises.knee_words import load_html
-from app.export import lesson_config, offline_links
+from app.exercises.spread import GUESSES, best_guess
+from app.export import SERVED_ONLY, export_story
+from app.export_views import served_key
 from app.quiz import QUESTIONS, explanation_html, progress_html, summary_html
-from app.state import CHAPTER_NAME, SimState
-from app.widget_data import ViewKey, view_json
+from app.simulator import CHAPTER_BUTTON, App
+from app.state import CHAPTER_NAME, SimState, shared_runs
+from app.widget_data import view_json
 from core import TrafficConfig, compute_metrics, generate, simulate
 from core import worked_example as worked
 from core.chapter_traffic import chapter_traffic
-from core.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, cost_model
+from core.hardware import cost_model
 from core.policies import get_policy
 from core.spread import spread_study
 from core.sweep import DEFAULT_BATCHES, decode_knee, knee, sweep
@@ -90,6 +94,15 @@ def _normalised(page, fragment: str) -> str:
     return page.evaluate(NORMALISED, fragment)
 
 
+def lesson_config(key: str, seed: int = TrafficConfig.seed) -> TrafficConfig:
+    """Return a lesson's traffic: the served page's default traffic with the lesson's settings (app/story.py)."""
+    return replace(TrafficConfig(seed=seed), **story.LESSONS[key][1])
+
+
+def _place(page) -> str:
+    return page.evaluate("document.body.dataset.bvPlace")
+
+
 def test_export_opens_on_the_chapters_traffic_and_follows_the_sliders(page, page_errors, offline, exported, artifacts):
     """Both timelines equal the core's runs: the chapter's traffic, then a seed and slots moved with the keyboard."""
     _open(page, exported)
@@ -97,12 +110,13 @@ def test_export_opens_on_the_chapters_traffic_and_follows_the_sliders(page, page
     assert _both(page, 4) == _core_both(chapter_requests, "continuous", 4)
     _press(page, "seed", "ArrowRight")  # the chapter's traffic gives way to generated traffic at seed 5
     assert _both(page, 4) == _core_both(generate(TrafficConfig(seed=5)), "continuous", 4)
-    expect(page.locator("[data-traffic=generated]")).to_have_attribute("aria-pressed", "true")
+    assert _place(page) == "generated"
+    expect(page.locator(".bv-message")).to_contain_text("Now showing generated traffic (seed 5)")
     _press(page, "slots", "ArrowRight", 2)
     assert _both(page, 6) == _core_both(generate(TrafficConfig(seed=5)), "continuous", 6)
     page.locator("[data-mode=static]").click()
     assert _both(page, 6) == _core_both(generate(TrafficConfig(seed=5)), "static", 6)
-    page.locator("[data-traffic=chapter]").click()
+    page.get_by_role("button", name=CHAPTER_BUTTON).click()
     assert _both(page, 6) == _core_both(chapter_requests, "static", 6)
     page.screenshot(path=artifacts / "export-chapter-static-6.png", full_page=True)
 
@@ -144,7 +158,7 @@ def test_export_numbers_equal_the_core_metrics(page, page_errors, offline, expor
     assert_numbers_match_core(page, mode, slots, seed)
     m = {p: compute_metrics(core_run(p, slots, seed), 64) for p in ("static", "continuous")}
     for policy in ("static", "continuous"):  # the bars carry the table's numbers
-        assert text_of(page, f"[data-bar={policy}-completed] + span") == f"{policy}: {m[policy].completed}"
+        assert text_of(page, f"[data-bar={policy}-0] + span") == f"{policy}: {m[policy].completed}"
 
 
 def test_export_playback_reveals_cells_in_order_and_follows_the_core(page, page_errors, offline, exported):
@@ -160,20 +174,21 @@ def test_export_playback_reveals_cells_in_order_and_follows_the_core(page, page_
     assert _both(page, 4) == ([r[:6] + "-" * 58 for r in full], [r[:6] + "-" * 58 for r in other_full])
     assert text_of(page, "[data-stat=useful_tokens]") == str(compute_metrics(run, 6).useful_tokens)
     assert text_of(page, ".bv-log") == run.describe_step(5)
-    assert page.inner_html("#bv-loop") == _normalised(page, story.loop_texts(run, 64)[5])
+    assert page.inner_html(".bv-loop-box") == _normalised(page, story.loop_texts(run, 64)[5])
     # Every painted step is recorded, to check playback never jumps back or skips the end.
     page.evaluate(
-        """() => { window.__steps = []; const root = document.getElementById('bv-widget');
+        """() => { window.__steps = []; const root = document.querySelector('.bv-widget-root');
              new MutationObserver(() => window.__steps.push(Number(root.dataset.step)))
                .observe(root, { attributes: true, attributeFilter: ['data-step'] }); }"""
     )
+    page.locator("select[name=speed]").select_option(label="One step a frame")
     page.get_by_role("button", name="▶ Play").click()
     expect(page.get_by_role("button", name="▶ Play")).to_be_visible(timeout=10_000)  # played to the end
     steps = page.evaluate("window.__steps")
     assert steps == sorted(steps) and steps[-1] == 63, steps
     assert _both(page, 4) == (full, other_full)
     assert text_of(page, ".bv-log") == run.describe_step(63)
-    assert page.inner_html("#bv-loop") == _normalised(page, story.loop_texts(run, 64)[63])
+    assert page.inner_html(".bv-loop-box") == _normalised(page, story.loop_texts(run, 64)[63])
 
 
 def test_export_pause_stops_on_a_step_the_core_agrees_with(page, page_errors, offline, exported):
@@ -188,7 +203,7 @@ def test_export_pause_stops_on_a_step_the_core_agrees_with(page, page_errors, of
     full = core_run("continuous", 4, 4).timeline_strings(64)
     assert read_timeline(page, 4, 64) == [row[: step + 1] + "-" * (63 - step) for row in full]
     state = SimState(seed=4, step=step)
-    assert page.inner_html("#bv-batch") == _normalised(page, BatchView(state=state).html())
+    assert page.inner_html(".bv-batch-box") == _normalised(page, BatchView(state=state).html())
 
 
 def test_export_has_the_worked_example(page, page_errors, offline, exported):
@@ -208,87 +223,55 @@ def test_export_has_the_worked_example(page, page_errors, offline, exported):
     _press(page, "slots", "ArrowRight")
     assert _both(page, 5, worked.WINDOW) == _core_both(requests, "static", 5, worked.BATCH_TIMEOUT, worked.WINDOW)
     expect(page.locator(".bv-worked")).to_be_hidden()  # its figures are the four-slot schedule's
-    page.get_by_role("button", name="Generated traffic").click()
+    page.get_by_role("button", name="Use generated traffic").click()
     assert _both(page, 5) == _core_both(generate(TrafficConfig(seed=4)), "static", 5)
     expect(page.locator(".bv-step")).to_have_text("step 63")
 
 
-MEMORY_KEYS = ("pool", "pool_asked", "block_size", "allocation", "traffic_label")  # served only
-
-
 def test_export_views_are_the_served_pages_views(page, page_errors, offline, exported):
-    """The views the page assembles from its table equal app/widget_data.py view_json for the same settings."""
+    """Every view the page draws is app/widget_data.py view_json for the served page's same settings, whole."""
     _open(page, exported)
-
-    def served(traffic, slots, timeout=0, window=64, generator=True) -> dict:
-        key = ViewKey(
-            traffic, slots, timeout, window, "steps", DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, True, generator, 16
-        )
-        view = json.loads(view_json(key))
-        del view["key"]
-        for name in MEMORY_KEYS:  # the exported page draws no KV strip: memory needs the server
-            view.pop(name)
-        for run in view["runs"].values():
-            run.pop("kv")
-            run.pop("kv_peak")
-        for name in ("h2h", "here", "worked"):  # the story's fields: the exported page still draws its own
-            view.pop(name)
-        return view
-
     cases = [
-        (("chapter", 4, 4), served(tuple(chapter_traffic()), 4)),
-        (("generated", 16, 99), served(TrafficConfig(seed=99), 16)),
-        (("generated", 1, 0), served(TrafficConfig(seed=0), 1)),
-        (("worked", 3, 4), served(tuple(worked.worked_example()), 3, worked.BATCH_TIMEOUT, worked.WINDOW, False)),
-        # The lessons show their seed only, so the page hides the seed slider there (the served page offers it).
-        (("fixed-spread", 7, 4), served(lesson_config("fixed-spread"), 7, generator=False)),
+        ("chapter", 4, 4),
+        ("generated", 16, 99),
+        ("generated", 1, 0),
+        ("worked", 4, 4),
+        ("fixed-spread", 7, 30),
+        ("memory-tight", 4, 4),
     ]
-    for (name, slots, seed), want in cases:
-        got = page.evaluate(
-            """([name, slots, seed]) => { const v = window.__bvExport.viewOf(name, slots, seed);
-                 const drop = (k) => k === 'log' || k.startsWith('_');  // the renderer's own caches
-                 const copy = JSON.parse(JSON.stringify(v, (k, x) => (drop(k) ? undefined : x)));
-                 delete copy.key; return copy; }""",
-            [name, slots, seed],
-        )
-        assert got == want, name
+    for place, slots, seed in cases:
+        got = page.evaluate("([p, slots, seed]) => window.__bvExport.fresh(p, slots, seed)", [place, slots, seed])
+        seeded = place == "generated" or place in story.LESSONS  # the others are fixed traffic
+        want = json.loads(view_json(served_key(place, slots, seed if seeded else None)))
+        assert got == want, place
+    carried = page.evaluate("window.__bvExport.data.places")
+    assert carried["generated"]["seeds"] == list(range(100)) and carried["fixed-spread"]["seeds"] == list(range(31))
 
 
 def test_export_story_loop_and_batch_read_back_offline(page, page_errors, offline, exported):
-    """The story is the served page's strings; the loop and the batch at the cursor equal Python's at the step."""
+    """The story is the served page's, in order; the loop and the batch at the cursor are Python's at the step."""
     _open(page, exported + "?step=20")
-    story_html = page.inner_html(".bv-story")
-    fragments = [
-        story.WHY,
-        chapter.restructured_loop_html(),
-        chapter.build_batch_html(),
-        story.SPREAD,
-        chapter.spread_argument_html(),
-        story.ONE_SLOT,
-        offline_links(chapter.affordable_html()),
-        offline_links(story.NOT_FIXED),
-        chapter.PRODUCTION,
-        chapter.run_locally_html(),
-        offline_links(chapter.WHATS_NEXT),
-    ]
+    text = page.inner_html("#bv-panel-simulator")
     positions = []
-    for fragment in fragments:
-        assert _normalised(page, fragment) in story_html, fragment[:60]
-        positions.append(story_html.index(_normalised(page, fragment)))
+    for kind, value in export_story(App().story()):
+        if kind == "html":
+            assert _normalised(page, value) in text, value[:60]
+            positions.append(text.index(_normalised(page, value)))
     assert positions == sorted(positions)  # in the served page's order
+    assert page.locator("details.bv-card").count() == 0  # the settings and the replay need the server
+    expect(page.locator(".bv-served-only", has_text="the replay")).to_have_text(
+        re.sub("<[^>]+>", "", SERVED_ONLY["replay"])
+    )
     claims = page.eval_on_selector_all("#bv-panel-simulator [data-claim]", "els => els.map(e => e.dataset.claim)")
-    assert set(claims) == {
-        "gain-2-4x", "latency-lower", "fixed-queued-identical", "heavy-queued-gap", "fixed-spread-boundary",
-        "one-slot-identical", "worked-figures",
-    }  # fmt: skip
+    assert {"gain-2-4x", "latency-lower", "one-slot-identical"} <= set(claims)
     state = SimState(trace=chapter_traffic(), trace_name=CHAPTER_NAME, step=20)
-    assert page.inner_html("#bv-loop") == _normalised(page, story.loop_texts(state.runs["continuous"], 64)[20])
-    assert page.inner_html("#bv-batch") == _normalised(page, BatchView(state=state).html())
+    assert page.inner_html(".bv-loop-box") == _normalised(page, story.loop_texts(state.runs["continuous"], 64)[20])
+    assert page.inner_html(".bv-batch-box") == _normalised(page, BatchView(state=state).html())
     page.locator("[data-mode=static]").click()
     with param.parameterized.discard_events(state):
         state.mode = "static"
-    assert page.inner_html("#bv-batch") == _normalised(page, BatchView(state=state).html())
-    assert page.inner_html("#bv-loop") == _normalised(page, story.loop_texts(state.runs["static"], 64)[20])
+    assert page.inner_html(".bv-batch-box") == _normalised(page, BatchView(state=state).html())
+    assert page.inner_html(".bv-loop-box") == _normalised(page, story.loop_texts(state.runs["static"], 64)[20])
 
 
 def test_export_hover_outlines_the_request_in_the_batch_view(page, page_errors, offline, exported):
@@ -296,45 +279,62 @@ def test_export_hover_outlines_the_request_in_the_batch_view(page, page_errors, 
     _open(page, exported + "?step=3")
     x, y = page.evaluate("window.__bvWidget.timelines[0].cellCentre(0, 1)")  # the chapter's A, on slot 0
     page.mouse.move(x, y)
-    expect(page.locator("#bv-batch [data-req=A]").first).to_have_css("outline-style", "solid")
+    expect(page.locator(".bv-batch-box [data-req=A]").first).to_have_css("outline-style", "solid")
     expect(page.locator(".bv-tip")).to_contain_text("request A")
 
 
-def test_export_lessons_and_one_slot_show_what_their_sentences_say(page, page_errors, offline, exported):
-    """Each lesson's button shows its traffic (the core's runs); fixed and queued, the two modes are identical."""
+def test_export_lessons_memory_and_one_slot_show_what_their_sentences_say(page, page_errors, offline, exported):
+    """Each lesson's button loads its traffic (the core's runs) and keeps the seed; each memory lesson its pool.
+
+    Fixed and queued, the two modes are identical; at slots = 1 too.
+    """
     _open(page, exported)
-    for key in story.LESSONS:
-        page.locator(f"[data-lesson={key}]").click()
-        requests = generate(lesson_config(key))
-        assert _both(page, 4) == _core_both(requests, "continuous", 4), key
-        expect(page.locator(f"[data-lesson={key}]")).to_have_attribute("aria-pressed", "true")
-    page.locator("[data-lesson=fixed-queued]").click()
+    for key, (label, _values) in story.LESSONS.items():
+        page.get_by_role("button", name=label).click()
+        expect(page.locator("body")).to_have_attribute("data-bv-place", key)
+        assert _both(page, 4) == _core_both(generate(lesson_config(key)), "continuous", 4), key
+    _press(page, "seed", "ArrowLeft")  # a lesson keeps its seed control: the same lesson at seed 3
+    expect(page.locator("output[data-value=seed]")).to_have_text("3")
+    assert _both(page, 4) == _core_both(generate(lesson_config("fixed-spread", 3)), "continuous", 4)
+    page.get_by_role("button", name=story.LESSONS["fixed-queued"][0]).click()
     top, other = _both(page, 4)
     assert top == other
     for row in ("completed", "utilisation", "avg_latency_all", "padding"):
-        assert text_of(page, f"#bv-h2h [data-h2h=static-{row}]") == text_of(
-            page, f"#bv-h2h [data-h2h=continuous-{row}]"
+        assert text_of(page, f".bv-h2h-full [data-h2h=static-{row}]") == text_of(
+            page, f".bv-h2h-full [data-h2h=continuous-{row}]"
         )
     page.get_by_role("button", name="Try slots = 1").click()
     top, other = _both(page, 1)
-    assert top == other == simulate(generate(lesson_config("fixed-queued")), 1, "static").timeline_strings(64)
+    assert top == other == simulate(generate(lesson_config("fixed-queued", 3)), 1, "static").timeline_strings(64)
+    for key, (label, values) in memory_lesson.lesson_buttons().items():
+        page.get_by_role("button", name=label).click()
+        expect(page.locator("body")).to_have_attribute("data-bv-place", f"memory-{key}")
+        runs = shared_runs(tuple(chapter_traffic()), memory_lesson.SLOTS, 0, values["kv_blocks"], values["allocation"])
+        want = tuple(runs[m].timeline_strings(64) for m in ("continuous", "static"))
+        drawn = page.evaluate("['continuous', 'static'].map((m) => window.__bvWidget.view.runs[m].start)")
+        assert drawn == [runs[m].start.tolist() for m in ("continuous", "static")], key
+        if "R" not in "".join(want[0] + want[1]):  # a recompute's colour is read by the memory page's own tests
+            assert _both(page, memory_lesson.SLOTS) == want, key
+        kv = page.evaluate("window.__bvWidget.view.runs.continuous.kv_peak")
+        assert kv == int(runs["continuous"].schedule.blocks_by_step().max()), key  # the KV strip's scale
 
 
 def test_export_in_app_links_open_in_place(page, page_errors, offline, exported):
     """?tab=knee links switch the tab without leaving the file; links that need the server are plain text."""
     _open(page, exported)
     assert page.locator("a[href*='clock=']").count() == 0 and page.locator("a[href*='tab=memory']").count() == 0
-    assert page.locator(".bv-served-only").count() == 4
-    page.locator(".bv-story a[href='?tab=knee']").first.click()
+    served_only = sum(v.count('class="bv-served-only"') for k, v in export_story(App().story()) if k == "html")
+    assert page.locator("#bv-panel-simulator .bv-served-only").count() == served_only > 0
+    page.locator("#bv-panel-simulator a[href='?tab=knee']").first.click()
     expect(page.get_by_role("tab", name="Exercise 1: the knee")).to_have_attribute("aria-selected", "true")
-    expect(page.locator("#bv-panel-knee")).to_be_visible()
+    expect(page.locator("#bv-section-knee")).to_be_visible()
     assert page.url == exported
 
 
 def test_export_tabs_are_a_keyboard_tablist(page, page_errors, offline, exported):
     """?tab= selects a tab; arrows, Home and End move between tabs, and only the selected panel shows."""
     _open(page, exported + "?tab=temperature")
-    expect(page.locator("#bv-panel-temperature")).to_be_visible()
+    expect(page.locator("#bv-section-temperature")).to_be_visible()
     expect(page.locator("#bv-panel-simulator")).to_be_hidden()
     tab = page.get_by_role("tab", name="Exercise 3: one temperature")
     tab.focus()
@@ -351,7 +351,7 @@ def test_export_tabs_are_a_keyboard_tablist(page, page_errors, offline, exported
     page.keyboard.press("End")
     expect(page.get_by_role("tabpanel", name="Check yourself")).to_be_visible()
     _open(page, exported + "?tab=nowhere")
-    expect(page.locator("#bv-message")).to_contain_text("tab='nowhere' is not on this page")
+    expect(page.locator(".bv-message")).to_contain_text("tab='nowhere' is not on this page")
 
 
 def test_export_quiz_scores_and_explains_offline(page, page_errors, offline, exported):
@@ -451,6 +451,16 @@ def test_export_exercises_equal_the_core(page, page_errors, offline, exported):
             "p99_admitted_s": f"{p.p99_admitted_ms / 1e3:.2f}",
         }
     page.get_by_role("tab", name="Exercise 2: length spread").click()
+    # The guess before the ratios, as served: nothing of them shows until a guess is revealed.
+    expect(page.locator("[data-spread]").first).to_be_hidden()
+    expect(page.get_by_role("button", name="Reveal the ratios")).to_be_disabled()
+    _set_models(page, {"spread-guess": 2}, prop="active")
+    page.get_by_role("button", name="Reveal the ratios").click()
+    key = list(GUESSES)[2]
+    expect(page.locator(f"[data-guess={key}]").first).to_contain_text("(your guess)")
+    verdict = "right" if key == best_guess() else "wrong"
+    expect(page.locator("[data-verdict]").first).to_have_attribute("data-verdict", verdict)
+    expect(page.get_by_role("button", name="Reveal the ratios")).to_be_disabled()
     _set_models(page, {"spread-sigma": 0.5})
     for c in spread_study(0.5):
         expect(page.locator(f"[data-spread={c.kind}-drain_ratio]").first).to_have_text(f"{c.drain_ratio:.2f}x")
@@ -484,7 +494,7 @@ def _set_models(page, values: dict, prop: str = "value") -> None:
 def test_export_names_junk_in_its_address(page, page_errors, offline, exported, query, message):
     """Round 4, defect 13: the exported page says what it refused or clamped, as the served page does."""
     _open(page, exported + query)
-    expect(page.locator("#bv-message")).to_contain_text(message)
+    expect(page.locator(".bv-message")).to_contain_text(message)
 
 
 def test_export_schedulers_tab_guesses_then_shows_the_cores_lineups(page, page_errors, offline, exported):
