@@ -22,7 +22,7 @@ from .state import MODE_ORDER, shared_runs, shared_timed_runs
 from .story import loop_lines
 
 # Playback's paces, slowest last: one step a frame, a learner's pace (the default), slow enough to follow one request.
-SPEEDS = (("One step a frame", 16), ("120 ms a step", 120), ("400 ms a step", 400))
+SPEEDS = (("1 step/frame", 16), ("120 ms/step", 120), ("400 ms/step", 400))
 AHEAD_MAX_REQUESTS = 64  # neighbours are sent ahead only for traffic this small (each costs two runs)
 
 

@@ -725,9 +725,9 @@ export function mountWidget(root, host) {
   const stepInput = el("input", { type: "range", min: 0, max: 63, step: 1, name: "step", "aria-label": "Step" });
   stepInput.addEventListener("input", () => { stop(); go(Number(stepInput.value), false); });
   stepInput.addEventListener("change", () => host.onStep(w.step, true));
-  player.appendChild(el("label", { class: "bv-range bv-step-range" }, el("span", { text: "Step" }), stepInput));
   // The pace of playback: a learner's 120 ms a step by default, slower to follow one request, or one step a frame.
-  const speed = el("select", { name: "speed", "aria-label": "Playback speed", class: "bv-speed" });
+  const speed = el("select", { name: "speed", "aria-label": "Playback speed", title: "Playback speed",
+    class: "bv-speed" });
   for (const [label, ms] of cfg.speeds ?? [[`${cfg.interval_ms} ms a step`, cfg.interval_ms]]) {
     const option = el("option", { value: String(ms), text: label });
     option.selected = ms === cfg.interval_ms;
@@ -735,6 +735,7 @@ export function mountWidget(root, host) {
   }
   speed.addEventListener("change", () => { if (w.timer) { clearInterval(w.timer); w.timer = null; start(); } });
   player.appendChild(speed);
+  player.appendChild(el("label", { class: "bv-range bv-step-range" }, el("span", { text: "Step" }), stepInput));
   const panel = el("div", { class: "bv-panel", "data-part": "playback", "aria-live": "off" });
   const compact = el("div", { class: "bv-h2h-compact" });
   const status = el("div", { class: "bv-status" }, panel, compact);

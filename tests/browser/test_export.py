@@ -181,7 +181,7 @@ def test_export_playback_reveals_cells_in_order_and_follows_the_core(page, page_
              new MutationObserver(() => window.__steps.push(Number(root.dataset.step)))
                .observe(root, { attributes: true, attributeFilter: ['data-step'] }); }"""
     )
-    page.locator("select[name=speed]").select_option(label="One step a frame")
+    page.locator("select[name=speed]").select_option(label="1 step/frame")
     page.get_by_role("button", name="▶ Play").click()
     expect(page.get_by_role("button", name="▶ Play")).to_be_visible(timeout=10_000)  # played to the end
     steps = page.evaluate("window.__steps")
