@@ -28,6 +28,7 @@ from core.limits import check_writable
 from core.traffic import LENGTH_KINDS
 
 from . import palette, story
+from .bundle import bundle
 from .export_exercises import knee_section, spread_section, temperature_section
 from .export_lineup import export_lineups, lineup_panel
 from .export_views import LESSON_SEEDS, SEEDS, SLOTS, export_views
@@ -35,13 +36,12 @@ from .quiz import INTRO as QUIZ_INTRO
 from .quiz import questions_data
 from .state import MODE_ORDER
 from .style import CSS
-from .widget import HOST_JS, INTERVAL_MS, RENDERER_JS
+from .widget import INTERVAL_MS
 from .widget_data import renderer_config
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
-SERVER_JS = ASSETS / "export_host.js"
-QUIZ_JS = ASSETS / "quiz.js"
-LINEUP_JS = ASSETS / "export_lineup.js"
+# The page's one module: the served page's renderer, batch view and host, the quiz, this page's server and its
+# Schedulers tab (assets/, joined by app/bundle.py).
+MODULES = ("renderer.js", "batch.js", "host.js", "quiz.js", "export_host.js", "export_lineup.js")
 MODES = MODE_ORDER  # every mode the widget offers
 SCRIPT_BODY = re.compile(r"(<script\b[^>]*>).*?(</script>)", re.DOTALL | re.IGNORECASE)
 LINKED_SCRIPT = re.compile(r"<script\b[^>]*\bsrc=", re.IGNORECASE)
@@ -150,8 +150,7 @@ def export_story(served: list[list]) -> list[list]:
 
 def _module() -> str:
     """Return the page's one module: the served page's renderer, batch view and host, the quiz, this page's server."""
-    parts = [RENDERER_JS, HOST_JS, *(path.read_text(encoding="utf-8") for path in (QUIZ_JS, SERVER_JS, LINEUP_JS))]
-    code = "\n".join(parts)
+    code = bundle(*MODULES)
     if re.search(r"</script|<!--", code, re.IGNORECASE):
         raise RuntimeError("a page script holds '</script' or '<!--', which would end it early")
     return code

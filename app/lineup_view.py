@@ -13,6 +13,7 @@ from core.limits import LimitError
 from core.lineup import MAX_ENTRIES, MIN_ENTRIES, parse_entries, parse_entry, registered_presets
 
 from . import palette
+from .bundle import bundle
 from .exercises.common import LazyViewer, query_number, text_pane
 from .lineup_data import LineupKey, lineup_json, shared_lineup
 from .lineup_words import QUESTIONS, guess_html, lessons_html, load_html, table_html
@@ -21,7 +22,6 @@ from .state import SimState
 from .style import CSS
 from .url import query_choice, query_value
 from .views import Messages
-from .widget import RENDERER_JS
 
 DEFAULT_ENTRIES = ("vllm", "tgi", "sglang", "trtllm-no-evict")
 SOURCES = {  # ?s_source= -> the traffic choice's words (short: a phone shows them side by side)
@@ -114,34 +114,6 @@ LEGEND = (
     ("a white edge: one request's stay ends and the next begins", "#FFFFFF", "|"),
 )
 
-GLUE_JS = """
-export function render({ model, el }) {
-  const box = document.createElement("div");
-  box.className = "bv-lineup";
-  el.append(box);
-  let view = null, timelines = [], hover = null;
-  const paint = () => {
-    for (const [t, key] of timelines) t.draw(view, key, view.end_ms, hover, null, key);
-  };
-  const build = () => {
-    view = JSON.parse(model.payload);
-    box.replaceChildren();
-    timelines = view.order.map((key) => {
-      const host = document.createElement("div");
-      box.append(host);
-      // Hovering a request outlines it in every scheduler's timeline: where each one ran it.
-      const onHover = (i) => { if (i !== hover) { hover = i; paint(); } };
-      return [new Timeline(host, key, model.config.colours, onHover), key];
-    });
-    paint();
-    window.__bvLineup = { view, timelines };  // the pixel tests read the drawn geometry
-  };
-  build();
-  model.on("payload", build);
-  new ResizeObserver(() => paint()).observe(box);
-}
-"""
-
 
 class LineupTimelines(JSComponent):
     """Every scheduler's timeline on one time axis, drawn in the browser by the page's renderer."""
@@ -149,7 +121,7 @@ class LineupTimelines(JSComponent):
     config = param.Dict(default={}, constant=True, doc="The renderer's colours")
     payload = param.String(default="{}", doc="JSON: the lineup's view (app/lineup_data.lineup_json)")
 
-    _esm = RENDERER_JS + GLUE_JS
+    _esm = bundle("renderer.js", "batch.js", "lineup_host.js")
     _stylesheets = [CSS]
 
 

@@ -5,26 +5,25 @@ from __future__ import annotations
 import json
 import logging
 import time
-from pathlib import Path
 
 import param
 from panel.custom import Child, JSComponent
 
 from . import palette
+from .bundle import bundle
 from .state import GENERATOR_TAKES_OVER, SimState, generated_label
 from .style import CSS
 from .widget_data import AHEAD_MAX_REQUESTS, ViewKey, renderer_config, view_json
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
-# One module: the renderer, then the batch at the cursor (which uses the renderer's helpers).
-RENDERER_JS = (ASSETS / "renderer.js").read_text(encoding="utf-8") + (ASSETS / "batch.js").read_text(encoding="utf-8")
+# One module: the renderer, then the batch at the cursor (each imports from the other, app/bundle.py).
+RENDERER_JS = bundle("renderer.js", "batch.js")
 INTERVAL_MS = 120  # playback's pace for a learner; a benchmark asks for one frame (16 ms) through window.__bvInterval
 STEP_SYNC_MS = 150  # during playback the server's copy of the step (the batch view, the URL) follows this often
 SLIDER_SLOTS = 16
 log = logging.getLogger("batchviz.server")
 
-# The served page's host: the widget and the story around it (the head-to-head, the loop, the batch, the buttons).
-HOST_JS = (ASSETS / "host.js").read_text(encoding="utf-8").replace("__STEP_SYNC_MS__", str(STEP_SYNC_MS))
+# The served page's module: the renderer, the batch view, and the host drawing the story around them.
+PAGE_JS = bundle("renderer.js", "batch.js", "host.js")
 
 
 def view_key(state: SimState, slots_end: int, **overrides) -> ViewKey:
@@ -75,12 +74,12 @@ class ChapterWidget(JSComponent):
     seed = param.Integer(default=0)
     step = param.Integer(default=63)
 
-    _esm = RENDERER_JS + HOST_JS
+    _esm = PAGE_JS
     _stylesheets = [CSS]
     _render_policy = "manual"  # a disclosure's contents arriving must not redraw the widget beside it
 
     def __init__(self, state: SimState, theme: str = "light", on_button=None, builders=None, **params):
-        params["config"] = renderer_config(palette.THEMES[theme], INTERVAL_MS)
+        params["config"] = {**renderer_config(palette.THEMES[theme], INTERVAL_MS), "step_sync_ms": STEP_SYNC_MS}
         super().__init__(mode=state.mode, slots=state.slots, seed=state.seed, step=state.step, **params)
         self.state = state
         self.on_button = on_button  # (group, index): a story button was pressed

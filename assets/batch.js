@@ -3,6 +3,7 @@
 // plural), so every top-level name here starts with `batch` or `_b`. Each string equals what app/batch_view.py's
 // BatchView.html() builds for the same runs, mode and step (tests/browser/test_batch_renderer.py); the constants
 // come from app/batch_data.py's batch_config(), read as the renderer's config.batch.
+import { escape, plural } from "./renderer.js";
 
 const _bPrompt = (p) => Math.max(1, p);  // core/step_batch.py's prompt_length: one start token when there is none
 

@@ -3,8 +3,10 @@
 // host, one renderer and one data contract. A "model" here stands in for Panel's: the host reads and sets its
 // properties, listens to them, and sends it the story's button presses.
 // Hooks a test reads: window.__bvExport (the data, the state, openLink, viewAt), window.__bvWidget (host.js).
+import { render } from "./host.js";
+import { mountQuiz } from "./quiz.js";
 
-const D = JSON.parse(document.getElementById("bv-data").textContent);
+export const D = JSON.parse(document.getElementById("bv-data").textContent);
 const $ = (id) => document.getElementById(id);
 
 // ---- the views: each place's pack inflated when first reached -------------------------------------------------

@@ -1,3 +1,5 @@
+import { D } from "./export_host.js";
+import { Timeline } from "./renderer.js";
 
 // ---- the Schedulers tab: lineups the core ran at export time (app/export_lineup.py), drawn by the renderer ---------
 (() => {

@@ -3,8 +3,9 @@
 // The settings and the replay are Panel's own widgets behind disclosures, made on the server the first time one
 // opens and placed here; the story's buttons send their index to the server, which changes the settings. Hooks a benchmark or a test reads: window.__bvWidget,
 // window.__bvOnConfirm, window.__bvInterval.
+import { escape, mountWidget } from "./renderer.js";
 
-const STEP_SYNC = __STEP_SYNC_MS__;  // during playback the server's copy of the step follows this often
+
 
 function storyPart(tag, cls, html = "") {
   const node = document.createElement(tag);
@@ -210,7 +211,7 @@ export function render({ model, el }) {
     onStep: (t, final) => {
       clearTimeout(stepTimer);
       if (final) { model.step = t; return; }
-      stepTimer = setTimeout(() => { model.step = widget.step; }, STEP_SYNC);
+      stepTimer = setTimeout(() => { model.step = widget.step; }, model.config.step_sync_ms ?? 150);
     },
     onView: showView,
     onLoop: (html) => { if (loop.innerHTML !== html) loop.innerHTML = html; },

@@ -1,6 +1,7 @@
 // batchviz's one browser-side renderer: the chapter's widget drawn from a run's flat arrays, at any step, in a frame.
 // The served page (app/widget.py) and the exported page (app/export.py) both mount it; the server only computes
 // runs. Every text it writes equals what app/progress.py and app/story.py build (tests/browser/test_renderer.py).
+import { batchHtml } from "./batch.js";
 
 // ---- formatting as Python's: exact ties round to even there, up in JavaScript's toFixed --------------------------
 export function fixed(x, digits) {
@@ -16,7 +17,7 @@ export function pct(x) {
 }
 const ESC = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;" };
 export const escape = (s) => String(s).replace(/[&<>"']/g, (c) => ESC[c]);
-const plural = (n, word) => (n === 1 ? `${n} ${word}` : `${n} ${word}s`);
+export const plural = (n, word) => (n === 1 ? `${n} ${word}` : `${n} ${word}s`);
 const thousands = (x, digits) => {
   const [whole, frac] = fixed(x, digits).split(".");
   const sign = whole.startsWith("-") ? "-" : "";
