@@ -22,12 +22,18 @@ SPREAD_BATCH = 32  # the chapter's "in a batch of 32"
 
 def source_slice(fn, first: str, last: str) -> list[str]:
     """Return the lines of `fn`'s source from the one containing `first` to the one containing `last`, dedented."""
+    return list(_source_slice(fn, first, last))
+
+
+@lru_cache(maxsize=64)
+def _source_slice(fn, first: str, last: str) -> tuple[str, ...]:
+    # Reading source tokenizes the whole file: once per function and slice, not once per step drawn.
     lines = inspect.getsource(fn).splitlines()
     lo = next(i for i, line in enumerate(lines) if first in line)
     hi = next(i for i, line in enumerate(lines) if i >= lo and last in line)
     chunk = lines[lo : hi + 1]
     indent = min(len(line) - len(line.lstrip()) for line in chunk if line.strip())
-    return [line[indent:] for line in chunk]
+    return tuple(line[indent:] for line in chunk)
 
 
 def _code_block(

@@ -11,7 +11,7 @@ from core import worked_example as worked
 from core.chapter_traffic import chapter_traffic
 
 from . import chapter, memory_lesson, story
-from .batch_view import INTRO as BATCH_INTRO
+from .batch_data import INTRO as BATCH_INTRO
 from .exercises.knee import KneeView
 from .exercises.spread import SpreadView
 from .exercises.temperature import TemperatureView

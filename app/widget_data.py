@@ -80,7 +80,8 @@ def run_arrays(run: Run, limited: bool = False, window: int | None = None) -> di
     only as far as the `window` shown (the cursor never passes it), so a long drain sends no more than a short one.
     """
     allocation = run.schedule.memory.allocation if run.schedule is not None else "paged"
-    shown = run.drain if window is None else min(window, run.drain)
+    # The drain step itself reports the last finish and release: its facts are sent too.
+    shown = run.drain + 1 if window is None else min(window, run.drain + 1)
     out = {
         **policy_fields(run.policy, allocation),
         "slots": run.slots,

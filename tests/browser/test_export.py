@@ -11,7 +11,6 @@ import pytest
 from playwright.sync_api import expect
 
 from app import memory_lesson, story
-from app.batch_view import BatchView
 from app.exercises.knee import verdict_html
 from app.exercises.knee_words import load_html
 from app.exercises.spread import GUESSES, best_guess
@@ -28,6 +27,7 @@ from core.hardware import cost_model
 from core.policies import get_policy
 from core.spread import spread_study
 from core.sweep import DEFAULT_BATCHES, decode_knee, knee, sweep
+from tests.oracles.batch_view import BatchView
 
 from .helpers import assert_numbers_match_core, core_run, text_of
 from .pixels import read_timeline

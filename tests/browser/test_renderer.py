@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from app.progress import clock_playback_texts, clock_times, playback_texts
 from app.state import MODES, shared_runs, shared_timed_runs
 from app.story import clock_loop_texts, loop_texts
 from app.widget import RENDERER_JS
@@ -16,6 +15,7 @@ from core import worked_example as worked
 from core.chapter_traffic import chapter_traffic
 from core.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE
 from core.policies import get_policy
+from tests.oracles.progress import clock_playback_texts, clock_times, playback_texts
 
 EXPOSE = (
     "\nwindow.__R = { playbackHtml, loopHtml, h2hCompactHtml, describeStep, niceTicks, clockPlaybackHtml,"

@@ -9,12 +9,12 @@ from PIL import Image
 from playwright.sync_api import expect
 
 from app import memory_lesson, palette
-from app.progress import playback_texts
 from app.state import CHAPTER_NAME, SimState
 from app.story import loop_texts
 from core.chapter_traffic import chapter_traffic
 from core.engine import memory_waits
 from core.run import STATE_CHARS
+from tests.oracles.progress import playback_texts
 
 from .helpers import open_app
 from .pixels import STATE_COLOURS, nearest_state

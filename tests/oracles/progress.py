@@ -1,4 +1,4 @@
-"""Per-step text for playback, built in Python: the oracle that assets/renderer.js's texts are tested against."""
+"""Per-step text for playback in Python: the oracle assets/renderer.js's texts are tested against (no page uses it)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from app.words import plural
 from core import GENERATING, IDLE, PADDING, Run
 from core.metrics import latency_so_far
 from core.states import RECOMPUTE
 from core.timed import TimedRun
-
-from .words import plural
 
 
 def _cumulative_cells(grid: np.ndarray, state: int) -> np.ndarray:

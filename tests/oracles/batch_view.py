@@ -1,4 +1,7 @@
-"""The batch at the playback cursor: continuous's ragged batch and block tables, static's padded rectangle."""
+"""The batch at the playback cursor in Python: the oracle assets/batch.js is tested against (no page uses it).
+
+Continuous's ragged batch and block tables, static's padded rectangle.
+"""
 
 from __future__ import annotations
 
@@ -8,24 +11,17 @@ import panel as pn
 import param
 from bokeh.models import Div
 
+from app.batch_data import CLOCK_HTML, INTRO, LIST_LIMIT, MAX_CELLS, MAX_POOL, MAX_ROWS, ROW_COLORS
+from app.chapter import build_batch_at
+from app.loop import on_document
+from app.pool_at import owners_by_step, pools_html
+from app.state import SimState
+from app.style import CSS
+from app.words import plural
 from core import Run
 from core.step_batch import BLOCK_SIZE, ContinuousBatches, ContinuousStep, StaticStep, static_step
 
-from .chapter import build_batch_at
-from .loop import on_document
-from .pool_at import owners_by_step, pools_html
-from .state import SimState
-from .style import CSS
-from .words import plural
-
-# Row colours: a request's tokens, block-table row and blocks in the pool share one colour, so the eye follows it from
-# the flat buffer to the memory it owns. None of them means anything else on the page (no state's colour: generating
-# blue, padding orange, prefill sky blue, recompute yellow; no policy's: static pink, continuous green, ...), all dark
-# enough for white letters (tests/test_ragged_and_blocks.py checks both).
-ROW_COLORS = ("#7A6A00", "#1B6B7A", "#8C510A", "#6A3D9A", "#A50026", "#3F5F1F")
-MAX_CELLS = 8  # a longer prefill shows its first and last tokens around an ellipsis; the data attributes hold all
-MAX_ROWS = 16  # rows drawn; a 64-slot batch says how many more there are
-MAX_POOL = 256  # blocks drawn in the pool strip
+__all__ = ["BatchView", "INTRO", "MAX_CELLS", "MAX_POOL", "MAX_ROWS", "ROW_COLORS"]
 
 
 def inspected_step(step: int, window: int) -> int:
@@ -144,7 +140,7 @@ def continuous_html(run: Run, step: ContinuousStep) -> str:
     )
 
 
-def _compact_list(values: list[int], limit: int = 24) -> str:
+def _compact_list(values: list[int], limit: int = LIST_LIMIT) -> str:
     if len(values) <= limit:
         return " ".join(map(str, values))
     return " ".join(map(str, values[:limit])) + f" … ({len(values) - limit} more)"
@@ -191,19 +187,10 @@ def static_html(run: Run, step: StaticStep) -> str:
     )
 
 
-INTRO = (
-    "<h3>The batch at the cursor</h3><p>What the engine actually runs at this step. Continuous batching "
-    "lays every running request's new tokens end to end in one flat buffer (a newcomer's whole prompt, "
-    "everyone else one token); <code>cu_seqlens</code> marks where each request's tokens start, and each "
-    "request reads its keys and values from its own KV blocks. Static batching computes a rectangle: every "
-    "member is a row, finished ones included. Hover a request in the timeline to find it here.</p>"
-)
-
-
 class BatchView(pn.viewable.Viewer):
     """The ragged batch (continuous) and the padded rectangle (static) at the cursor: the oracle of assets/batch.js.
 
-    The page draws the batch in the browser (app/widget.py's BatchBox); this view builds the same HTML in Python.
+    The page draws the batch in the browser (assets/batch.js); this view builds the same HTML in Python.
     """
 
     state = param.ClassSelector(class_=SimState)
@@ -219,10 +206,7 @@ class BatchView(pn.viewable.Viewer):
         """Return both batches at the cursor's step, the mode shown first."""
         s = self.state
         if s.clock == "ms":  # the cursor is a time there; this view is built per step, so it says so, not a step
-            return (
-                '<div class="bv-batches" data-batch-step="clock"><p class="bv-batch-empty">On a clock the cursor '
-                "is a time, not a step: switch the time axis to steps to see the batch each step builds.</p></div>"
-            )
+            return CLOCK_HTML
         t = inspected_step(s.step, s.window)
         if s.kv_blocks:  # this view's block tables never run short: beside a limited pool, the engine's pool
             return pools_html(s.runs, {m: owners_by_step(r) for m, r in s.runs.items()}, s.mode, t)

@@ -1,0 +1,23 @@
+// The page's text builders in node, for tests/test_node_parity.py: reads a JSON file of cases, writes each case's
+// texts as JSON on stdout. A case: {view (JSON text), config, modes, steps, what: ["panel", "loop", "h2h", "batch"]}.
+import { readFileSync } from "node:fs";
+import { batchHtml } from "../../assets/batch.js";
+import { clockLoopHtml, clockPlaybackHtml, h2hCompactHtml, loopHtml, playbackHtml } from "../../assets/renderer.js";
+
+const cases = JSON.parse(readFileSync(process.argv[2], "utf-8"));
+const out = cases.map(({ view, config, modes, steps, what }) => {
+  const v = JSON.parse(view), got = {};
+  const clock = v.clock === "ms";
+  for (const mode of modes) {
+    const texts = (got[mode] = {});
+    for (const part of what) texts[part] = [];
+    for (const t of steps) {
+      if (what.includes("panel")) texts.panel.push(clock ? clockPlaybackHtml(v, mode, t) : playbackHtml(v, mode, t));
+      if (what.includes("loop")) texts.loop.push(clock ? clockLoopHtml(v, mode, t) : loopHtml(v, mode, t));
+      if (what.includes("batch")) texts.batch.push(batchHtml(v, config, mode, t));
+    }
+    if (what.includes("h2h")) texts.h2h = h2hCompactHtml(v, mode);
+  }
+  return got;
+});
+process.stdout.write(JSON.stringify(out));
