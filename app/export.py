@@ -58,7 +58,7 @@ TABS = {"simulator": "Simulator"} | {key: title for key, title in (
     ("quiz", "Check yourself"),
 )}  # fmt: skip
 # The URL keys the page's links and its own address may carry (app/url.py URL_KEYS, as far as the views reach).
-LINK_KEYS = {"tab", "preset", "mode", "slots", "seed", "step", "lengths", "arrival_window"}
+LINK_KEYS = {"tab", "preset", "mode", "slots", "seed", "step", "lengths", "arrival_window", "kv_blocks", "allocation"}
 # What stands where the served page has a disclosure that needs its server.
 SERVED_ONLY = {
     "replay": '<p class="bv-served-only">The served app runs both schedules through a real model here (the '

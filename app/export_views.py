@@ -90,6 +90,8 @@ def export_views(
     return packs, {
         "places": {name: vars(p) | {"seeds": list(p.seeds)} for name, p in places.items()},
         "actions": actions,
+        # Each memory lesson's pool, as the served page's address writes it (?kv_blocks=&allocation=).
+        "memory": {f"memory-{key}": values for key, (_label, values) in memory_lesson.lesson_buttons().items()},
         "story": story_parts,
         "buttons": buttons,
     }

@@ -61,8 +61,8 @@ for (const [name, value] of Object.entries({ config: D.config, story: D.story, b
 serve.mode = property("mode", cur.mode, settleSoon);
 serve.slots = property("slots", cur.slots, settleSoon);
 serve.seed = property("seed", cur.seed, settleSoon);
-serve.step = property("step", 0, (t) => { cur.step = t; });
-serve.tab = property("tab", "simulator", (key) => showTab(key));
+serve.step = property("step", 0, (t) => { cur.step = t; followAddress(); });
+serve.tab = property("tab", "simulator", (key) => { showTab(key); followAddress(); });
 serve.message = property("message", "");
 
 // ---- answering the host -----------------------------------------------------------------------------------------
@@ -80,6 +80,7 @@ async function show(place, settings, step, kept = false) {
   serve.payload({ settings, step: cur.step, view, ahead: ahead(place, settings), kept });
   serve.hidden(hiddenButtons(place));
   document.body.dataset.bvPlace = place;
+  followAddress();
   for (const seed of [settings.seed - 1, settings.seed + 1]) {  // the seed's neighbours, ready for the next move
     if (D.places[place].seeds.includes(seed)) views(packKey(place, seed));
   }
@@ -146,6 +147,32 @@ const settings = () => ({ mode: cur.mode, slots: cur.slots, seed: cur.seed });
 const stepFor = (place) => (ready.get(packKey(place, cur.seed))?.[0]?.window ?? D.defaults.window) ===
   model.payload?.view?.window ? cur.step : 1e9;
 
+// ---- the address: it follows the settings, as the served page's does (App.sync_url), so a link shared opens here --
+/** Return the query that opens what is shown now, in the served page's keys (the defaults left out). */
+function addressOf() {
+  const q = new URLSearchParams(), d = D.defaults, place = cur.place, view = model.payload?.view;
+  if (model.tab !== "simulator") q.set("tab", model.tab);
+  if (place === "worked") q.set("preset", "worked");
+  const lesson = D.lessons[place], memory = D.memory[place];
+  if (lesson) { q.set("lengths", lesson.lengths); q.set("arrival_window", String(lesson.arrival_window)); }
+  if (memory) { q.set("kv_blocks", String(memory.kv_blocks)); if (memory.allocation !== "paged") q.set("allocation", memory.allocation); }
+  if (place === "generated" || lesson) q.set("seed", String(cur.seed));
+  if (cur.mode !== d.mode) q.set("mode", cur.mode);
+  if (cur.slots !== (D.places[place].slots ?? d.slots)) q.set("slots", String(cur.slots));
+  if (view && cur.step !== view.window - 1) q.set("step", String(cur.step));
+  return q.toString();
+}
+let addressTimer = null;
+function followAddress() {
+  clearTimeout(addressTimer);
+  addressTimer = setTimeout(() => {
+    const query = addressOf(), want = query ? `?${query}` : "";
+    if (window.location.search !== want) {
+      try { history.replaceState(null, "", window.location.pathname + want); } catch { /* a sandboxed frame */ }
+    }
+  }, 100);
+}
+
 // ---- tabs: the simulator is host.js's; the others are this page's sections, shown in the host's other panel -----
 const sections = $("bv-sections");
 function showTab(key) {
@@ -156,7 +183,8 @@ function showTab(key) {
 }
 
 // ---- in-app links: the page's own address, the story's links and the quiz's, opened in place --------------------
-const LINK_KEYS = new Set(["tab", "preset", "mode", "slots", "seed", "step", "lengths", "arrival_window"]);
+const LINK_KEYS = new Set(["tab", "preset", "mode", "slots", "seed", "step", "lengths", "arrival_window", "kv_blocks",
+  "allocation"]);
 const showValue = (v) => `'${v.length <= 40 ? v : v.slice(0, 37) + "..."}'`;
 // Plain ASCII digits only (no `1_0`, no other scripts' digits), at most 18 of them: a number, never Infinity.
 const wholeNumber = (v) => (/^\s*[0-9]{1,18}\s*$/.test(v) ? Number(v) : null);
@@ -199,6 +227,18 @@ async function openLink(query) {
     } else if (lesson && D.places[lesson[0]].seeds.includes(seed)) place = lesson[0];
     else messages.push("URL: these lengths and arrival window are set on the served app only (this page holds " +
       "its own traffic and the story's lessons); kept this page's traffic.");
+  }
+  if (q.has("kv_blocks") || q.has("allocation")) {  // the memory lesson's pools, on the chapter's traffic
+    const want = { kv_blocks: q.has("kv_blocks") ? wholeNumber(value("kv_blocks")) : 0,
+                   allocation: q.has("allocation") ? value("allocation") : "paged" };
+    const memory = Object.entries(D.memory).find(([, m]) =>
+      m.kv_blocks === want.kv_blocks && m.allocation === want.allocation);
+    if (memory && place === "chapter") { place = memory[0]; slots = D.places[place].slots; }
+    else if (!(want.kv_blocks === 0 && want.allocation === "paged")) {
+      messages.push("URL: this KV pool is set on the served app only (this page holds the memory lesson's pools: " +
+        `${Object.values(D.memory).filter((m) => m.kv_blocks).map((m) => `${m.kv_blocks} ${m.allocation}`)
+          .join(", ")}, on the chapter's traffic); kept an unlimited pool.`);
+    }
   }
   if (q.has("preset")) {
     if (value("preset") === "worked") { place = "worked"; slots = D.places.worked.slots; }

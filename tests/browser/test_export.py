@@ -325,10 +325,12 @@ def test_export_in_app_links_open_in_place(page, page_errors, offline, exported)
     assert page.locator("a[href*='clock=']").count() == 0 and page.locator("a[href*='tab=memory']").count() == 0
     served_only = sum(v.count('class="bv-served-only"') for k, v in export_story(App().story()) if k == "html")
     assert page.locator("#bv-panel-simulator .bv-served-only").count() == served_only > 0
+    page.evaluate("window.__stayed = true")
     page.locator("#bv-panel-simulator a[href='?tab=knee']").first.click()
     expect(page.get_by_role("tab", name="Exercise 1: the knee")).to_have_attribute("aria-selected", "true")
     expect(page.locator("#bv-section-knee")).to_be_visible()
-    assert page.url == exported
+    assert page.evaluate("window.__stayed") is True  # opened in place: the page was not loaded again
+    expect(page).to_have_url(exported + "?tab=knee")  # and its address says where it is
 
 
 def test_export_tabs_are_a_keyboard_tablist(page, page_errors, offline, exported):
@@ -519,3 +521,71 @@ def test_export_schedulers_tab_guesses_then_shows_the_cores_lineups(page, page_e
         expected = re.sub(r"<[^>]+>", "", lessons_html(lines, cost_model(key.accelerator, key.model))).strip()
         assert page.locator("#bv-lineup-lessons").inner_text().strip() == expected
         assert (name == "default") == (expected == "")  # every lesson's sentence shows beside its pair
+
+
+SAME_PIXELS = [  # (query, a story button to press after opening, or None)
+    ("?seed=7&slots=5&mode=static", None),
+    ("?preset=worked&step=9", None),
+    ("?slots=3&step=40", None),
+    ("", "A pool of"),  # the memory lesson's paged pool: KV strips on the pool's scale
+    ("", "blocks: preemption"),  # its tight pool: preempted requests recompute
+]
+
+
+@pytest.mark.parametrize("query, button", SAME_PIXELS, ids=[q or b for q, b in SAME_PIXELS])
+def test_served_and_exported_pages_draw_the_same_pixels(page, page_errors, exported, app_url, query, button):
+    """The same settings on both pages: both timelines and their KV strips are the same picture, pixel for pixel."""
+    from .helpers import open_app
+
+    pictures = []
+    for opened in ("served", "exported"):
+        if opened == "served":
+            open_app(page, app_url, query)
+        else:
+            _open(page, exported + query)
+        if button:
+            page.locator("button.bv-story-button", has_text=button).click()
+            page.wait_for_function(
+                "document.body.dataset.bvPlace?.startsWith('memory') || "
+                "(window.__bvWidget && window.__bvWidget.view.pool !== null)",
+                timeout=15_000,
+            )
+        page.locator(".bv-widget-root").evaluate("e => { e.style.width = '900px'; }")  # one width on both pages
+        page.wait_for_timeout(400)  # the renderer repaints on its ResizeObserver
+        pictures.append(
+            [
+                page.locator(f"canvas[data-timeline={name}]").evaluate("c => [c.width, c.height, c.toDataURL()]")
+                for name in ("timeline", "timeline-other")
+            ]
+        )
+    served, exported_ = pictures
+    assert [p[:2] for p in served] == [p[:2] for p in exported_]
+    assert served == exported_
+
+
+def test_export_address_follows_and_opens_what_it_says(page, page_errors, offline, exported):
+    """As served, the address follows the place, mode, slots, seed, step and tab; loaded, it opens the same view.
+
+    A lesson at a seed, a memory lesson's pool, the worked example; a pool the page does not carry is named.
+    """
+    _open(page, exported)
+    expect(page).to_have_url(exported)  # the default view: no query
+    page.get_by_role("button", name=story.LESSONS["heavy-queued"][0]).click()
+    _press(page, "seed", "ArrowRight")
+    page.locator("[data-mode=static]").click()
+    page.get_by_role("button", name="◂ Back (One step back)").click()
+    want = "?lengths=heavy&arrival_window=1&seed=5&mode=static&step=62"
+    expect(page).to_have_url(exported + want)
+    drawn = _both(page, 4)
+    _open(page, exported + want)
+    assert page.evaluate("[document.body.dataset.bvPlace, window.__bvWidget.step]") == ["heavy-queued", 62]
+    assert _both(page, 4) == drawn
+    label, values = memory_lesson.lesson_buttons()["contiguous"]
+    page.get_by_role("button", name=label).click()
+    expect(page).to_have_url(exported + f"?kv_blocks={values['kv_blocks']}&allocation=contiguous&mode=static&step=62")
+    _open(page, page.url)
+    assert page.evaluate("document.body.dataset.bvPlace") == "memory-contiguous"
+    page.get_by_role("button", name="The chapter's worked example (A-F)").click()
+    expect(page).to_have_url(exported + "?preset=worked&mode=static")
+    _open(page, exported + "?kv_blocks=5")
+    expect(page.locator(".bv-message")).to_contain_text("this KV pool is set on the served app only")
