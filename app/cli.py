@@ -143,8 +143,9 @@ def _add_export(sub) -> None:
     p = sub.add_parser(
         "export",
         help="write a self-contained HTML page that works from file:// with no server",
-        description="Write the simulator as one HTML page: every run for every mode the widget offers, slots 1-16 and "
-        "seeds 0-99 is computed now and embedded; the page needs no server and no network.",
+        description="Write the simulator as one HTML page: the served page's view of every setting it carries (every "
+        "mode, slots 1-16, generated traffic at seeds 0-99, the lessons at seeds 0-30, the worked example and the "
+        "memory lesson) is computed now and embedded; the page needs no server and no network.",
     )
     p.add_argument("path", metavar="PAGE.html", type=file_name, help="file to write, checked before building")
     p.add_argument(
@@ -168,8 +169,8 @@ def _add_export(sub) -> None:
 
 
 def run_export(args: argparse.Namespace) -> str:
-    """Write the page; return a one-line summary (slots 1-16 and seeds 0-99 are all in it)."""
-    from .export import MODES, SEEDS, SLOTS, export_page
+    """Write the page; return a one-line summary of what it carries."""
+    from .export import LESSON_SEEDS, MODES, SEEDS, SLOTS, export_page
 
     config = TrafficConfig(requests=args.requests, lengths=args.lengths, arrival_window=args.arrival_window)
     try:
@@ -179,7 +180,8 @@ def run_export(args: argparse.Namespace) -> str:
     size = path.stat().st_size / 1e6
     return (
         f"wrote {show_name(path)} ({size:.1f} MB): slots {SLOTS.start}-{SLOTS.stop - 1}, "
-        f"seeds {SEEDS.start}-{SEEDS.stop - 1}, modes {', '.join(MODES)}; open it from disk, no server needed"
+        f"seeds {SEEDS.start}-{SEEDS.stop - 1} (the lessons' {LESSON_SEEDS.start}-{LESSON_SEEDS.stop - 1}), "
+        f"modes {', '.join(MODES)}; open it from disk, no server needed"
     )
 
 
