@@ -69,7 +69,7 @@ HEADER_NOTE = " Every setting was computed in advance, so this page needs no ser
 # The page around the served page's host: the body, focus rings, the exercises' and quiz's own controls.
 EXPORT_CSS = """
 body { margin: 0; padding: 8px 12px 24px; color: #222; background: #fff; }
-.bv-app { max-width: 1280px; margin: 0 auto; }
+.bv-app { max-width: 1280px; margin: 0 auto; font-size: 12px; line-height: 1.42857143; }  /* Panel's, as served */
 .bv-app, .bv-app * { box-sizing: border-box; }
 [role=tabpanel]:focus-visible, .bv-tabs [role=tab]:focus-visible, .bv-app button:focus-visible,
 .bv-app input:focus-visible, .bv-app a:focus-visible, .bv-app [tabindex]:focus-visible {
