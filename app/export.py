@@ -41,7 +41,7 @@ from .widget_data import renderer_config
 
 # The page's one module: the served page's renderer, batch view and host, the quiz, this page's server and its
 # Schedulers tab (assets/, joined by app/bundle.py).
-MODULES = ("renderer.js", "batch.js", "host.js", "quiz.js", "export_host.js", "export_lineup.js")
+MODULES = ("words.js", "renderer.js", "batch.js", "host.js", "quiz.js", "export_host.js", "export_lineup.js")
 MODES = MODE_ORDER  # every mode the widget offers
 SCRIPT_BODY = re.compile(r"(<script\b[^>]*>).*?(</script>)", re.DOTALL | re.IGNORECASE)
 LINKED_SCRIPT = re.compile(r"<script\b[^>]*\bsrc=", re.IGNORECASE)

@@ -16,14 +16,14 @@ from .style import CSS
 from .widget_data import AHEAD_MAX_REQUESTS, ViewKey, renderer_config, view_json
 
 # One module: the renderer, then the batch at the cursor (each imports from the other, app/bundle.py).
-RENDERER_JS = bundle("renderer.js", "batch.js")
+RENDERER_JS = bundle("words.js", "renderer.js", "batch.js")
 INTERVAL_MS = 120  # playback's pace for a learner; a benchmark asks for one frame (16 ms) through window.__bvInterval
 STEP_SYNC_MS = 150  # during playback the server's copy of the step (the batch view, the URL) follows this often
 SLIDER_SLOTS = 16
 log = logging.getLogger("batchviz.server")
 
 # The served page's module: the renderer, the batch view, and the host drawing the story around them.
-PAGE_JS = bundle("renderer.js", "batch.js", "host.js")
+PAGE_JS = bundle("words.js", "renderer.js", "batch.js", "host.js")
 
 
 def view_key(state: SimState, slots_end: int, **overrides) -> ViewKey:

@@ -1,9 +1,9 @@
 // The batch at the cursor, drawn in the browser: continuous's ragged batch beside build_batch's lit source, and
-// static's padded rectangle. Concatenated after renderer.js into one module (it uses renderer.js's escape and
-// plural), so every top-level name here starts with `batch` or `_b`. Each string equals what app/batch_view.py's
-// BatchView.html() builds for the same runs, mode and step (tests/browser/test_batch_renderer.py); the constants
+// static's padded rectangle. Joined with the renderer into one module (app/bundle.py), so every top-level name
+// here starts with `batch` or `_b`. Each string equals what tests/oracles/batch_view.py's BatchView.html() builds
+// for the same runs, mode and step (tests/test_node_parity.py, tests/browser/test_batch_renderer.py); the constants
 // come from app/batch_data.py's batch_config(), read as the renderer's config.batch.
-import { escape, plural } from "./renderer.js";
+import { escape, plural } from "./words.js";
 
 const _bPrompt = (p) => Math.max(1, p);  // core/step_batch.py's prompt_length: one start token when there is none
 

@@ -3,7 +3,8 @@
 // The settings and the replay are Panel's own widgets behind disclosures, made on the server the first time one
 // opens and placed here; the story's buttons send their index to the server, which changes the settings. Hooks a benchmark or a test reads: window.__bvWidget,
 // window.__bvOnConfirm, window.__bvInterval.
-import { escape, mountWidget } from "./renderer.js";
+import { mountWidget } from "./renderer.js";
+import { escape } from "./words.js";
 
 
 

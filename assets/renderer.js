@@ -2,6 +2,7 @@
 // The served page (app/widget.py) and the exported page (app/export.py) both mount it; the server only computes
 // runs. Every text it writes equals what app/progress.py and app/story.py build (tests/browser/test_renderer.py).
 import { batchHtml } from "./batch.js";
+import { escape, plural } from "./words.js";
 
 // ---- formatting as Python's: exact ties round to even there, up in JavaScript's toFixed --------------------------
 export function fixed(x, digits) {
@@ -15,9 +16,6 @@ export function fixed(x, digits) {
 export function pct(x) {
   return fixed(x * 100, 0) + "%";  // Python's "{:.0%}" multiplies the double by 100, then rounds as "{:.0f}"
 }
-const ESC = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;" };
-export const escape = (s) => String(s).replace(/[&<>"']/g, (c) => ESC[c]);
-export const plural = (n, word) => (n === 1 ? `${n} ${word}` : `${n} ${word}s`);
 const thousands = (x, digits) => {
   const [whole, frac] = fixed(x, digits).split(".");
   const sign = whole.startsWith("-") ? "-" : "";

@@ -4,12 +4,13 @@ import re
 
 import pytest
 
-from app.memory_view import MAX_BLOCKS, MIN_BLOCKS, MemoryView, events_text, lesson_html, mode_html, runs_for
+from app.memory_view import MAX_BLOCKS, MIN_BLOCKS, MemoryView, lesson_html, runs_for
 from app.memory_view import figures as _figures
 from core.engine import as_run, memory_waits, schedule
 from core.memory import MemoryConfig
 from core.memory_example import BLOCK_SIZE, SLOTS, memory_requests
 from core.states import PREFILL
+from tests.oracles.memory_view import events_text, mode_html
 
 
 def _core(blocks: int) -> dict:
@@ -270,3 +271,17 @@ def test_the_page_says_why_its_two_block_sizes_differ():
 
     assert SIMULATOR_BLOCK_SIZE != BLOCK_SIZE
     assert f"Blocks here hold {BLOCK_SIZE} tokens ({SIMULATOR_BLOCK_SIZE} on the simulator tab)" in INTRO
+
+
+def test_the_server_sends_the_pools_runs_once_and_a_step_is_one_number():
+    """The tab's modes are drawn in the browser: a step changes one number, a new pool sends that pool's JSON."""
+    from app.memory_data import memory_json
+
+    view = MemoryView()
+    view.__panel__()
+    assert view.modes.payload == memory_json(view.blocks)
+    payload = view.modes.payload
+    view.step = 3
+    assert view.modes.step == 3 and view.modes.payload is payload
+    view.blocks = MIN_BLOCKS
+    assert view.modes.payload == memory_json(MIN_BLOCKS)

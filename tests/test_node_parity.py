@@ -142,3 +142,28 @@ def test_the_harness_fails_on_a_wrong_text(node, tmp_path):
     path.write_text(json.dumps([case]), encoding="utf-8")
     got = json.loads(subprocess.run([node, str(HARNESS), str(path)], capture_output=True, text=True, check=True).stdout)
     assert got[0]["continuous"]["panel"] != list(playback_texts(state.runs["continuous"], state.window, None))[-1:]
+
+
+def test_the_memory_tabs_modes_equal_their_oracle_at_every_pool_and_step(node, tmp_path):
+    """The Memory tab at every pool size its slider offers and every step: assets/memory.js's HTML is the oracle's."""
+    from app.memory_data import memory_json
+    from app.memory_view import MAX_BLOCKS, MIN_BLOCKS, MODES, runs_for
+    from tests.oracles.memory_view import mode_html
+
+    cases, wanted = [], []
+    for blocks in range(MIN_BLOCKS, MAX_BLOCKS + 1):
+        data = memory_json(blocks)
+        width = json.loads(data)["width"]
+        cases.append({"memory": data, "steps": list(range(width))})
+        runs = runs_for(blocks)
+        wanted.append(["".join(mode_html(m, runs[m], t, width, blocks) for m in MODES) for t in range(width)])
+    path = tmp_path / "memory.json"
+    path.write_text(json.dumps(cases), encoding="utf-8")
+    proc = subprocess.run([node, str(HARNESS), str(path)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout)
+    assert sum(len(steps) for steps in got) > 400
+    for blocks, (texts, want) in enumerate(zip(got, wanted), start=MIN_BLOCKS):
+        assert texts == want, f"{blocks} blocks: {_first_difference(texts, want)}"
+    decided = [t for t, text in enumerate(got[0]) if "preempted" in text or "waits for memory" in text]
+    assert decided  # the smallest pool makes memory decide: the comparison covers the log's words

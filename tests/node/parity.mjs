@@ -1,11 +1,17 @@
 // The page's text builders in node, for tests/test_node_parity.py: reads a JSON file of cases, writes each case's
-// texts as JSON on stdout. A case: {view (JSON text), config, modes, steps, what: ["panel", "loop", "h2h", "batch"]}.
+// texts as JSON on stdout. A case: {view (JSON text), config, modes, steps, what: ["panel", "loop", "h2h", "batch"]},
+// or the Memory tab's: {memory (JSON text), steps}.
 import { readFileSync } from "node:fs";
 import { batchHtml } from "../../assets/batch.js";
+import { memoryModesHtml } from "../../assets/memory.js";
 import { clockLoopHtml, clockPlaybackHtml, h2hCompactHtml, loopHtml, playbackHtml } from "../../assets/renderer.js";
 
 const cases = JSON.parse(readFileSync(process.argv[2], "utf-8"));
-const out = cases.map(({ view, config, modes, steps, what }) => {
+const out = cases.map(({ view, config, modes, steps, what, memory }) => {
+  if (memory) {  // the Memory tab: every mode's block at each step
+    const data = JSON.parse(memory);
+    return steps.map((t) => memoryModesHtml(data, t));
+  }
   const v = JSON.parse(view), got = {};
   const clock = v.clock === "ms";
   for (const mode of modes) {
