@@ -31,9 +31,13 @@ from . import palette, story
 from .bundle import bundle
 from .export_exercises import knee_section, spread_section, temperature_section
 from .export_lineup import export_lineups, lineup_panel
-from .export_views import LESSON_SEEDS, SEEDS, SLOTS, export_views
+from .export_views import LESSON_SEEDS, SEEDS, SLOTS, export_views, pack
+from .memory_data import memory_json
+from .memory_view import BUDGETS, CHUNKED_INTRO, LEGEND, MAX_BLOCKS, MEMORY_CSS, MIN_BLOCKS, MemoryView, chunked_html
+from .memory_view import INTRO as MEMORY_INTRO
 from .quiz import INTRO as QUIZ_INTRO
 from .quiz import questions_data
+from .simulator import TABS as SERVED_TABS
 from .state import MODE_ORDER
 from .style import CSS
 from .widget import INTERVAL_MS
@@ -41,24 +45,24 @@ from .widget_data import renderer_config
 
 # The page's one module: the served page's renderer, batch view and host, the quiz, this page's server and its
 # Schedulers tab (assets/, joined by app/bundle.py).
-MODULES = ("words.js", "renderer.js", "batch.js", "host.js", "quiz.js", "export_host.js", "export_lineup.js")
+MODULES = (
+    *("words.js", "renderer.js", "batch.js", "host.js", "quiz.js", "memory.js"),
+    *("export_host.js", "export_lineup.js", "export_memory.js"),
+)
 MODES = MODE_ORDER  # every mode the widget offers
 SCRIPT_BODY = re.compile(r"(<script\b[^>]*>).*?(</script>)", re.DOTALL | re.IGNORECASE)
 LINKED_SCRIPT = re.compile(r"<script\b[^>]*\bsrc=", re.IGNORECASE)
 EXTERNAL = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=[^>]*>", re.IGNORECASE)
 IN_APP_LINK = re.compile(r'<a href="(\?[^"]*)">(.*?)</a>', re.DOTALL)
 
-# ?tab= on the file URL, as on the served page (app/simulator.py TABS, less the Memory tab, which needs its engine;
-# the Schedulers tab carries its default lineup and its lessons', app/export_lineup.py).
-TABS = {"simulator": "Simulator"} | {key: title for key, title in (
-    ("knee", "Exercise 1: the knee"),
-    ("spread", "Exercise 2: length spread"),
-    ("temperature", "Exercise 3: one temperature"),
-    ("schedulers", "Schedulers"),
-    ("quiz", "Check yourself"),
-)}  # fmt: skip
+# ?tab= on the file URL, as on the served page (the Schedulers tab carries its default lineup and its lessons',
+# app/export_lineup.py; the Memory tab every pool size its slider offers).
+TABS = dict(SERVED_TABS)
 # The URL keys the page's links and its own address may carry (app/url.py URL_KEYS, as far as the views reach).
-LINK_KEYS = {"tab", "preset", "mode", "slots", "seed", "step", "lengths", "arrival_window", "kv_blocks", "allocation"}
+LINK_KEYS = {
+    *("tab", "preset", "mode", "slots", "seed", "step", "lengths", "arrival_window", "kv_blocks", "allocation"),
+    *("blocks", "budget"),  # the Memory tab's
+}
 # What stands where the served page has a disclosure that needs its server.
 SERVED_ONLY = {
     "replay": '<p class="bv-served-only">The served app runs both schedules through a real model here (the '
@@ -183,7 +187,31 @@ def page_data(config: TrafficConfig | None = None, window: int = 64, seeds=SEEDS
         "words": {"generated": GENERATED_NOTE},
         "quiz": {"intro": QUIZ_INTRO, "questions": questions_data()},
         "lineups": export_lineups(),
+        "memory_tab": memory_tab(),
     }
+
+
+def memory_tab() -> dict:
+    """Return the Memory tab's data: every pool size's view (packed) and the huge-prompt lesson at every budget."""
+    defaults = MemoryView()
+    return {
+        "min_blocks": MIN_BLOCKS,
+        "max_blocks": MAX_BLOCKS,
+        "default_blocks": defaults.blocks,
+        "budgets": list(BUDGETS),
+        "default_budget": defaults.budget,
+        "pools": pack([memory_json(blocks) for blocks in range(MIN_BLOCKS, MAX_BLOCKS + 1)]),
+        "chunked": {str(budget): chunked_html(budget) for budget in BUDGETS},
+    }
+
+
+def memory_section() -> str:
+    """Return the Memory tab's HTML around what assets/export_memory.js fills in, in the served tab's order."""
+    part = lambda name: f'<div data-part="{name}"></div>'  # noqa: E731
+    return (
+        f'<div id="bv-memory-tab">{MEMORY_INTRO}{part("controls")}{part("lesson")}{LEGEND}{part("modes")}'
+        f"{CHUNKED_INTRO}<p>Token budget per pass, in tokens:</p>{part('budgets')}{part('chunked')}</div>"
+    )
 
 
 def build_page(config: TrafficConfig | None = None, window: int = 64, title: str = "batchviz", **reach) -> str:
@@ -201,6 +229,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
 
     sections = (
         "".join(section(key, div, "bv-exercise") for key, div in zip(("knee", "spread", "temperature"), divs))
+        + section("memory", memory_section())
         + section("schedulers", lineup_panel())
         + section("quiz", '<div id="bv-quiz"></div>')
     )
@@ -209,7 +238,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
     page = (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{CSS}{EXPORT_CSS}</style>\n</head>\n"
+        f"<title>{html.escape(title)}</title>\n<style>{CSS}{MEMORY_CSS}{EXPORT_CSS}</style>\n</head>\n"
         f'<body>\n<main class="bv-app" style="{variables}">\n<div id="bv-page"></div>\n'
         f'<div id="bv-sections">{sections}</div>\n</main>\n'
         f'<script type="application/json" id="bv-data">{_json(data)}</script>\n'

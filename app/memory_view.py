@@ -338,6 +338,17 @@ INTRO = (
 )
 
 
+LEGEND = (
+    "<p class='bv-muted'>Letters are requests. Blue: generating; orange, hatched: padding; yellow, bold: "
+    "recomputing after a preemption; pale blue: a prompt chunk; light grey: idle; ⊘ in a dashed cell: a "
+    "request waited for memory while this slot stood empty. A black bar under a column marks the step at "
+    "the cursor; white cells with a grey edge are steps not yet played. Under each timeline the dark grey "
+    "bars are the KV blocks in use (full height: the whole pool); the row of boxes below is the pool "
+    "at the cursor, one box per block, dark grey with its owner's letter when held, white when free.</p>"
+    "<p class='bv-muted bv-scroll-hint'>The timelines scroll sideways inside their frames.</p>"
+)
+
+
 class MemoryModes(JSComponent):
     """The three modes' timelines, pools and decisions at the step, drawn in the browser (assets/memory.js).
 
@@ -402,15 +413,7 @@ class MemoryView(LazyViewer):
 
     def _compose(self) -> pn.viewable.Viewable:
         intro = text_pane(INTRO)
-        legend = text_pane(
-            "<p class='bv-muted'>Letters are requests. Blue: generating; orange, hatched: padding; yellow, bold: "
-            "recomputing after a preemption; pale blue: a prompt chunk; light grey: idle; ⊘ in a dashed cell: a "
-            "request waited for memory while this slot stood empty. A black bar under a column marks the step at "
-            "the cursor; white cells with a grey edge are steps not yet played. Under each timeline the dark grey "
-            "bars are the KV blocks in use (full height: the whole pool); the row of boxes below is the pool "
-            "at the cursor, one box per block, dark grey with its owner's letter when held, white when free.</p>"
-            "<p class='bv-muted bv-scroll-hint'>The timelines scroll sideways inside their frames.</p>"
-        )
+        legend = text_pane(LEGEND)
         return pn.Column(
             intro,
             pn.FlexBox(self.pool_slider, self.step_slider, self.back, self.forward, sizing_mode="stretch_width"),

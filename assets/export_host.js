@@ -12,11 +12,15 @@ const $ = (id) => document.getElementById(id);
 // ---- the views: each place's pack inflated when first reached -------------------------------------------------
 const inflated = new Map(), ready = new Map();  // pack key -> Promise of its views; -> its views once inflated
 
-async function inflate(b64) {
+/** Return a pack's views: base64 of gzipped JSON (app/export_views.py pack), inflated in the page. */
+export async function inflate(b64) {
   const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
   return JSON.parse(await new Response(stream).text());
 }
+
+// The other tabs' own state in the address and links (assets/export_memory.js registers the Memory tab's).
+export const tabs = { changed: () => followAddress() };
 
 const packKey = (place, seed) => (D.places[place].seeds.length ? `${place}:${seed}` : place);
 function views(key) {
@@ -160,6 +164,7 @@ function addressOf() {
   if (cur.mode !== d.mode) q.set("mode", cur.mode);
   if (cur.slots !== (D.places[place].slots ?? d.slots)) q.set("slots", String(cur.slots));
   if (view && cur.step !== view.window - 1) q.set("step", String(cur.step));
+  tabs.memory?.query(q);
   return q.toString();
 }
 let addressTimer = null;
@@ -184,7 +189,7 @@ function showTab(key) {
 
 // ---- in-app links: the page's own address, the story's links and the quiz's, opened in place --------------------
 const LINK_KEYS = new Set(["tab", "preset", "mode", "slots", "seed", "step", "lengths", "arrival_window", "kv_blocks",
-  "allocation"]);
+  "allocation", "blocks", "budget"]);
 const showValue = (v) => `'${v.length <= 40 ? v : v.slice(0, 37) + "..."}'`;
 // Plain ASCII digits only (no `1_0`, no other scripts' digits), at most 18 of them: a number, never Infinity.
 const wholeNumber = (v) => (/^\s*[0-9]{1,18}\s*$/.test(v) ? Number(v) : null);
@@ -266,6 +271,7 @@ async function openLink(query) {
       if (step !== n) messages.push(`URL: step=${showValue(value("step"))} is past the last step; using ${last}.`);
     }
   }
+  tabs.memory?.apply(q, messages);
   say(messages.join(" "));
   await show(place, { mode, slots, seed }, step ?? last);
   serve.tab(tab);

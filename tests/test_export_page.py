@@ -125,7 +125,7 @@ def test_every_link_on_the_page_opens_offline(data):
     text = "".join(value for kind, value in data["story"] if kind == "html")
     links = LINK.findall(text) + [q.link for q in QUESTIONS]
     assert links and all(_supported(link) for link in links), [link for link in links if not _supported(link)]
-    assert "?clock=ms" not in text and "?tab=memory" not in text
+    assert "?clock=ms" not in text
     assert offline_links('<a href="?tab=knee">knee</a>') == '<a href="?tab=knee">knee</a>'
     assert offline_links('<a href="?clock=ms">on a clock</a>') == (
         'on a clock <span class="bv-served-only">(in the served app)</span>'
@@ -156,10 +156,20 @@ def test_quiz_data_is_the_served_quizs():
 
 
 def test_tabs_are_the_served_pages_tabs():
-    """The page's tabs and their titles are the served page's, less the Memory tab (it needs its engine)."""
+    """The page's tabs and their titles are the served page's, the Memory tab included."""
     from app.simulator import TABS as SERVED
 
-    assert TABS == {key: title for key, title in SERVED.items() if key != "memory"}
+    assert TABS == SERVED
+
+
+def test_the_memory_tab_carries_every_pool_its_slider_offers(data):
+    """Every pool size's view is the served tab's JSON, and the huge-prompt lesson is there at every budget."""
+    from app.memory_data import memory_json
+    from app.memory_view import BUDGETS, MAX_BLOCKS, MIN_BLOCKS, chunked_html
+
+    tab = data["memory_tab"]
+    assert unpack(tab["pools"]) == [json.loads(memory_json(b)) for b in range(MIN_BLOCKS, MAX_BLOCKS + 1)]
+    assert tab["chunked"] == {str(b): chunked_html(b) for b in BUDGETS}
 
 
 def test_the_story_is_the_served_story(data):

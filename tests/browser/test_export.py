@@ -114,7 +114,7 @@ def test_export_opens_on_the_chapters_traffic_and_follows_the_sliders(page, page
     expect(page.locator(".bv-message")).to_contain_text("Now showing generated traffic (seed 5)")
     _press(page, "slots", "ArrowRight", 2)
     assert _both(page, 6) == _core_both(generate(TrafficConfig(seed=5)), "continuous", 6)
-    page.locator("[data-mode=static]").click()
+    page.locator("button[data-mode=static]").click()
     assert _both(page, 6) == _core_both(generate(TrafficConfig(seed=5)), "static", 6)
     page.get_by_role("button", name=CHAPTER_BUTTON).click()
     assert _both(page, 6) == _core_both(chapter_requests, "static", 6)
@@ -125,13 +125,13 @@ def test_export_offers_sjf_and_priority(page, page_errors, offline, exported):
     """The exported page's mode choice holds sjf and priority: each drawn as the core schedules it, above continuous."""
     _open(page, exported + "?seed=6&slots=3")
     requests = generate(TrafficConfig(seed=6))
-    page.locator("[data-mode=sjf]").click()
+    page.locator("button[data-mode=sjf]").click()
     assert _both(page, 3) == _core_both(requests, "sjf", 3)
     sjf, fcfs = simulate(requests, 3, "sjf"), simulate(requests, 3, "continuous")
     assert sjf.start.tolist() != fcfs.start.tolist()  # the order changes who runs when
     latency = compute_metrics(sjf, 64).avg_latency_all
     expect(page.locator("[data-h2h=sjf-avg_latency_all]")).to_have_text(f"{latency:.1f}")
-    page.locator("[data-mode=priority]").click()
+    page.locator("button[data-mode=priority]").click()
     assert _both(page, 3) == _core_both(requests, "priority", 3)
     # Every generated request is class 0 here, so the caption says priority runs as continuous batching, and why.
     expect(page.locator(".bv-caption").first).to_contain_text("every request here has the same priority")
@@ -267,7 +267,7 @@ def test_export_story_loop_and_batch_read_back_offline(page, page_errors, offlin
     state = SimState(trace=chapter_traffic(), trace_name=CHAPTER_NAME, step=20)
     assert page.inner_html(".bv-loop-box") == _normalised(page, story.loop_texts(state.runs["continuous"], 64)[20])
     assert page.inner_html(".bv-batch-box") == _normalised(page, BatchView(state=state).html())
-    page.locator("[data-mode=static]").click()
+    page.locator("button[data-mode=static]").click()
     with param.parameterized.discard_events(state):
         state.mode = "static"
     assert page.inner_html(".bv-batch-box") == _normalised(page, BatchView(state=state).html())
@@ -322,7 +322,7 @@ def test_export_lessons_memory_and_one_slot_show_what_their_sentences_say(page, 
 def test_export_in_app_links_open_in_place(page, page_errors, offline, exported):
     """?tab=knee links switch the tab without leaving the file; links that need the server are plain text."""
     _open(page, exported)
-    assert page.locator("a[href*='clock=']").count() == 0 and page.locator("a[href*='tab=memory']").count() == 0
+    assert page.locator("a[href*='clock=']").count() == 0
     served_only = sum(v.count('class="bv-served-only"') for k, v in export_story(App().story()) if k == "html")
     assert page.locator("#bv-panel-simulator .bv-served-only").count() == served_only > 0
     page.evaluate("window.__stayed = true")
@@ -341,6 +341,9 @@ def test_export_tabs_are_a_keyboard_tablist(page, page_errors, offline, exported
     tab = page.get_by_role("tab", name="Exercise 3: one temperature")
     tab.focus()
     tab.press("ArrowRight")
+    memory = page.get_by_role("tab", name="Memory")
+    expect(memory).to_be_focused()
+    memory.press("ArrowRight")
     schedulers = page.get_by_role("tab", name="Schedulers")
     expect(schedulers).to_be_focused()
     expect(schedulers).to_have_attribute("aria-selected", "true")
@@ -405,7 +408,7 @@ def test_export_fits_a_phone_and_a_column(page, page_errors, offline, exported, 
     page.set_viewport_size({"width": width, "height": 844})
     _open(page, exported)
     for name in ("Simulator", "Exercise 1: the knee", "Exercise 2: length spread", "Exercise 3: one temperature",
-                 "Check yourself"):  # fmt: skip
+                 "Memory", "Check yourself"):  # fmt: skip
         page.get_by_role("tab", name=name).click()
         page.wait_for_timeout(200)
         sizes = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
@@ -572,7 +575,7 @@ def test_export_address_follows_and_opens_what_it_says(page, page_errors, offlin
     expect(page).to_have_url(exported)  # the default view: no query
     page.get_by_role("button", name=story.LESSONS["heavy-queued"][0]).click()
     _press(page, "seed", "ArrowRight")
-    page.locator("[data-mode=static]").click()
+    page.locator("button[data-mode=static]").click()
     page.get_by_role("button", name="◂ Back (One step back)").click()
     want = "?lengths=heavy&arrival_window=1&seed=5&mode=static&step=62"
     expect(page).to_have_url(exported + want)
@@ -589,3 +592,28 @@ def test_export_address_follows_and_opens_what_it_says(page, page_errors, offlin
     expect(page).to_have_url(exported + "?preset=worked&mode=static")
     _open(page, exported + "?kv_blocks=5")
     expect(page.locator(".bv-message")).to_contain_text("this KV pool is set on the served app only")
+
+
+def test_export_memory_tab_is_the_served_tabs(page, page_errors, offline, exported):
+    """From file://: the pool and step from the address, the buttons and the budget draw what the oracle writes."""
+    from app.memory_view import MIN_BLOCKS, MODES, chunked_html, lesson_html, runs_for
+    from tests.oracles.memory_view import mode_html
+
+    _open(page, exported + "?tab=memory&blocks=7&budget=1024")
+    tab = page.locator("#bv-memory-tab")
+    expect(tab).to_have_attribute("data-blocks", "7")
+    for _ in range(3):
+        page.get_by_role("button", name="Step ▸").last.click()
+    expect(tab).to_have_attribute("data-step", "3")
+    runs, width = runs_for(7), page.evaluate("Number(document.querySelector('[name=memory-step]').max)") + 1
+    want = "".join(mode_html(m, runs[m], 3, width, 7) for m in MODES)
+    assert tab.locator(".bv-mem-modes").inner_html() == _normalised(page, want)
+    assert tab.locator(".bv-mem-lesson").inner_html() == _normalised(page, lesson_html(7))
+    assert tab.locator(".bv-mem-chunked").inner_html() == _normalised(page, chunked_html(1024))
+    expect(page).to_have_url(exported + "?tab=memory&blocks=7&budget=1024")
+    _press(page, "blocks", "Home")  # the smallest pool: memory decides, the log says why
+    expect(tab).to_have_attribute("data-blocks", str(MIN_BLOCKS))
+    expect(tab.locator("[data-mem-log=paged] li").first).not_to_have_text("no memory decision at this step")
+    _open(page, exported + "?tab=memory&blocks=2_0&budget=7")
+    expect(page.locator(".bv-message")).to_contain_text("blocks='2_0' is not a whole number")
+    expect(page.locator(".bv-message")).to_contain_text("budget='7' is not allowed")
