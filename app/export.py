@@ -62,7 +62,10 @@ TABS = dict(SERVED_TABS)
 LINK_KEYS = {
     *("tab", "preset", "mode", "slots", "seed", "step", "lengths", "arrival_window", "kv_blocks", "allocation"),
     *("blocks", "budget"),  # the Memory tab's
+    "clock",  # on the chapter's traffic and the worked example
 }
+# The clock's two buttons, where the served page has its "On a clock" disclosure (the default accelerator and model).
+CLOCK_BUTTONS = ["On a clock (ms, {accelerator}, {model})", "Back to the step axis"]
 # What stands where the served page has a disclosure that needs its server.
 SERVED_ONLY = {
     "replay": '<p class="bv-served-only">The served app runs both schedules through a real model here (the '
@@ -102,7 +105,7 @@ def offline_links(text: str) -> str:
     def keep(match: re.Match) -> str:
         query = parse_qs(match.group(1).lstrip("?"))
         tab = query.get("tab", ["simulator"])[-1]
-        if set(query) <= LINK_KEYS and tab in TABS and "clock" not in query:
+        if set(query) <= LINK_KEYS and tab in TABS:
             return match.group(0)
         return f'{match.group(2)} <span class="bv-served-only">(in the served app)</span>'
 
@@ -143,7 +146,7 @@ def export_story(served: list[list]) -> list[list]:
     out = []
     for kind, value in served:
         if kind == "row":
-            value = [part for part in value if part[0] != "disclosure"]
+            value = [part for part in value if part[0] != "disclosure"] + [["buttons", "clock"]]
         elif kind == "disclosure":
             kind, value = "html", SERVED_ONLY[value]
         if kind == "html":
@@ -172,6 +175,7 @@ def page_data(config: TrafficConfig | None = None, window: int = 64, seeds=SEEDS
     config = config or TrafficConfig()
     packs, meta = export_views(config, window, seeds, lesson_seeds)
     served_story = meta.pop("story")
+    meta["buttons"] = {**meta["buttons"], "clock": clock_buttons()}
     return {
         "packs": packs,
         **meta,  # places, actions, buttons
@@ -189,6 +193,14 @@ def page_data(config: TrafficConfig | None = None, window: int = 64, seeds=SEEDS
         "lineups": export_lineups(),
         "memory_tab": memory_tab(),
     }
+
+
+def clock_buttons() -> list[str]:
+    """Return the clock's buttons, naming the accelerator and model the page's clock views assume."""
+    from core.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES
+
+    names = {"accelerator": ACCELERATORS[DEFAULT_ACCELERATOR].name, "model": MODEL_SHAPES[DEFAULT_MODEL_SHAPE].name}
+    return [label.format(**names) for label in CLOCK_BUTTONS]
 
 
 def memory_tab() -> dict:

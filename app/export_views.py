@@ -1,7 +1,7 @@
 """The exported page's views: the served page's own view JSON for every setting the page carries, packed by place.
 
 A place is what the story's buttons and the address load (the chapter's traffic, the worked example, a lesson, a
-memory lesson, generated traffic at a seed); each holds its view at slots 1-16, made by the served page's own path
+memory lesson, generated traffic at a seed, the chapter's traffic and the worked example on a clock: `chapter@ms`); each holds its view at slots 1-16, made by the served page's own path
 (`app.widget.view_key`, `app.widget_data.view_json`) after the served App's own button press, so the two pages draw
 from the same JSON. Each place's views are gzipped together (views of one traffic share most of their text) and
 written as base64; the page inflates a place when the learner reaches it (DecompressionStream).
@@ -85,6 +85,17 @@ def export_views(
         grab(name)
         places[name] = Place(name, app.state.slots, None)
         actions["memory"].append(name)
+    # On a clock (the default accelerator and model): the chapter's traffic and the worked example, as the served
+    # page shows them after "On a clock"; a clock view is about four times a step view's size.
+    app.use_chapter_traffic()
+    app.state.clock = "ms"
+    grab("chapter@ms")
+    places["chapter@ms"] = Place("chapter@ms", None, None)
+    app.press("traffic", 0)
+    grab("worked@ms")
+    places["worked@ms"] = Place("worked@ms", app.state.slots, app.state.step)
+    app.state.clock = "steps"
+    actions["clock"] = ["ms", "steps"]  # this page's own buttons (app/export.py CLOCK_BUTTONS)
     if len(app.actions["traffic"]) != len(actions["traffic"]):
         raise RuntimeError("the served page's traffic buttons changed: update app/export_views.py")
     return packs, {
@@ -113,11 +124,13 @@ def served_app(config: TrafficConfig | None = None, window: int = 64):
 def served_key(place: str, slots: int, seed: int | None = None):
     """Return the served page's view key for a place at `slots` (and `seed`), pressing its button as a learner would."""
     app = served_app()
+    place, clock = place.split("@") if "@" in place else (place, "steps")
     if place == "worked":
         app.press("traffic", 0)
     elif place in story.LESSONS:
         app.press("lessons", list(story.LESSONS).index(place))
     elif place.startswith("memory-"):
         app.press("memory", list(memory_lesson.lesson_buttons()).index(place.removeprefix("memory-")))
+    app.state.clock = clock
     overrides = {"slots": slots} if seed is None else {"slots": slots, "seed": seed}
     return view_key(app.state, app.chapter_widget._slots_end, **overrides)

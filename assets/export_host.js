@@ -70,7 +70,7 @@ serve.tab = property("tab", "simulator", (key) => { showTab(key); followAddress(
 serve.message = property("message", "");
 
 // ---- answering the host -----------------------------------------------------------------------------------------
-let asked = 0;  // the latest question's number: an answer to an older one is dropped
+let asked = 0, answered = 0;  // the latest question's number (an answer to an older one is dropped); the last shown
 
 /** Send the view of `place` at these settings with its neighbours, as ChapterWidget._send does. */
 async function show(place, settings, step, kept = false) {
@@ -82,6 +82,7 @@ async function show(place, settings, step, kept = false) {
   serve.mode(settings.mode); serve.slots(settings.slots); serve.seed(settings.seed);
   serve.step(cur.step);
   serve.payload({ settings, step: cur.step, view, ahead: ahead(place, settings), kept });
+  answered = n;
   serve.hidden(hiddenButtons(place));
   document.body.dataset.bvPlace = place;
   followAddress();
@@ -104,9 +105,13 @@ function ahead(place, s) {
 
 /** The traffic buttons hidden, as App._show_traffic_buttons: no way to where the learner already is. */
 function hiddenButtons(place) {
-  const onTrace = !D.places[place].seeds.length;  // the chapter's traffic, the worked example, a memory lesson
-  return [...(place === "chapter" ? ["traffic:1"] : []), ...(onTrace ? [] : ["traffic:2"])];
+  const base = baseOf(place), onTrace = !D.places[base].seeds.length;  // the chapter's, the worked example, memory
+  const clock = place.endsWith("@ms") ? ["clock:0"] : D.places[`${place}@ms`] ? ["clock:1"] : ["clock:0", "clock:1"];
+  return [...(base === "chapter" ? ["traffic:1"] : []), ...(onTrace ? [] : ["traffic:2"]), ...clock];
 }
+const baseOf = (place) => place.replace(/@ms$/, "");
+const CLOCK_ONLY = "This page carries the clock on the chapter's traffic and the worked example (the served app runs " +
+  "any traffic on a clock)";
 
 const say = (text) => serve.message(text);
 
@@ -118,7 +123,7 @@ function settle() {
     if (place === "chapter") { place = "generated"; say(D.words.generated.replace("{seed}", want.seed)); }
     const seeds = D.places[place].seeds;
     if (!seeds.includes(want.seed)) {
-      say(seeds.length ? `This page carries this traffic at seeds ${seeds[0]}-${seeds.at(-1)} (the served app runs ` +
+      say(place.endsWith("@ms") ? `${CLOCK_ONLY}; kept seed ${cur.seed}.` : seeds.length ? `This page carries this traffic at seeds ${seeds[0]}-${seeds.at(-1)} (the served app runs ` +
         `any seed); kept seed ${cur.seed}.` : "This page carries the memory lessons on the chapter's traffic only " +
         `(the served app runs any seed on a pool); kept seed ${cur.seed}.`);
       want.seed = cur.seed;
@@ -137,14 +142,25 @@ function press(message) {
   if (target === undefined) { console.info("ignored a story button message", message); return; }
   say("");
   if (group === "one_slot") { show(cur.place, { ...settings(), slots: 1 }, cur.step); return; }
-  const place = D.places[target], s = settings();
+  if (group === "clock") {
+    const to = target === "ms" ? `${baseOf(cur.place)}@ms` : baseOf(cur.place);
+    if (D.places[to]) show(to, settings(), 1e9);  // a clock's window is its frames: open on the last
+    return;
+  }
+  // On a clock a traffic button keeps the clock where this page carries it (as served); a lesson returns to steps.
+  let name = target;
+  if (cur.place.endsWith("@ms") && group === "traffic") {
+    if (D.places[`${target}@ms`]) name = `${target}@ms`;
+    else say(`${CLOCK_ONLY}; showing the step axis.`);
+  }
+  const place = D.places[name], s = settings();
   if (place.slots !== null) s.slots = place.slots;
   if (place.seeds.length && !place.seeds.includes(s.seed)) {
     say(`This page carries this traffic at seeds ${place.seeds[0]}-${place.seeds.at(-1)}; showing seed ` +
       `${D.defaults.seed}.`);
     s.seed = D.defaults.seed;
   }
-  show(target, s, place.step ?? stepFor(target));
+  show(name, s, place.step ?? stepFor(name));
 }
 const settings = () => ({ mode: cur.mode, slots: cur.slots, seed: cur.seed });
 /** Keep the step where the window stays; a traffic with another window opens on its last step, as served. */
@@ -154,13 +170,14 @@ const stepFor = (place) => (ready.get(packKey(place, cur.seed))?.[0]?.window ?? 
 // ---- the address: it follows the settings, as the served page's does (App.sync_url), so a link shared opens here --
 /** Return the query that opens what is shown now, in the served page's keys (the defaults left out). */
 function addressOf() {
-  const q = new URLSearchParams(), d = D.defaults, place = cur.place, view = model.payload?.view;
+  const q = new URLSearchParams(), d = D.defaults, place = baseOf(cur.place), view = model.payload?.view;
   if (model.tab !== "simulator") q.set("tab", model.tab);
   if (place === "worked") q.set("preset", "worked");
   const lesson = D.lessons[place], memory = D.memory[place];
   if (lesson) { q.set("lengths", lesson.lengths); q.set("arrival_window", String(lesson.arrival_window)); }
   if (memory) { q.set("kv_blocks", String(memory.kv_blocks)); if (memory.allocation !== "paged") q.set("allocation", memory.allocation); }
   if (place === "generated" || lesson) q.set("seed", String(cur.seed));
+  if (cur.place.endsWith("@ms")) q.set("clock", "ms");
   if (cur.mode !== d.mode) q.set("mode", cur.mode);
   if (cur.slots !== (D.places[place].slots ?? d.slots)) q.set("slots", String(cur.slots));
   if (view && cur.step !== view.window - 1) q.set("step", String(cur.step));
@@ -249,6 +266,14 @@ async function openLink(query) {
     if (value("preset") === "worked") { place = "worked"; slots = D.places.worked.slots; }
     else messages.push(`URL: preset=${showValue(value("preset"))} is not allowed (use worked); kept the traffic.`);
   }
+  if (q.has("clock")) {
+    if (value("clock") === "ms") {
+      if (D.places[`${place}@ms`]) place = `${place}@ms`;
+      else messages.push(`URL: ${CLOCK_ONLY}; showing the step axis.`);
+    } else if (value("clock") !== "steps") {
+      messages.push(`URL: clock=${showValue(value("clock"))} is not allowed (use steps or ms); kept steps.`);
+    }
+  }
   if (q.has("mode")) {
     if (MODES.includes(value("mode"))) mode = value("mode");
     else messages.push(`URL: mode=${showValue(value("mode"))} is not allowed (use ${MODES.join(" or ")}); ` +
@@ -311,7 +336,9 @@ async function start() {
   new ResizeObserver(focusable).observe(document.body);
   // `fresh`: a place's view inflated anew, as embedded (the drawn one carries the renderer's own caches).
   const fresh = async (place, slots, seed) => (await inflate(D.packs[packKey(place, seed)]))[slots - 1];
-  window.__bvExport = { data: D, state: cur, model, openLink, viewAt, fresh, press };
+  // `idle`: every question the host asked is answered and drawn (a test reads the pixels then).
+  const idle = () => !settleQueued && answered === asked;
+  window.__bvExport = { data: D, state: cur, model, openLink, viewAt, fresh, press, idle };
   document.body.dataset.ready = "1";
 }
 start();

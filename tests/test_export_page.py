@@ -8,7 +8,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from app import memory_lesson, story
-from app.export import LINK_KEYS, SERVED_ONLY, TABS, export_story, offline_links, page_data
+from app.export import LINK_KEYS, SERVED_ONLY, TABS, clock_buttons, export_story, offline_links, page_data
 from app.export_views import LESSON_SEEDS, SLOTS, pack, served_key, unpack
 from app.quiz import QUESTIONS, explanation_html, questions_data
 from app.simulator import App
@@ -46,6 +46,9 @@ CASES = [
     ("memory-paged", 4, None),
     ("memory-tight", 5, None),
     ("memory-contiguous", 4, None),
+    ("chapter@ms", 4, None),
+    ("worked@ms", 4, None),
+    ("chapter@ms", 11, None),
 ]
 
 
@@ -95,8 +98,8 @@ def test_every_place_and_seed_is_packed_once(data):
 def test_the_buttons_load_what_the_served_buttons_load(data):
     """Each story button's place is where the served App's press goes: its traffic, its slots, the worked step."""
     app = App()
-    assert data["buttons"] == app.chapter_widget.buttons
-    assert {g: len(a) for g, a in data["actions"].items()} == {g: len(a) for g, a in app.actions.items()}
+    assert data["buttons"] == {**app.chapter_widget.buttons, "clock": clock_buttons()}  # the clock: this page's
+    assert {g: len(a) for g, a in data["actions"].items()} == {g: len(a) for g, a in app.actions.items()} | {"clock": 2}
     assert data["actions"]["lessons"] == list(story.LESSONS)
     assert data["actions"]["memory"] == [f"memory-{key}" for key in memory_lesson.lesson_buttons()]
     assert data["places"]["worked"] == {"name": "worked", "slots": worked.SLOTS, "step": worked.WINDOW - 1, "seeds": []}
@@ -121,14 +124,14 @@ def _supported(link: str) -> bool:
 
 
 def test_every_link_on_the_page_opens_offline(data):
-    """The story's and the quiz's links all name views the page holds; the clock and Memory links are text."""
+    """The story's and the quiz's links all name views the page holds; links that need the server are text."""
     text = "".join(value for kind, value in data["story"] if kind == "html")
     links = LINK.findall(text) + [q.link for q in QUESTIONS]
     assert links and all(_supported(link) for link in links), [link for link in links if not _supported(link)]
-    assert "?clock=ms" not in text
     assert offline_links('<a href="?tab=knee">knee</a>') == '<a href="?tab=knee">knee</a>'
-    assert offline_links('<a href="?clock=ms">on a clock</a>') == (
-        'on a clock <span class="bv-served-only">(in the served app)</span>'
+    assert offline_links('<a href="?clock=ms">on a clock</a>') == '<a href="?clock=ms">on a clock</a>'
+    assert offline_links('<a href="?clock=ms&accelerator=a100-80gb">an A100</a>') == (
+        'an A100 <span class="bv-served-only">(in the served app)</span>'
     )
 
 
@@ -181,7 +184,7 @@ def test_the_story_is_the_served_story(data):
         if kind == "disclosure":
             assert (their_kind, theirs) == ("html", SERVED_ONLY[value])
         elif kind == "row":
-            assert theirs == [part for part in value if part[0] != "disclosure"] and theirs
+            assert theirs == [part for part in value if part[0] != "disclosure"] + [["buttons", "clock"]]
         elif kind == "html":
             assert theirs == offline_links(value)
         else:

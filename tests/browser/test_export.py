@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 from dataclasses import replace
+from urllib.parse import parse_qs
 
 import param
 import pytest
@@ -14,7 +15,7 @@ from app import memory_lesson, story
 from app.exercises.knee import verdict_html
 from app.exercises.knee_words import load_html
 from app.exercises.spread import GUESSES, best_guess
-from app.export import SERVED_ONLY, export_story
+from app.export import LINK_KEYS, SERVED_ONLY, export_story
 from app.export_views import served_key
 from app.quiz import QUESTIONS, explanation_html, progress_html, summary_html
 from app.simulator import CHAPTER_BUTTON, App
@@ -72,6 +73,8 @@ def _open(page, url: str) -> None:
 
 
 def _both(page, slots: int, window: int = 64) -> tuple[list[str], list[str]]:
+    # A place's views are inflated on first reach: read the pixels once every asked view is drawn.
+    page.wait_for_function("window.__bvExport.idle()", polling=50, timeout=10_000)
     return read_timeline(page, slots, window), read_timeline(page, slots, window, name="timeline-other")
 
 
@@ -322,7 +325,8 @@ def test_export_lessons_memory_and_one_slot_show_what_their_sentences_say(page, 
 def test_export_in_app_links_open_in_place(page, page_errors, offline, exported):
     """?tab=knee links switch the tab without leaving the file; links that need the server are plain text."""
     _open(page, exported)
-    assert page.locator("a[href*='clock=']").count() == 0
+    links = page.eval_on_selector_all("#bv-panel-simulator a[href^='?']", "els => els.map(e => e.getAttribute('href'))")
+    assert links and all(set(parse_qs(link[1:])) <= LINK_KEYS for link in links), links
     served_only = sum(v.count('class="bv-served-only"') for k, v in export_story(App().story()) if k == "html")
     assert page.locator("#bv-panel-simulator .bv-served-only").count() == served_only > 0
     page.evaluate("window.__stayed = true")
@@ -530,6 +534,7 @@ SAME_PIXELS = [  # (query, a story button to press after opening, or None)
     ("?seed=7&slots=5&mode=static", None),
     ("?preset=worked&step=9", None),
     ("?slots=3&step=40", None),
+    ("?clock=ms&slots=5&step=30", None),  # on a clock: rectangles by time, the same axis on both pages
     ("", "A pool of"),  # the memory lesson's paged pool: KV strips on the pool's scale
     ("", "blocks: preemption"),  # its tight pool: preempted requests recompute
 ]
@@ -617,3 +622,31 @@ def test_export_memory_tab_is_the_served_tabs(page, page_errors, offline, export
     _open(page, exported + "?tab=memory&blocks=2_0&budget=7")
     expect(page.locator(".bv-message")).to_contain_text("blocks='2_0' is not a whole number")
     expect(page.locator(".bv-message")).to_contain_text("budget='7' is not allowed")
+
+
+def test_export_clock_on_the_chapters_traffic_and_the_worked_example(page, page_errors, offline, exported):
+    """On a clock as served: its buttons, the worked example kept on the clock, the address, and what it lacks named."""
+    from app.export import clock_buttons
+
+    to_clock, to_steps = clock_buttons()
+    _open(page, exported)
+    page.get_by_role("button", name=to_clock).click()
+    expect(page.locator("body")).to_have_attribute("data-bv-place", "chapter@ms")
+    assert page.evaluate("window.__bvWidget.view.clock") == "ms"
+    expect(page).to_have_url(exported + "?clock=ms")
+    expect(page.locator(".bv-step")).to_contain_text("ms")  # the cursor is a time
+    expect(page.get_by_role("button", name=to_clock)).to_be_hidden()
+    page.get_by_role("button", name="The chapter's worked example (A-F)").click()
+    expect(page.locator("body")).to_have_attribute("data-bv-place", "worked@ms")
+    expect(page).to_have_url(exported + "?preset=worked&clock=ms")
+    page.get_by_role("button", name=story.LESSONS["fixed-queued"][0]).click()  # a lesson is on the step axis, as served
+    expect(page.locator("body")).to_have_attribute("data-bv-place", "fixed-queued")
+    expect(page.get_by_role("button", name=to_clock)).to_be_hidden()  # not carried there
+    _open(page, exported + "?clock=ms")
+    _press(page, "seed", "ArrowRight")
+    expect(page.locator(".bv-message")).to_contain_text("This page carries the clock on the chapter's traffic")
+    expect(page.locator("output[data-value=seed]")).to_have_text("4")
+    page.get_by_role("button", name=to_steps).click()
+    expect(page.locator("body")).to_have_attribute("data-bv-place", "chapter")
+    _open(page, exported + "?clock=ms&lengths=fixed&arrival_window=1")
+    expect(page.locator(".bv-message")).to_contain_text("This page carries the clock on the chapter's traffic")
