@@ -182,6 +182,7 @@ def page_data(config: TrafficConfig | None = None, window: int = 64, seeds=SEEDS
         "story": export_story(served_story),
         "header": HEADER.replace("</p>", HEADER_NOTE + "</p>", 1),
         "tabs": TABS,
+        "link_keys": sorted(LINK_KEYS),
         "config": renderer_config(palette.THEMES["light"], INTERVAL_MS),
         "defaults": {"mode": "continuous", "slots": CHAPTER_SLOTS, "seed": TrafficConfig.seed, "window": window},
         "slots_end": SLOTS.stop - 1,

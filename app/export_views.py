@@ -1,10 +1,11 @@
 """The exported page's views: the served page's own view JSON for every setting the page carries, packed by place.
 
-A place is what the story's buttons and the address load (the chapter's traffic, the worked example, a lesson, a
-memory lesson, generated traffic at a seed, the chapter's traffic and the worked example on a clock: `chapter@ms`); each holds its view at slots 1-16, made by the served page's own path
-(`app.widget.view_key`, `app.widget_data.view_json`) after the served App's own button press, so the two pages draw
-from the same JSON. Each place's views are gzipped together (views of one traffic share most of their text) and
-written as base64; the page inflates a place when the learner reaches it (DecompressionStream).
+A place is what the story's buttons and the address load: the chapter's traffic, the worked example, a lesson, a
+memory lesson, generated traffic at a seed, and the chapter's traffic and the worked example on a clock
+(`chapter@ms`). Each holds its view at slots 1-16, made by the served page's own path (`app.widget.view_key`,
+`app.widget_data.view_json`) after the served App's own button press, so the two pages draw from the same JSON.
+Each place's views are gzipped together (views of one traffic share most of their text) and written as base64; the
+page inflates a place when the learner reaches it (DecompressionStream).
 """
 
 from __future__ import annotations

@@ -205,8 +205,7 @@ function showTab(key) {
 }
 
 // ---- in-app links: the page's own address, the story's links and the quiz's, opened in place --------------------
-const LINK_KEYS = new Set(["tab", "preset", "mode", "slots", "seed", "step", "lengths", "arrival_window", "kv_blocks",
-  "allocation", "blocks", "budget"]);
+const LINK_KEYS = new Set(D.link_keys);  // app/export.py LINK_KEYS: one list for the page's links and its address
 const showValue = (v) => `'${v.length <= 40 ? v : v.slice(0, 37) + "..."}'`;
 // Plain ASCII digits only (no `1_0`, no other scripts' digits), at most 18 of them: a number, never Infinity.
 const wholeNumber = (v) => (/^\s*[0-9]{1,18}\s*$/.test(v) ? Number(v) : null);

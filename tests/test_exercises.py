@@ -217,10 +217,14 @@ def test_the_knee_page_opens_below_capacity_and_says_when_the_queue_grows():
     for rate in KNEE_RATES:
         points = cached_sweep(rate, cost_model())
         words = load_html(points, rate)
-        offered, top = rate * mean_output_tokens(), max(p.tokens_per_s for p in points)
+        offered, top = rate * round(mean_output_tokens(), 1), max(p.tokens_per_s for p in points)
         over = offered * KEEPS_UP > top
         assert ('data-load="over"' in words) == over, rate
         assert f"= {offered:,.0f} tokens/s; the largest throughput here is {top:,.0f} tokens/s" in words
+        # The sentence's own arithmetic holds on the figures it shows (14 x 193 was said to be 2,707).
+        shown_rate, shown_mean, shown = re.search(r"Offered load: ([\d.]+) requests?/s x ([\d.]+) tokens each = "
+                                                  r"([\d,]+) tokens/s", words).groups()  # fmt: skip
+        assert round(float(shown_rate) * float(shown_mean)) == int(shown.replace(",", "")), words
         if not over:
             first = int(re.search(r"from (\d+) up keeps up", words).group(1))
             assert all((p.tokens_per_s >= KEEPS_UP * offered) == (p.batch >= first) for p in points), rate

@@ -24,10 +24,12 @@ def mean_output_tokens() -> float:
 
 def load_html(points: tuple[SweepPoint, ...], rate_per_s: float) -> str:
     """Return the offered load against the sweep's largest throughput, and whether the queue grows without bound."""
-    offered = rate_per_s * mean_output_tokens()
+    # The product is of the figures the sentence shows, so a learner's own multiplication gives its result.
+    mean = round(mean_output_tokens(), 1)
+    offered = rate_per_s * mean
     top = max(points, key=lambda p: p.tokens_per_s)
     head = (
-        f"Offered load: {rate_per_s:g} request{'' if rate_per_s == 1 else 's'}/s x {mean_output_tokens():.0f} "
+        f"Offered load: {rate_per_s:g} request{'' if rate_per_s == 1 else 's'}/s x {mean:.1f} "
         f"tokens each = {offered:,.0f} tokens/s; "
         f"the largest throughput here is {top.tokens_per_s:,.0f} tokens/s (batch {top.batch})."
     )

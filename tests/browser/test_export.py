@@ -629,6 +629,9 @@ def test_export_clock_on_the_chapters_traffic_and_the_worked_example(page, page_
     from app.export import clock_buttons
 
     to_clock, to_steps = clock_buttons()
+    _open(page, exported + "?clock=ms")  # a link on a clock opens there, with nothing to say about it
+    expect(page.locator("body")).to_have_attribute("data-bv-place", "chapter@ms")
+    expect(page.locator(".bv-message")).to_be_hidden()
     _open(page, exported)
     page.get_by_role("button", name=to_clock).click()
     expect(page.locator("body")).to_have_attribute("data-bv-place", "chapter@ms")
