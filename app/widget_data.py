@@ -181,6 +181,7 @@ def view_json(key: ViewKey) -> str:
         "both": key.both,
         "generator": key.generator,
         "slots": key.slots,
+        "timeout": key.timeout,  # a batch policy's batch timeout, in steps (its caption says what it does)
         "slots_end": key.slots_end,
         "min_label_cells": MIN_LABEL_CELLS,
         "ids": [r.id for r in static.requests],

@@ -170,6 +170,16 @@ function windowMetrics(view, policy) {
  * Return the words the caption adds when an ordered policy's run is exactly the run it is compared with: why (every
  * request has the same key) or that its order changed nobody's admission here. "" when the runs differ.
  */
+/**
+ * Return what the caption adds when a batch policy runs with a batch timeout: it waits, up to the timeout, for its
+ * batch to fill (core/policies.py Static.batch_forms_at), so "a batch forms when every slot is free" is not all.
+ */
+export function timeoutNote(view, mode) {
+  if (!view.timeout || !view.runs[mode].traits.has_timeout) return "";
+  return ` Here it also waits for the batch to fill, at most ${plural(view.timeout, "step")} after its oldest ` +
+    "request arrived (the batch timeout), so a slot can stand empty while a request waits.";
+}
+
 export function sameRunNote(view, mode) {
   const r = view.runs[mode], v = view.runs[r.traits.versus];
   if (!r.traits.ordered || !v) return "";
@@ -821,7 +831,7 @@ export function mountWidget(root, host) {
     compact.innerHTML = h2hCompactHtml(v, s.mode);
     host.onView?.(v, s);  // the page around the widget: what follows the view, not the step
     caption.textContent = (v.pool && cfg.captions_memory ? cfg.captions_memory : cfg.captions)[s.mode] +
-      sameRunNote(v, s.mode);
+      sameRunNote(v, s.mode) + timeoutNote(v, s.mode);
     const memoryLegend = Boolean(v.pool && cfg.legend_memory);
     if (legend.dataset.memory !== String(memoryLegend)) {
       legend.dataset.memory = String(memoryLegend);

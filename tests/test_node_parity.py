@@ -167,3 +167,30 @@ def test_the_memory_tabs_modes_equal_their_oracle_at_every_pool_and_step(node, t
         assert texts == want, f"{blocks} blocks: {_first_difference(texts, want)}"
     decided = [t for t, text in enumerate(got[0]) if "preempted" in text or "waits for memory" in text]
     assert decided  # the smallest pool makes memory decide: the comparison covers the log's words
+
+
+def test_the_static_caption_says_the_batch_timeout_where_one_runs(node, tmp_path):
+    """The worked example's static batch waits for more arrivals (timeout 1): its caption says so, and only there.
+
+    At step 0 A, B and C have arrived and every slot is free, yet static starts at step 1: without the note, "a batch
+    forms only when every slot is free" would be false beside it.
+    """
+    worked_state, plain = SimState(**WORKED), SimState(**CHAPTER)
+    static = worked_state.runs["static"]
+    assert min(static.start) == 1 and min(static.arrival) == 0  # the wait the note explains
+    cases = [
+        {
+            "view": view_json(view_key(state, 16)),
+            "config": {},
+            "modes": ["static", "continuous"],
+            "steps": [],
+            "what": ["timeout"],
+        }  # fmt: skip
+        for state in (worked_state, plain)
+    ]
+    path = tmp_path / "captions.json"
+    path.write_text(json.dumps(cases), encoding="utf-8")
+    got = json.loads(subprocess.run([node, str(HARNESS), str(path)], capture_output=True, text=True, check=True).stdout)
+    assert "at most 1 step after its oldest request arrived (the batch timeout)" in got[0]["static"]["timeout"]
+    assert got[0]["continuous"]["timeout"] == ""  # continuous batching has no batch to wait for
+    assert got[1]["static"]["timeout"] == ""  # the chapter's traffic runs without a timeout

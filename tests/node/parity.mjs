@@ -4,7 +4,9 @@
 import { readFileSync } from "node:fs";
 import { batchHtml } from "../../assets/batch.js";
 import { memoryModesHtml } from "../../assets/memory.js";
-import { clockLoopHtml, clockPlaybackHtml, h2hCompactHtml, loopHtml, playbackHtml } from "../../assets/renderer.js";
+import {
+  clockLoopHtml, clockPlaybackHtml, h2hCompactHtml, loopHtml, playbackHtml, timeoutNote,
+} from "../../assets/renderer.js";
 
 const cases = JSON.parse(readFileSync(process.argv[2], "utf-8"));
 const out = cases.map(({ view, config, modes, steps, what, memory }) => {
@@ -23,6 +25,7 @@ const out = cases.map(({ view, config, modes, steps, what, memory }) => {
       if (what.includes("batch")) texts.batch.push(batchHtml(v, config, mode, t));
     }
     if (what.includes("h2h")) texts.h2h = h2hCompactHtml(v, mode);
+    if (what.includes("timeout")) texts.timeout = timeoutNote(v, mode);
   }
   return got;
 });
