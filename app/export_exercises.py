@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from bokeh.layouts import column, row
@@ -21,7 +22,9 @@ from bokeh.models import (
 from core.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from core.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S
 
-from .exercises.knee import EXPLAIN, INTRO, QUESTION, cached_sweep, knee_plots, points_data, verdict_html
+from .bundle import bundle
+from .exercises.knee import EXPLAIN, INTRO, QUESTION, cached_sweep, points_data, verdict_html
+from .exercises.knee_plots import CHART_MODULES
 from .exercises.knee_words import PAGE_RATE_PER_S, load_html, motivation_html
 from .exercises.spread import GUESSES, SIGMAS, case, guess_html, histogram, histogram_top, spread_plots, spread_table
 from .exercises.spread import WHY as SPREAD_WHY
@@ -43,11 +46,16 @@ def _div(text: str = "", **kw) -> Div:
     return Div(text=text, stylesheets=[CSS], sizing_mode="stretch_width", **kw)
 
 
-def _code(part: str) -> str:
-    """Return the script's shared helpers and one exercise's part (the file is split at `// ---- name`)."""
+def _code(part: str, modules: tuple[str, ...] = ()) -> str:
+    """Return the script's shared helpers and one exercise's part (the file is split at `// ---- name`).
+
+    `modules`: assets/ modules the part calls, bundled (their imports checked) and inlined as plain functions, since
+    a CustomJS body cannot import: the same code the served page runs as a module.
+    """
     text = JS_PATH.read_text(encoding="utf-8")
     sections = dict(s.split("\n", 1) for s in text.split("// ---- ")[1:])
-    return sections["helpers"] + sections[part]
+    inlined = re.sub(r"^export ", "", bundle(*modules), flags=re.MULTILINE) if modules else ""
+    return inlined + sections["helpers"] + sections[part]
 
 
 def knee_data() -> dict:
@@ -103,8 +111,7 @@ def _knee_controls() -> dict:
 def knee_section():
     """Return exercise 1: the learner guesses first; the knee is found in the browser, for any target."""
     points = cached_sweep(PAGE_RATE_PER_S, cost_model())
-    source = ColumnDataSource(points_data(points))
-    plots = knee_plots(source, None)
+    charts = _div(name="knee-charts")
     controls = _knee_controls()
     verdict, table = (
         _div(verdict_html(None, None, DEFAULT_TARGET_MS, None), name="knee-verdict"),
@@ -118,24 +125,13 @@ def knee_section():
             batches=list(DEFAULT_BATCHES),
             question=QUESTION,
             **controls,
-            source=source,
-            plots_itl=plots.itl,
-            plots_throughput=plots.throughput,
-            plots_latency=plots.latency,
-            target_line=plots.target_line,
-            target_label=plots.target_label,
-            itl_renderers=plots.itl_renderers,
-            clock_item=plots.legend_items["clock"],
-            knee_spans=plots.knee_spans,
-            knee_label=plots.knee_label,
-            decode_span=plots.decode_span,
-            decode_label=plots.decode_label,
+            charts=charts,
             verdict=verdict,
             table=table,
             load=load,
             motivation=motivation,
         ),
-        code=_code("knee"),
+        code=_code("knee", CHART_MODULES),
     )
     for name in ("accelerator", "model", "rate", "target"):
         controls[name].js_on_change("value", redraw)
@@ -157,9 +153,7 @@ def knee_section():
         load,
         verdict,
         controls["guess"],
-        plots.itl,
-        plots.throughput,
-        plots.latency,
+        charts,
         _div(EXPLAIN),
         table,
         sizing_mode="stretch_width",

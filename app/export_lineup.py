@@ -7,7 +7,7 @@ import json
 from core.hardware import cost_model
 from core.lineup import parse_entries
 
-from .lineup_data import LineupKey, lineup_json, shared_lineup
+from .lineup_data import LineupKey, budget_of, lineup_json, shared_lineup
 from .lineup_view import DEFAULT_ENTRIES, INTRO, LESSONS, legend_html
 from .lineup_words import guess_html, lessons_html, load_html, table_html
 
@@ -35,7 +35,7 @@ def export_lineups() -> dict:
             "label": label,
             "view": json.loads(lineup_json(key)),
             "options": [line.entry.label() for line in lines],
-            "load": load_html(lines),
+            "load": load_html(lines, *budget_of(key)),
             "ask": guess_html(lines, None, question),
             "verdicts": [guess_html(lines, k, question) for k in range(len(lines))],
             "table": table_html(lines, key.ttft_ms, key.itl_ms),

@@ -72,6 +72,11 @@ class LineupKey:
 
 
 @byte_cache(share=0.05)
+def budget_of(key: LineupKey) -> tuple[int, bool]:
+    """Return the budgeted presets' tokens a pass (core.lineup's rule) and whether the pool is unlimited."""
+    return max(key.token_budget, key.slots), not key.kv_blocks
+
+
 def shared_lineup(key: LineupKey) -> tuple[Line, ...]:
     """Return every entry's run and figures for `key`; computed once per process for all sessions."""
     requests = key.arrivals()

@@ -15,7 +15,7 @@ from core.lineup import MAX_ENTRIES, MIN_ENTRIES, parse_entries, parse_entry, re
 from . import palette
 from .bundle import bundle
 from .exercises.common import LazyViewer, query_number, text_pane
-from .lineup_data import LineupKey, lineup_json, shared_lineup
+from .lineup_data import LineupKey, budget_of, lineup_json, shared_lineup
 from .lineup_words import QUESTIONS, guess_html, lessons_html, load_html, table_html
 from .loop import on_document
 from .state import SimState
@@ -323,7 +323,7 @@ class LineupView(LazyViewer):
         key = self._good  # the lineup on screen: the last settings the core ran
         lines = shared_lineup(key)
         self.timelines.payload = lineup_json(key)
-        self.load.object = load_html(lines)
+        self.load.object = load_html(lines, *budget_of(key))
         self.verdict.object = guess_html(lines, self.guess, self.question)
         revealed = self.guess is not None
         self.table.object = table_html(lines, key.ttft_ms, key.itl_ms) if revealed else ""

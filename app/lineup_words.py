@@ -7,6 +7,7 @@ follow the numbers ("lowers" only where it is lower), and a lesson's sentence sh
 from __future__ import annotations
 
 import html
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,6 +16,8 @@ from core.cost import StepCost
 from core.lineup import Line, best
 from core.serving import per_request
 from core.states import PAUSED
+
+from .words import plural
 
 # (figure, words, format): the table's rows, in the order an engineer reads them.
 ROWS = (
@@ -81,8 +84,8 @@ def table_html(lines: Sequence[Line], ttft_ms: float, itl_ms: float) -> str:
     )
 
 
-def load_html(lines: Sequence[Line]) -> str:
-    """Return the traffic against the schedulers: how long the arrivals take, how long they drain, what TTFT is."""
+def load_html(lines: Sequence[Line], budget: int | None = None, unlimited: bool = False) -> str:
+    """Return the traffic against the schedulers (arrivals, drains, TTFT), and which entries look alike on it."""
     run = lines[0].run
     n, span = len(run.requests), float(run.arrival_ms.max() - run.arrival_ms.min()) / 1e3
     drains = [float(line.run.drain_ms) / 1e3 for line in lines]
@@ -94,8 +97,70 @@ def load_html(lines: Sequence[Line]) -> str:
         f'<p data-claim="load">{n} requests arrive over {span:,.1f} s on {run.slots} slots; the schedulers finish them '
         f"in {min(drains):,.1f} to {max(drains):,.1f} s. The mean wait for a slot is {min(waits):,.0f} to "
         f"{max(waits):,.0f} ms of a mean TTFT of {min(ttfts):,.0f} to {max(ttfts):,.0f} ms: {most} of the time to "
-        "first token here is the wait for a slot.</p>"
+        "first token here is the wait for a slot.</p>" + alike_html(lines, budget, unlimited)
     )
+
+
+# Two timelines whose every start, first token and finish lie within this share of the run of each other look the
+# same on the page (half a percent: a few pixels at most): the page says so, with the largest difference.
+ALIKE = 0.005
+TIMES = ("start_ms", "first_token_ms", "finish_ms")
+
+
+def gap_ms(a: Line, b: Line) -> float | None:
+    """Return the largest difference between two entries' starts, first tokens and finishes (None: other slots)."""
+    ra, rb = a.run, b.run
+    if not np.array_equal(ra.slot, rb.slot) or paused_passes(a) != paused_passes(b):
+        return None
+    return max(float(np.abs(getattr(ra, c) - getattr(rb, c)).max(initial=0.0)) for c in TIMES)
+
+
+def _split_words(a: Line, b: Line, budget: int | None) -> str:
+    """Return the prompts one entry splits over passes (over its token budget) and the other computes in one."""
+    split = [line.entry.policy().has_token_budget for line in (a, b)]
+    if budget is None or split[0] == split[1] or a.figures.preemptions or b.figures.preemptions:
+        return ""
+    over = sorted(r.prompt_tokens for r in a.run.requests if r.prompt_tokens > budget)
+    if not over:
+        return ""
+    chunks, whole = (a, b) if split[0] else (b, a)
+    return (
+        f"; where they part: {plural(len(over), 'prompt')} of these requests "
+        f"({', '.join(f'{t:,}' for t in over[:3])}{', ...' if len(over) > 3 else ''} tokens) "
+        f"{'is' if len(over) == 1 else 'are'} over the {budget:,}-token budget, which "
+        f"{html.escape(chunks.entry.label())} computes over more than one pass and "
+        f"{html.escape(whole.entry.label())} in one"
+    )
+
+
+def alike_html(lines: Sequence[Line], budget: int | None = None, unlimited: bool = False) -> str:
+    """Return which entries on screen draw the same timeline, or one the eye cannot tell apart, and by how much.
+
+    `budget` is the budgeted presets' tokens a pass; the split prompts are named as the difference only on an
+    unlimited pool without preemptions (elsewhere memory can part two entries too).
+    """
+    said = []
+    span = max((float(line.run.drain_ms) for line in lines), default=0.0)
+    for i, j in itertools.combinations(range(len(lines)), 2):
+        gap = gap_ms(lines[i], lines[j])
+        if gap is None or gap > ALIKE * span:
+            continue
+        names = f"{html.escape(lines[i].entry.label())} and {html.escape(lines[j].entry.label())}"
+        if gap == 0:
+            said.append(
+                f'<p data-claim="same-timeline" data-alike="{i},{j}" data-gap-ms="0">Here {names} draw the same '
+                "timeline: every request takes the same slot and starts, gets its first token and finishes at the "
+                "same moment under each, so their columns in the table match: their rules differ, but not in any "
+                "choice these requests put to them.</p>"
+            )
+            continue
+        why = _split_words(lines[i], lines[j], budget if unlimited else None)
+        said.append(
+            f'<p data-claim="same-timeline" data-alike="{i},{j}" data-gap-ms="{gap:.1f}">Here {names} look alike: '
+            f"every request takes the same slot, and no start, first token or finish differs by more than "
+            f"{gap:,.1f} ms ({gap / span:.2%} of the {span / 1e3:,.1f} s run){why}.</p>"
+        )
+    return "".join(said)
 
 
 def guess_html(lines: Sequence[Line], guess: int | None, field: str = "ttft_p99") -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from core.chapter_traffic import chapter_traffic
+from core.policies import STATIC_ROW
 
 from .state import BLOCK_SIZE, least_pool, shared_runs
 from .words import plural
@@ -135,9 +136,8 @@ def lesson_html() -> str:
         f"<p>Every running request keeps its KV cache, in blocks of {BLOCK_SIZE} tokens: the strip under each "
         "timeline counts the blocks held at every step. On the chapter's traffic at "
         f"{SLOTS} slots with unlimited memory, continuous batching holds at most {b('pool', f.pool)} blocks, "
-        f"while static batching reserves up to {b('static_peak', f.static_peak)}: each row of its batch is "
-        "reserved for the batch's longest prompt plus the cap on answer length (here the traffic's longest answer, "
-        "as a server's max_tokens) before a token is generated, whatever the allocation. "
+        f"while static batching reserves up to {b('static_peak', f.static_peak)}: each row of its batch "
+        f"reserves {STATIC_ROW}, as a server's max_tokens, before a token is generated, whatever the allocation. "
         f'<span data-claim="memory-same-pool">Give both exactly {f.pool} blocks (each drain below is the '
         "head-to-head's &quot;All done at step&quot;; the timelines show steps 0-63). "
         f"{paged}. With "

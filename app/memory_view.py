@@ -19,6 +19,7 @@ from core.chunked_example import ARRIVES_MS, DECODERS, HUGE_PROMPT, huge_prompt_
 from core.engine import as_run, memory_waits, schedule
 from core.memory import MemoryConfig
 from core.memory_example import BLOCK_SIZE, BLOCKS, MIN_BLOCKS, MODES, SLOTS, memory_requests
+from core.policies import STATIC_ROW
 from core.run import GENERATING, IDLE, Run
 from core.schedule_record import Schedule
 from core.states import PADDING, PREFILL, RECOMPUTE
@@ -198,7 +199,7 @@ def lesson_html(blocks: int) -> str:
         "<li>"
         + _claim(
             "memory-static",
-            "<b>Static:</b> every row of a batch reserves the widest prompt plus the longest answer, so batches of "
+            f"<b>Static:</b> every row of a batch reserves {STATIC_ROW}, so batches of "
             f"up to {plural(s.running, 'request')} run, each until its longest member finishes: {static_words}.",
         )
         + "</li></ul>",

@@ -8,7 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from core import Run
-from core.policies import get_policy
+from core.policies import STATIC_ROW, get_policy
 from core.timed import TimedRun
 
 from .words import plural
@@ -89,8 +89,8 @@ def here_html(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, 
         strips = ""
         if kv[0] is not None and kv[1] is not None and not np.array_equal(kv[0], kv[1]):
             strips = (
-                " Their KV strips still differ: static reserves each request's prompt plus the longest answer when "
-                "it starts, the paged cache a block as its tokens need one (memory, not scheduling)."
+                f" Their KV strips still differ: each static row reserves {STATIC_ROW} when its batch starts, "
+                "the paged cache a block as its tokens need one (memory, not scheduling)."
             )
         return (
             f'<p class="bv-here" data-here="identical"><b>Here</b> ({where}): the two timelines are identical and '
@@ -152,8 +152,8 @@ ONE_SLOT = (
 )
 # The served page draws a KV strip under each timeline (the exported page has none: memory needs the server).
 ONE_SLOT_KV = (
-    '<p><span data-claim="one-slot-kv">The KV strips under the two timelines still differ: static reserves each '
-    "request's prompt plus the longest answer in the traffic when it starts, while the paged cache takes a block as "
+    '<p><span data-claim="one-slot-kv">The KV strips under the two timelines still differ: each static row reserves '
+    f"{STATIC_ROW} when its batch starts, while the paged cache takes a block as "
     "the tokens need one, so static holds at least as many blocks at every step. That difference is memory "
     "allocation, not scheduling.</span></p>"
 )

@@ -10,6 +10,7 @@ import param
 from core import Metrics, Run, compute_metrics
 from core.hardware import ACCELERATOR_OPTIONS, MODEL_OPTIONS
 from core.losses import Losses, losses
+from core.metrics import latency_so_far
 from core.policies import CHAPTER_PAIR, get_policy
 from core.timed import TimedMetrics, TimedRun, timed_metrics
 
@@ -105,6 +106,32 @@ LOSS_NOTE = (
     "empty slot are 1 slot-step and 3 request-steps). Padding here is a finished request keeping its slot until its "
     "batch ends; the pad tokens that line up a static batch's prompts (the batch view) are not counted in it.</p>"
 )
+
+
+def averages_note(run: Run, window: int) -> str:
+    """Return why the page shows three average latencies of one run, each figure computed from that run.
+
+    The card above the timelines (at the window's last step, where the page opens), the table's "all" row and the
+    chapter's completed-only row average the same requests' times measured three ways; where every request finishes
+    inside the window the three agree, and the sentence says only that.
+    """
+    m, label = compute_metrics(run, window), html.escape(get_policy(run.policy).label)
+    so_far = latency_so_far(run.arrival, run.finish, window)
+    if m.completed == m.requests:
+        return (
+            f'<p class="bv-muted bv-averages" data-averages="agree">Every request under {label} finishes inside the '
+            f"window, so the card above (at step {window - 1}) and both average-latency rows read the same: "
+            f"{m.avg_latency_all:.1f} steps.</p>"
+        )
+    done = "–" if m.avg_latency is None else f"{m.avg_latency:.1f}"
+    return (
+        f'<p class="bv-muted bv-averages" data-averages="three">Three average latencies of the same requests '
+        f"under {label} batching, measured three ways: the card above, at step {window - 1}, counts every request that "
+        f"has arrived, an unfinished one up to that step (<b>{so_far:.1f}</b>); &quot;Avg latency, all&quot; "
+        f"counts every request to its own finish (<b>{m.avg_latency_all:.1f}</b>; the last finishes at step "
+        f"{run.drain}); the chapter's completed-only figure counts the {m.completed} finished inside the window "
+        f"(<b>{done}</b>) and leaves the others out.</p>"
+    )
 
 
 def compact_caption(window: int | None) -> str:
@@ -237,7 +264,7 @@ def h2h_full(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, T
         decimals = (0, 1, 1)
     else:
         rows = h2h_rows(ms, mc, losses(static, window), losses(continuous, window))
-        note, groups, decimals = LOSS_NOTE, H2H_GROUPS, (0, 0, 1)
+        note, groups, decimals = LOSS_NOTE + averages_note(continuous, window), H2H_GROUPS, (0, 0, 1)
         values = [[m.completed, 100 * m.utilisation, m.avg_latency_all or 0.0] for m in (ms, mc)]
     pair = (static.policy, continuous.policy)
     return {

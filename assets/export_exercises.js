@@ -12,8 +12,8 @@ function grouped(x) {  // Python's f"{x:,.0f}"
   return fixed(x, 0).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 // ---- knee
-// Mirrors app/exercises/knee.py and knee_plots.py: show_knee, verdict_html, guess_html and table_html. Both knees
-// are found here, for any target; the learner's guess comes first.
+// Mirrors app/exercises/knee.py: verdict_html, guess_html and table_html; the figures are assets/knee_charts.js's.
+// Both knees are found here, for any target; the learner's guess comes first.
 const D = (window.__bvKnee ??= JSON.parse(data_json));
 const pts = D[accelerator.value][model.value][rate.value];
 load.text = pts.load_html;  // the offered load against the largest throughput, computed with the sweep
@@ -21,35 +21,14 @@ motivation.text = pts.motivation;
 const t = target.value;
 const g = guess.active === null || guess.active === undefined ? null : batches[guess.active];
 const revealed = g !== null;
-source.data = {batch: pts.batch, step_ms: pts.step_ms, decode_itl_p99_ms: pts.decode_itl_p99_ms,
-               itl_p99_ms: pts.itl_p99_ms, tokens_per_s: pts.tokens_per_s, p99_latency_s: pts.p99_latency_s,
-               p99_admitted_s: pts.p99_admitted_s};
 let best = null, dbest = null;  // indices: the largest batch meeting the target, on the clock and decode alone
 for (let i = 0; i < pts.batch.length; i++) {
   if (pts.itl_p99_ms[i] <= t) best = i;
   if (pts.decode_itl_p99_ms[i] <= t) dbest = i;
 }
 const bestB = best === null ? null : pts.batch[best], dbestB = dbest === null ? null : pts.batch[dbest];
-target_line.location = t;
-target_label.x = batches[0]; target_label.y = t; target_label.text = `target: ${t} ms per token`;
-const top = Math.max(Math.max(...pts.decode_itl_p99_ms, ...(revealed ? pts.itl_p99_ms : [])) * 1.3, t * 1.4);
-plots_itl.y_range.end = top;
-plots_throughput.y_range.end = Math.max(...pts.tokens_per_s) * 1.1 || 1;
-const positive = [...pts.p99_latency_s, ...pts.p99_admitted_s].filter((v) => v > 0);
-plots_latency.y_range.start = (positive.length ? Math.min(...positive) : 1) / 2;
-plots_latency.y_range.end = (positive.length ? Math.max(...positive) : 1) * 2;
-for (const r of itl_renderers) r.visible = revealed;
-clock_item.visible = revealed;
-for (const span of knee_spans) { span.location = bestB; span.visible = revealed && bestB !== null; }
-decode_span.location = dbestB; decode_span.visible = revealed && dbestB !== null;
-function hang(label, b, text) {  // knee_plots._hang: at the top, left of its line (right of it at the smallest batch)
-  const left = b !== null && b > batches[0];
-  label.x = b === null ? batches[0] : b; label.y = top; label.text = text;
-  label.text_align = left ? "right" : "left"; label.x_offset = left ? -4 : 4;
-}
-hang(knee_label, bestB, bestB === null ? "no batch meets the target" : `knee: batch ${bestB}`);
-hang(decode_label, dbestB, dbestB === null ? "" : `decode alone: ${dbestB}`);
-knee_label.visible = decode_label.visible = revealed;
+// The figures: the served page's modules (assets/chart.js, knee_charts.js), inlined above, on the same columns.
+charts.text = `<div class="bv-knee-charts">${kneeSpecs(pts, t, revealed).map((s) => chartSvg(s, 760)).join("")}</div>`;
 function guessHtml() {
   if (best === null) return `You guessed batch ${g}; on the clock no batch size meets the target.`;
   const steps = batches.indexOf(g) - batches.indexOf(bestB);

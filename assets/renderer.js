@@ -513,11 +513,13 @@ export class Timeline {
     const fontPx = slots <= 8 ? 12 : 9;
     g.font = `${fontPx}px system-ui, sans-serif`;
     g.textBaseline = "top";
-    const minLabel = onClock ? 0.04 * Math.max(this.end, 1e-9) : view.min_label_cells;
+    // On a clock a letter goes wherever it fits its bar (a short stay too); on steps, from the view's cell count.
+    const fits = (lo, hi, id) => onClock ? this.px(hi) - this.px(lo) >= g.measureText(id).width + 4
+      : hi - lo >= view.min_label_cells;
     const resumed = new Set(this.geom.rec.map(([, hi, slot, i]) => `${i}:${slot}:${hi}`));  // its letter is on R
     for (const [lo, hi, slot, i] of this.geom.gen) {
       const [, , top] = this.fillCell(g, lo, hi, slot, c.generating);
-      if (hi - lo >= minLabel && !resumed.has(`${i}:${slot}:${lo}`)) {
+      if (fits(lo, hi, view.ids[i]) && !resumed.has(`${i}:${slot}:${lo}`)) {
         g.fillStyle = c.label;
         g.fillText(view.ids[i], this.x(lo + (onClock ? 0.003 * this.end : 0.12)), top + 0.06 * this.rowH);
       }

@@ -187,6 +187,10 @@ class Continuous(Policy):
         return fast_loops.continuous_timed(requests, order, slots, runner)
 
 
+# What one static row reserves, in the page's words wherever it is said (the engine's `_static`: width + reserve).
+STATIC_ROW = "the batch's longest prompt plus the cap on answer length (here the traffic's longest answer)"
+
+
 class Static(Policy):
     """Static batching: a batch forms only when every slot is free, then runs until its longest member finishes.
 
@@ -210,8 +214,8 @@ class Static(Policy):
     )
     caption_memory = (
         "Static batching reserves KV for whole rows, whatever the allocation: a batch forms only when every slot is "
-        "free, with as many members as whole rows fit the pool (each row the batch's longest prompt plus the cap on "
-        "answer length, here the traffic's longest answer); it runs until its longest request finishes."
+        f"free, with as many members as whole rows fit the pool (each row {STATIC_ROW}); it runs until its "
+        "longest request finishes."
     )
 
     def fast_steps(self, arrivals: list[int], lengths: list[int], slots: int, timeout: float):

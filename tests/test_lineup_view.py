@@ -310,3 +310,44 @@ def test_each_lesson_asks_its_own_question_and_the_verdict_reads_the_table():
             assert f"{lines[lead].entry.label()} has {words}, {shown} against" in verdict
     assert view.query()["s_question"] == "latency_p50"
     assert any("s_question='mood' is not allowed" in m for m in LineupView().apply_query({"s_question": ["mood"]}))
+
+
+def test_entries_that_look_alike_are_named_with_their_largest_difference_and_where_they_part():
+    """Over seeds and rates: a pair is named wherever its timelines lie within ALIKE of the run, and only there.
+
+    The gap quoted is every start, first token and finish compared afresh; where the sentence says the split prompts
+    are where two entries part, the same pair with a budget above every prompt draws the same timeline.
+    """
+    import dataclasses
+    import itertools
+
+    from app.lineup_data import budget_of
+    from app.lineup_words import ALIKE, load_html
+
+    named = gaps = 0
+    for seed, rate in itertools.product(range(8), (20.0, 40.0)):
+        key = LineupKey(entries=parse_entries(",".join(DEFAULT_ENTRIES)), seed=seed, rate_per_s=rate)
+        lines = shared_lineup(key)
+        text = load_html(lines, *budget_of(key))
+        said = {
+            tuple(map(int, m[0].split(","))): m
+            for m in re.findall(r'data-alike="([\d,]+)" data-gap-ms="([\d.]+)"[^>]*>(.*?)</p>', text)
+        }
+        span = max(float(line.run.drain_ms) for line in lines)
+        for i, j in itertools.combinations(range(len(lines)), 2):
+            a, b = lines[i].run, lines[j].run
+            same_slots = (a.slot == b.slot).all()
+            gap = max(abs(getattr(a, c) - getattr(b, c)).max() for c in ("start_ms", "first_token_ms", "finish_ms"))
+            alike = same_slots and gap <= ALIKE * span
+            assert ((i, j) in said) == alike, (seed, rate, i, j, gap)
+            if not alike:
+                continue
+            named += 1
+            assert said[(i, j)][1] == (f"{gap:.1f}" if gap else "0")
+            if "where they part" in said[(i, j)][2]:
+                gaps += 1
+                roomy = dataclasses.replace(key, entries=(key.entries[i], key.entries[j]), token_budget=8192)
+                x, y = (line.run for line in shared_lineup(roomy))
+                for column in ("slot", "start_ms", "first_token_ms", "finish_ms"):
+                    assert (getattr(x, column) == getattr(y, column)).all(), (seed, rate, i, j, column)
+    assert named and gaps  # both sentences are reached on this grid

@@ -256,4 +256,58 @@ def test_the_reproductions_of_the_lesson_claims_read_true():
         "424.2" in _here_words(clock)
     )
     one = _here_words(SimState(seed=4, slots=1))
-    assert "timelines are identical" in one and "Their KV strips still differ: static reserves" in one
+    assert "timelines are identical" in one and "Their KV strips still differ: each static row reserves" in one
+
+
+def test_static_rows_reservation_is_said_one_way_and_is_what_the_engine_reserves():
+    """Every sentence on static's KV says STATIC_ROW, and the engine's static strip holds exactly that per row."""
+    from app.memory_lesson import lesson_html as memory_lesson_html
+    from app.state import pool_memory
+    from core.policies import STATIC_ROW, get_policy
+
+    texts = [story.ONE_SLOT_KV, lesson_html(MIN_BLOCKS), get_policy("static").caption_memory, memory_lesson_html()]
+    for text in texts:
+        assert STATIC_ROW in text
+        assert "widest prompt" not in text and "each request's prompt plus the longest" not in text
+    for seed in range(0, 31, 5):
+        config = replace(_default_config(), seed=seed)
+        requests, memory = generate(config), pool_memory(config, 0, "paged")  # the page's "unlimited" pool
+        reserve = max(r.output_tokens for r in requests)
+        for slots in (1, 3, 4):
+            run = simulate(requests, slots, "static", memory=memory)
+            held = run.schedule.blocks_by_step()
+            for begin in sorted(set(run.start.tolist())):
+                members = [i for i in range(len(requests)) if run.start[i] == begin]
+                width = max(requests[i].prompt_tokens for i in members)
+                assert held[begin] == len(members) * memory.blocks_for(width + reserve), (seed, slots, begin)
+
+
+def test_the_three_average_latencies_are_told_apart_with_the_figures_on_screen():
+    """The note under the head-to-head quotes the card at the window's last step and both latency rows, exactly.
+
+    Over seeds and every slot count the page offers a lesson at: the card's figure is the oracle's playback card,
+    the other two are the table's own cells; where every request finishes inside the window the note says they agree.
+    """
+    from app.views import h2h_full
+
+    from .oracles.progress import playback_texts
+
+    seen = set()
+    for seed in range(0, 31, 3):
+        requests = generate(replace(_default_config(), seed=seed))
+        for slots in (1, 2, 3, 4, 5, 8):
+            static, continuous = simulate(requests, slots, "static"), simulate(requests, slots, "continuous")
+            view = h2h_full(static, continuous, WINDOW, None)
+            note = view["note"].split('class="bv-muted bv-averages"')[1]
+            card = re.search(r'data-stat="avg_latency">([^<]+)<', playback_texts(continuous, WINDOW)[WINDOW - 1])[1]
+            rows = {row[0]: row for row in view["rows"]}
+            every = rows["avg_latency_all"][3]
+            done = re.search(r">([^<]+)</span>", rows[None][3])[1]
+            if 'data-averages="agree"' in note:
+                assert card == every == done and f"read the same: {card} steps" in note, (seed, slots)
+                assert (continuous.finish <= WINDOW).all()  # finish is exclusive: 64 is done by step 63
+            else:
+                assert re.findall(r"<b>([^<]+)</b>", note) == [card, every, done], (seed, slots)
+                assert f"the last finishes at step {continuous.drain}" in note
+            seen.add('data-averages="agree"' in note)
+    assert seen == {True, False}  # both sentences are reached on this grid

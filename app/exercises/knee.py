@@ -9,7 +9,6 @@ from functools import lru_cache
 
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource
 
 from core.cost import ROOFLINE_FIELDS, ROOFLINE_RANGES
 from core.hardware import (
@@ -28,10 +27,10 @@ from ..server_log import follow_widget
 from ..stores import Measurements
 from ..views import Messages
 from .common import LazyViewer, query_number, text_pane
-from .knee_plots import KneePlots, knee_plots, points_data, show_knee
+from .knee_plots import KneeCharts, knee_payload, points_data
 from .knee_words import PAGE_RATE_PER_S, latency_html, load_html, motivation_html, moves_html
 
-__all__ = ["EXPLAIN", "KneePlots", "KneeView", "cached_sweep", "knee_plots", "points_data", "show_knee"]
+__all__ = ["EXPLAIN", "KneeCharts", "KneeView", "cached_sweep", "knee_payload", "points_data"]
 
 RATE_RANGE = (1.0, 1000.0)
 TARGET_RANGE = (1.0, 500.0)
@@ -161,12 +160,9 @@ class KneeView(LazyViewer):
         super().__init__(**params)
 
     def _build(self) -> None:
-        self.source = ColumnDataSource(points_data(self.points()))
-        points = sorted(self.measured.items())  # a replay may have run before this tab first opened
-        self.measured_source = ColumnDataSource({"batch": [b for b, _ in points], "step_ms": [ms for _, ms in points]})
         self.verdict, self.table, self.load, self.moves = text_pane(""), text_pane(""), text_pane(""), text_pane("")
         self.motivation = text_pane("")
-        self.plots = knee_plots(self.source, self.measured_source)
+        self.charts = KneeCharts(sizing_mode="stretch_width")  # a replay may have run before this tab opened
         self._build_widgets()
         self._refresh()
         watched = ["rate_per_s", "itl_target_ms", "model", "guess"]
@@ -251,19 +247,9 @@ class KneeView(LazyViewer):
 
     def _refresh(self, *_events) -> None:
         points = self.points()
-        data = points_data(points)
-        self.source.data = data
         best, decode_best = knee(list(points)), decode_knee(list(points))
         revealed = self.guess is not None
-        show_knee(
-            self.plots,
-            data,
-            best.batch if best else None,
-            decode_best.batch if decode_best else None,
-            self.itl_target_ms,
-            revealed,
-            self.measured_source.data["step_ms"],
-        )
+        self.charts.payload = knee_payload(points, self.itl_target_ms, revealed, self.measured)
         self.verdict.object = verdict_html(best, decode_best, self.itl_target_ms, self.guess)
         self.table.object = (table_html(points, self.itl_target_ms) if revealed else "") + self._assumptions()
         self.load.object = load_html(points, self.rate_per_s)
@@ -278,8 +264,6 @@ class KneeView(LazyViewer):
         )
 
     def _show_measured(self, *_events) -> None:
-        points = sorted(self.measured.items())
-        self.measured_source.data = {"batch": [b for b, _ in points], "step_ms": [ms for _, ms in points]}
         self._refresh()
 
     def _assumptions(self) -> str:
@@ -307,9 +291,7 @@ class KneeView(LazyViewer):
             self.input_message,
             self.verdict,
             self.guesses,
-            pn.pane.Bokeh(self.plots.itl, sizing_mode="stretch_width"),
-            pn.pane.Bokeh(self.plots.throughput, sizing_mode="stretch_width"),
-            pn.pane.Bokeh(self.plots.latency, sizing_mode="stretch_width"),
+            self.charts,
             text_pane(EXPLAIN),
             self.table,
             self.moves,

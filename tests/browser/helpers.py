@@ -74,3 +74,34 @@ def assert_numbers_match_core(page, mode: str, slots: int, seed: int) -> None:
         loss = losses(core_run(policy, slots, seed), 64)
         for key in ("padding", "idle_while_waiting", "boundary_wait"):
             assert text_of(page, f"[data-h2h={policy}-{key}]") == str(getattr(loss, key))
+
+
+# What an SVG chart (assets/chart.js) drew, read back from its geometry: each drawn series' points and each vertical
+# mark, in data units. The axes' own ticks invert the scales (log where the chart says so), so a wrong scale, a
+# misplaced point or a mark on the wrong batch reads back wrong.
+CHART_JS = """(id) => {
+  const svg = document.querySelector(`svg[data-chart="${id}"]`);
+  if (!svg) return null;
+  const ticks = (attr, coord) => [...svg.querySelectorAll(`line[${attr}]`)]
+    .map((l) => [Number(l.getAttribute(attr)), Number(l.getAttribute(coord))]);
+  const invert = (pairs, log) => {
+    const f = log ? Math.log10 : (v) => v, g = log ? (v) => 10 ** v : (v) => v;
+    const [[v0, p0], [v1, p1]] = [pairs[0], pairs[pairs.length - 1]];
+    return (p) => g(f(v0) + (p - p0) * (f(v1) - f(v0)) / (p1 - p0));
+  };
+  const x = invert(ticks("data-tick-x", "x1"), svg.dataset.logX === "1");
+  const y = invert(ticks("data-tick-y", "y1"), svg.dataset.logY === "1");
+  const series = {}, vlines = {};
+  for (const line of svg.querySelectorAll("polyline[data-series]")) {
+    series[line.dataset.series] = line.getAttribute("points").split(" ")
+      .map((xy) => xy.split(",").map(Number)).map(([a, b]) => [x(a), y(b)]);
+  }
+  for (const line of svg.querySelectorAll("line[data-vline]")) {
+    vlines[line.dataset.vline] = x(Number(line.getAttribute("x1")));
+  }
+  const dots = {};
+  for (const g of svg.querySelectorAll("g[data-dots]")) {
+    dots[g.dataset.dots] = [...g.children].map((m) => [x(Number(m.dataset.cx)), y(Number(m.dataset.cy))]);
+  }
+  return { series, vlines, dots };
+}"""

@@ -14,26 +14,20 @@ from core.spread import spread_study
 from core.sweep import DEFAULT_BATCHES, CostModel, decode_knee, knee, sweep
 from core.temperature_bug import ROWS
 
-from .helpers import open_app
+from .helpers import CHART_JS, open_app
 
-PLOTTED_JS = """([name, column]) => {
-  const fig = Bokeh.documents[0].get_model_by_name(name);
-  const r = fig.renderers.find((r) => r.data_source.data[column] !== undefined);
-  return [Array.from(r.data_source.data.batch), Array.from(r.data_source.data[column])];
-}"""
-# The vertical marks on a figure: the knee on the clock (black) and, on the ITL figure, decode alone's (grey).
-KNEE_JS = """(name) => {
-  const fig = Bokeh.documents[0].get_model_by_name(name);
-  return fig.center.filter((m) => m.type === "Span" && m.dimension === "height")
-    .map((m) => [m.line_color, m.visible ? m.location : null]);
-}"""
-# Which ITL lines are drawn, by the column they plot.
-LINES_JS = """() => {
-  const fig = Bokeh.documents[0].get_model_by_name("knee-itl");
-  const out = {};
-  for (const r of fig.renderers) if (r.glyph.type === "Line") out[r.glyph.y.field] = r.visible;
-  return out;
-}"""
+
+def _chart(page, chart: str) -> dict:
+    """Return what the knee's `chart` drew, read back from its SVG (None before it is drawn)."""
+    return page.evaluate(CHART_JS, chart)
+
+
+def _drawn(page, chart: str):
+    """Return (the series drawn, the vertical marks and the batch each stands at, rounded) on `chart`."""
+    got = _chart(page, chart)
+    return None if got is None else (sorted(got["series"]), {k: round(v) for k, v in got["vlines"].items()})
+
+
 # The hand-built model: 1 GB of weights at 1,000 GB/s is 1 ms, 5 ms of compute per token: a full decode pass of b
 # rows takes 5b ms (and a pass that prefills a 1,000-token prompt 5 s).
 HAND = {
@@ -47,11 +41,11 @@ HAND = {
 HAND_MODEL = CostModel(params_b=1, bytes_per_param=1, kv_bytes_per_token=0, mem_bw_gbs=1000, tflops=0.4, overhead_ms=0)
 
 
-def _eventually(page, js: str, arg, want, seconds: float = 15) -> None:
-    """Assert `js(arg)` comes to equal `want`: the plots' marks arrive in their own messages after the HTML panes."""
+def _eventually(page, chart: str, want, seconds: float = 15) -> None:
+    """Assert what `chart` drew comes to equal `want`: the figures' payload arrives after the HTML panes."""
     got = None
     for _ in range(int(seconds * 10)):
-        got = page.evaluate(js, arg) if arg is not None else page.evaluate(js)
+        got = _drawn(page, chart)
         if got == want:
             return
         page.wait_for_timeout(100)
@@ -93,9 +87,8 @@ def test_the_knee_view_asks_for_a_guess_before_it_shows_the_knee(page, page_erro
     open_app(page, app_url, "?tab=knee")
     expect(page.locator("[data-guess=ask]").first).to_be_visible(timeout=15_000)
     assert page.locator("[data-knee]").count() == 0 and page.locator(".bv-knee-table").count() == 0
-    assert page.evaluate(LINES_JS) == {"decode_itl_p99_ms": True, "itl_p99_ms": False}
-    assert page.evaluate(KNEE_JS, "knee-itl") == [["#000000", None], ["#555555", None]]
-    assert page.evaluate(KNEE_JS, "knee-throughput") == [["#000000", None]]
+    _eventually(page, "knee-itl", (["decode"], {}))  # no clock line and no knee before the guess
+    _eventually(page, "knee-throughput", (["throughput"], {}))
     points = sweep(PAGE_RATE_PER_S)  # the page opens below capacity (the sentences-true issue, item 6)
     best, decode = knee(points), decode_knee(points)
     expect(page.locator("[data-load]").first).to_have_attribute("data-load", "under")
@@ -105,8 +98,8 @@ def test_the_knee_view_asks_for_a_guess_before_it_shows_the_knee(page, page_erro
     expect(page.locator("[data-decode-knee]").first).to_have_attribute("data-decode-knee", str(decode.batch))
     expect(page.locator("[data-guess=above]").first).to_have_text("2 sizes above")  # 128 against 32
     assert "You guessed batch 128: " in guess_html(128, best)
-    _eventually(page, LINES_JS, None, {"decode_itl_p99_ms": True, "itl_p99_ms": True})
-    _eventually(page, KNEE_JS, "knee-itl", [["#000000", best.batch], ["#555555", decode.batch]])
+    _eventually(page, "knee-itl", (["clock", "decode"], {"knee": best.batch, "decode-knee": decode.batch}))
+    _eventually(page, "knee-throughput", (["throughput"], {"knee": best.batch}))
     expect(page.locator("[data-knee-here]").first).to_have_attribute("data-knee-here", str(best.batch))
     _guess(page, best.batch)
     expect(page.locator("[data-guess=right]").first).to_be_visible()
@@ -121,13 +114,16 @@ def test_the_knee_view_equals_the_cores_sweep(page, page_errors, app_url):
     expect(page.locator("[data-knee]").first).to_have_attribute("data-knee", str(best.batch), timeout=15_000)
     expect(page.locator("[data-decode-knee]").first).to_have_attribute("data-decode-knee", str(decode.batch))
     assert _table(page) == _expected(points)
-    batches, itl = page.evaluate(PLOTTED_JS, ["knee-itl", "itl_p99_ms"])
-    assert batches == list(DEFAULT_BATCHES)
-    assert np.allclose(itl, [p.itl_p99_ms for p in points])
-    decode_plotted = page.evaluate(PLOTTED_JS, ["knee-itl", "decode_itl_p99_ms"])[1]
-    assert np.allclose(decode_plotted, [p.decode_itl_p99_ms for p in points])
-    _eventually(page, KNEE_JS, "knee-itl", [["#000000", best.batch], ["#555555", decode.batch]])
-    _eventually(page, KNEE_JS, "knee-latency", [["#000000", best.batch]])
+    _eventually(page, "knee-itl", (["clock", "decode"], {"knee": best.batch, "decode-knee": decode.batch}))
+    _eventually(page, "knee-latency", (["admitted", "e2e"], {"knee": best.batch}))
+    drawn = _chart(page, "knee-itl")["series"]  # every point read back from the SVG through the axes' own ticks
+    top = max(p.itl_p99_ms for p in points) * 1.3
+    for name, column in (("clock", "itl_p99_ms"), ("decode", "decode_itl_p99_ms")):
+        batches, values = zip(*drawn[name])
+        assert np.allclose(batches, DEFAULT_BATCHES, rtol=0.01)
+        assert np.allclose(values, [getattr(p, column) for p in points], atol=top / 500)
+    latency = _chart(page, "knee-latency")["series"]["e2e"]  # a log axis read back through its ticks too
+    assert np.allclose([v for _, v in latency], [p.p99_latency_ms / 1e3 for p in points], rtol=0.02)
 
 
 def test_the_knee_on_a_hand_built_cost_model(page, page_errors, app_url):

@@ -5,7 +5,7 @@ from playwright.sync_api import expect
 
 from core import TrafficConfig, compare, generate, simulate
 
-from .helpers import core_run, open_app
+from .helpers import CHART_JS, core_run, open_app
 from .pixels import read_timeline
 
 REPLAY_TITLE = "Real replay: the same schedules through a real model"
@@ -85,23 +85,18 @@ def test_closing_the_page_frees_the_replay_at_once(browser, app_url):
     assert not _SERVER_LOCK.locked()
 
 
-MEASURED_JS = """() => {
-  const fig = Bokeh.documents[0].get_model_by_name("knee-itl");
-  const r = fig.renderers.find((r) => r.glyph.marker !== undefined && r.glyph.marker.value === "diamond");
-  return Array.from(r.data_source.data.batch);
-}"""
-
-
 def test_the_knee_view_overlays_the_replays_step_times(page, page_errors, app_url):
     """After a replay in this session, exercise 1 draws its measured step time at each batch size the replay ran."""
     open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
     run_replay(page)
     expect(page.locator("[data-replay=predicted]").first).to_be_visible(timeout=60_000)
     page.locator(".bv-tab", has_text="Exercise 1").first.click()
-    page.wait_for_function("Bokeh.documents[0].get_model_by_name('knee-itl') !== null", timeout=15_000)
+    page.wait_for_function("document.querySelector('svg[data-chart=knee-itl] g[data-dots=measured]') !== null",
+                           timeout=15_000)  # fmt: skip
     run = simulate(generate(TrafficConfig(seed=4)), 4, "continuous")
     active = {int((run.start <= t).sum() - (run.finish <= t).sum()) for t in range(run.drain)} - {0}
-    assert sorted(page.evaluate(MEASURED_JS)) == sorted(active)
+    drawn = page.evaluate(CHART_JS, "knee-itl")["dots"]["measured"]  # the diamonds, read back through the axes
+    assert sorted(round(batch) for batch, _ in drawn) == sorted(active)
 
 
 def test_online_replay_shows_predicted_beside_measured(page, page_errors, app_url, monkeypatch):
