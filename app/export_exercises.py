@@ -10,7 +10,6 @@ from bokeh.layouts import column, row
 from bokeh.models import (
     Button,
     Checkbox,
-    ColumnDataSource,
     CustomJS,
     Div,
     RadioButtonGroup,
@@ -26,12 +25,16 @@ from .bundle import bundle
 from .exercises.knee import EXPLAIN, INTRO, QUESTION, cached_sweep, points_data, verdict_html
 from .exercises.knee_plots import CHART_MODULES
 from .exercises.knee_words import PAGE_RATE_PER_S, load_html, motivation_html
-from .exercises.spread import GUESSES, SIGMAS, case, guess_html, histogram, histogram_top, spread_plots, spread_table
+from .exercises.spread import GUESSES, SIGMAS, case, curve_spec, guess_html, histogram_specs, spread_table
 from .exercises.spread import WHY as SPREAD_WHY
-from .exercises.temperature import ASSERTIONS, BUGGY, CORRECT, assertion_html, draws_html, rows_data, temperature_plots
+from .exercises.temperature import ASSERTIONS, BUGGY, CORRECT, assertion_html, draws_html, row_specs
 from .exercises.temperature import WHY as TEMPERATURE_WHY
 from .style import CHOICE_CSS, CSS
 
+# The served page's generic row of charts (assets/charts_host.js chartsHtml), inlined into the spread's and
+# temperature's CustomJS; the exported page lays a row out for this width (each chart scales down with the column).
+CHARTS_MODULES = ("words.js", "chart.js", "charts_host.js")
+ROW_WIDTH = 900
 JS_PATH = Path(__file__).resolve().parent.parent / "assets" / "export_exercises.js"
 # The rates the static page offers (the served view takes any): each is a timed sweep per preset pair, ~0.6 s apiece,
 # so three rates (light, the default, heavy) keep `batchviz export` to about 27 sweeps.
@@ -126,6 +129,7 @@ def knee_section():
             question=QUESTION,
             **controls,
             charts=charts,
+            width=ROW_WIDTH,
             verdict=verdict,
             table=table,
             load=load,
@@ -173,25 +177,19 @@ def precomputed_choice(name: str, labels, verdicts: list[str]) -> tuple[RadioGro
 
 
 def spread_data() -> dict:
-    """Return, per offered sigma, the three histograms, their x range and the numbers table."""
+    """Return, per offered sigma, the served page's chart specs (three histograms, the curve) and numbers table."""
     out = []
     for sigma in SIGMAS:
         cases = [case(kind, sigma) for kind in ("heavy", "uniform", "fixed")]
-        top = histogram_top(cases)
         out.append(
-            {
-                "top": top,
-                "hist": {c.kind: histogram(c.lengths, top) for c in cases},
-                "table": spread_table(cases, sigma),
-            }
+            {"histograms": histogram_specs(cases), "curve": [curve_spec(sigma)], "table": spread_table(cases, sigma)}
         )
     return {"sigmas": list(SIGMAS), "at": out}
 
 
 def spread_section():
     """Return exercise 2: the sigma slider swaps precomputed histograms and numbers."""
-    sources = {kind: ColumnDataSource(histogram(case(kind, 1.2).lengths, 1)) for kind in ("heavy", "uniform", "fixed")}
-    plots = spread_plots(sources, 1.2)
+    histograms, curve = _div(name="spread-histograms"), _div(name="spread-curve", visible=False)
     sigma = Slider(
         title="Spread: log-normal sigma (heavy-tailed)",
         name="spread-sigma",
@@ -206,16 +204,15 @@ def spread_section():
         args=dict(
             data_json=json.dumps(spread_data(), separators=(",", ":")),
             sigma=sigma,
-            sources=sources,
-            histograms=plots.histograms,
-            cursor=plots.cursor,
+            histograms=histograms,
+            curve=curve,
+            width=ROW_WIDTH,
             table=table,
         ),
-        code=_code("spread"),
+        code=_code("spread", CHARTS_MODULES),
     )
     sigma.js_on_change("value", redraw)
     why = _div(SPREAD_WHY, visible=False)
-    plots.curve.visible = False
     # As served (app/exercises/spread.py SpreadView): the guess first, and the ratios only once it is revealed.
     labels = [label for label, _, _ in GUESSES.values()]
     choice = RadioGroup(labels=labels, active=None, name="spread-guess", stylesheets=[CHOICE_CSS])
@@ -229,7 +226,7 @@ def spread_section():
                 choice=choice,
                 verdict=verdict,
                 verdicts=[guess_html(key) for key in GUESSES],
-                shown=[verdict, table, plots.curve, why],
+                shown=[verdict, table, curve, why],
                 reveal=reveal,
             ),  # fmt: skip
             code="if (choice.active === null) return; verdict.text = verdicts[choice.active]; "
@@ -247,9 +244,9 @@ def spread_section():
         reveal,
         verdict,
         sigma,
-        row(*plots.histograms.values(), sizing_mode="stretch_width"),
+        histograms,
         table,
-        plots.curve,
+        curve,
         why,
         sizing_mode="stretch_width",
     )
@@ -258,18 +255,18 @@ def spread_section():
 
 def temperature_section():
     """Return exercise 3: the bug's checkbox swaps the two precomputed states."""
-    sources = [ColumnDataSource(d) for d in rows_data(CORRECT)]
-    figures = temperature_plots(sources)
+    charts = _div(name="temperature-charts")
     bug = Checkbox(
         label="Inject the bug: one temperature (the first row's) for the whole batch", name="temperature-bug"
     )
     draws = _div(draws_html(CORRECT), name="temperature-draws")
     states = {
-        "off": {"rows": rows_data(CORRECT), "html": draws_html(CORRECT)},
-        "on": {"rows": rows_data(BUGGY), "html": draws_html(BUGGY)},
+        "off": {"charts": row_specs(CORRECT), "html": draws_html(CORRECT)},
+        "on": {"charts": row_specs(BUGGY), "html": draws_html(BUGGY)},
     }
     redraw = CustomJS(
-        args=dict(data_json=json.dumps(states), bug=bug, sources=sources, draws=draws), code=_code("temperature")
+        args=dict(data_json=json.dumps(states), bug=bug, charts=charts, draws=draws, width=ROW_WIDTH),
+        code=_code("temperature", CHARTS_MODULES),
     )
     bug.js_on_change("active", redraw)
     layout = column(
@@ -279,7 +276,7 @@ def temperature_section():
             "for).</p>"
         ),
         bug,
-        row(*figures, sizing_mode="stretch_width"),
+        charts,
         draws,
         _div(TEMPERATURE_WHY),
         sizing_mode="stretch_width",

@@ -49,6 +49,15 @@ export function scales(spec, w, h) {
   return { x: axis(spec.log_x, spec.x_range, w, false), y: axis(spec.log_y, spec.y_range, h, true) };
 }
 
+function swatch(s, x, y) {  // a legend's sample of a series or a reference line, 22 px wide, centred on y
+  if (s.kind === "bars") {
+    const fill = s.outline ? "none" : s.color, stroke = s.outline ? s.color : "none";
+    return `<rect x="${x + 5}" y="${y - 6}" width="12" height="12" fill="${fill}" stroke="${stroke}"/>`;
+  }
+  return `<line x1="${x}" x2="${x + 22}" y1="${y}" y2="${y}" stroke="${s.color}" stroke-width="${s.width ?? 2}"` +
+    `${dash(s.dash)}/>` + (s.dots ? marker(s.marker, x + 11, y, Math.min(s.dots, 8), s.color) : "");
+}
+
 function dash(d) {
   return d === "dashed" ? ' stroke-dasharray="6 4"' : d === "dotted" ? ' stroke-dasharray="2 3"' : "";
 }
@@ -65,7 +74,10 @@ function marker(kind, x, y, size, color) {
 /** Return the chart as an SVG string `width` pixels wide: title, axes, series, reference lines, marks, legend. */
 export function chartSvg(spec, width) {
   const shown = spec.series.filter((s) => s.visible !== false);
-  const legend = shown.filter((s) => s.label);
+  // Legend entries: each labelled series, then each reference line that names itself there (a dashed line is
+  // never unexplained).
+  const legend = [...shown.filter((s) => s.label),
+    ...(spec.hlines ?? []).filter((l) => l.legend).map((l) => ({ ...l, label: l.legend }))];
   const legendRows = spec.legend === "below" ? legend.length : 0;
   const height = spec.height ?? 300, W = Math.max(width, 200);
   const w = W - MARGIN.left - MARGIN.right, h = height - MARGIN.top - MARGIN.bottom - legendRows * LEGEND_ROW;
@@ -102,7 +114,18 @@ export function chartSvg(spec, width) {
     out.push(`<line data-hline="${escape(line.id ?? "")}" x1="0" x2="${w}" y1="${py}" y2="${py}" ` +
       `stroke="${line.color}" stroke-width="${line.width ?? 2}"${dash(line.dash)}/>`);
   }
-  for (const s of shown) {
+  const base = y(spec.log_y ? spec.y_range[0] : Math.max(spec.y_range[0], 0));
+  for (const s of shown.filter((t) => t.kind === "bars")) {  // [x[i], x2[i]] wide, from the axis up to y[i]
+    out.push(`<g data-bars="${escape(s.id)}">`);
+    s.x.forEach((left, i) => {
+      const a = x(left), b = x(s.x2[i]), top = y(s.y[i]);
+      const fill = s.outline ? "none" : s.color, stroke = s.outline ? s.color : s.edge ?? "none";
+      out.push(`<rect x="${a.toFixed(1)}" y="${top.toFixed(1)}" width="${Math.max(b - a, 0).toFixed(1)}" ` +
+        `height="${Math.max(base - top, 0).toFixed(1)}" fill="${fill}" stroke="${stroke}"/>`);
+    });
+    out.push("</g>");
+  }
+  for (const s of shown.filter((t) => t.kind !== "bars")) {
     const pts = s.x.map((v, i) => [x(v), y(s.y[i])]).filter(([, py]) => Number.isFinite(py));
     if (s.line !== false && pts.length > 1) {
       out.push(`<polyline data-series="${escape(s.id)}" fill="none" stroke="${s.color}" ` +
@@ -133,12 +156,16 @@ export function chartSvg(spec, width) {
       `font-size="11"${mark.bold ? ' font-weight="bold"' : ""} text-anchor="${left ? "end" : "start"}" ` +
       `fill="${mark.color === "#000000" ? "currentColor" : mark.color}">${escape(mark.label)}</text>`);
   }
-  if (spec.legend === "top_right") {  // inside the plot's top right corner, as wide as its longest words
-    const left = w - 8 - 30 - 6 * Math.max(...legend.map((s) => s.label.length));
+  if (spec.legend === "top_right" || spec.legend === "bottom_right") {  // inside a right corner, on a white card
+    const wide = 30 + 6 * Math.max(...legend.map((s) => s.label.length)), left = w - 8 - wide;
+    const first = spec.legend === "top_right" ? 14 : h - 8 - (legend.length - 1) * LEGEND_ROW;
+    if (legend.length) {
+      out.push(`<rect x="${left - 4}" y="${first - 12}" width="${wide + 8}" height="${legend.length * LEGEND_ROW}" ` +
+        `fill="var(--bv-background, #FFFFFF)" fill-opacity="0.85"/>`);
+    }
     legend.forEach((s, k) => {
-      const ty = 14 + k * LEGEND_ROW;
-      out.push(`<line x1="${left}" x2="${left + 22}" y1="${ty - 4}" y2="${ty - 4}" stroke="${s.color}" ` +
-        `stroke-width="${s.width ?? 2}"${dash(s.dash)}/><text x="${left + 26}" y="${ty}" ${FONT} font-size="10" ` +
+      const ty = first + k * LEGEND_ROW;
+      out.push(swatch(s, left, ty - 4) + `<text x="${left + 26}" y="${ty}" ${FONT} font-size="10" ` +
         `fill="currentColor">${escape(s.label)}</text>`);
     });
   }
@@ -146,9 +173,7 @@ export function chartSvg(spec, width) {
   if (spec.legend === "below") {
     legend.forEach((s, k) => {
       const ty = height - 8 - (legendRows - 1 - k) * LEGEND_ROW;
-      out.push(`<line x1="${MARGIN.left}" x2="${MARGIN.left + 24}" y1="${ty - 4}" y2="${ty - 4}" stroke="${s.color}" ` +
-        `stroke-width="${s.width ?? 2}"${dash(s.dash)}/>` +
-        (s.dots ? marker(s.marker, MARGIN.left + 12, ty - 4, Math.min(s.dots, 8), s.color) : "") +
+      out.push(swatch(s, MARGIN.left, ty - 4) +
         `<text x="${MARGIN.left + 30}" y="${ty}" ${FONT} font-size="11" fill="currentColor">${escape(s.label)}</text>`);
     });
   }

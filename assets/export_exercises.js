@@ -28,7 +28,7 @@ for (let i = 0; i < pts.batch.length; i++) {
 }
 const bestB = best === null ? null : pts.batch[best], dbestB = dbest === null ? null : pts.batch[dbest];
 // The figures: the served page's modules (assets/chart.js, knee_charts.js), inlined above, on the same columns.
-charts.text = `<div class="bv-knee-charts">${kneeSpecs(pts, t, revealed).map((s) => chartSvg(s, 760)).join("")}</div>`;
+charts.text = `<div class="bv-knee-charts">${kneeSpecs(pts, t, revealed).map((s) => chartSvg(s, width)).join("")}</div>`;
 function guessHtml() {
   if (best === null) return `You guessed batch ${g}; on the clock no batch size meets the target.`;
   const steps = batches.indexOf(g) - batches.indexOf(bestB);
@@ -71,20 +71,16 @@ table.text = (revealed
     `<th>p99 once admitted s</th><th>meets ${t} ms</th></tr></thead><tbody>${rows}</tbody></table></div>`
   : "") + `<p>Poisson arrivals at ${rate.value} requests/s.</p>`;
 // ---- spread
-// Mirrors app/exercises/spread.py: show_spread and spread_table, precomputed per sigma.
+// Mirrors app/exercises/spread.py: the served page's chart specs and table, precomputed per sigma.
 const D = (window.__bvSpread ??= JSON.parse(data_json));
 const k = Math.max(0, Math.min(D.sigmas.length - 1, Math.round((sigma.value - D.sigmas[0]) / 0.1)));
 const at = D.at[k];
-for (const kind of Object.keys(sources)) {
-  sources[kind].data = at.hist[kind];
-  histograms[kind].x_range.start = 0; histograms[kind].x_range.end = at.top;
-  histograms[kind].y_range.end = Math.max(...at.hist[kind].count, 1) * 1.1;
-}
-cursor.location = D.sigmas[k];
+histograms.text = chartsHtml(at.histograms, width);  // app/export_exercises.py ROW_WIDTH
+curve.text = chartsHtml(at.curve, width);
 table.text = at.table;
 // ---- temperature
 // Two states, both computed by the core's sampler: the rows' own temperatures, or the first row's for all.
 const D = (window.__bvTemperature ??= JSON.parse(data_json));
 const state = bug.active ? D.on : D.off;
-sources.forEach((source, i) => { source.data = state.rows[i]; });
+charts.text = chartsHtml(state.charts, width);
 draws.text = state.html;

@@ -265,19 +265,18 @@ def test_the_motivation_is_the_roofline_s_own_step_times():
 
 def test_the_exercise_plots_name_every_line_and_outline():
     """Item 8: exercise 2's dashed and dotted reference lines and exercise 3's outlined bars are in a legend."""
-    from bokeh.models import ColumnDataSource
+    from app.exercises.spread import curve_spec
+    from app.exercises.temperature import CORRECT, row_specs
 
-    from app.exercises.spread import spread_plots
-    from app.exercises.temperature import temperature_plots
-
-    sources = {kind: ColumnDataSource({"left": [], "right": [], "count": []}) for kind in ("heavy", "uniform", "fixed")}
-    labels = [item.label["value"] for item in spread_plots(sources, 1.0).curve.legend[0].items]
-    assert labels[0] == "heavy-tailed, by sigma"
-    assert [x.split(" (")[0] for x in labels[1:]] == ["uniform lengths", "fixed lengths"]
-    rows = [ColumnDataSource({"token": [], "p": [], "correct": []}) for _ in range(len(ROWS))]
-    for fig in temperature_plots(rows):
-        items = [item.label["value"] for item in fig.legend[0].items]
-        assert items == ["what the row samples from", "its own temperature's (outlined)"]
+    spec = curve_spec(1.0)
+    assert [s["label"] for s in spec["series"]] == ["heavy-tailed, by sigma"]
+    assert [(h["dash"], h["legend"].split(" (")[0]) for h in spec["hlines"]] == [
+        ("dashed", "uniform lengths"),
+        ("dotted", "fixed lengths"),
+    ]
+    for row in row_specs(CORRECT):
+        assert [s["label"] for s in row["series"]] == ["what the row samples from", "its own temperature's (outlined)"]
+        assert [s.get("outline", False) for s in row["series"]] == [False, True]
 
 
 @pytest.mark.parametrize("target", [20.0, 50.0, 120.0])

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Span
 
 from core.spread import SIGMA_RANGE, SPREAD_SLOTS, SPREAD_TRAFFIC, SpreadCase, spread_case
 from core.traffic import LENGTH_KINDS
@@ -18,7 +16,8 @@ from .. import palette
 from ..loop import on_document
 from ..server_log import follow_widget
 from ..style import CHOICE_CSS
-from .common import LazyViewer, query_number, small_figure, text_pane
+from .charts import BAR_COLOR, REFERENCE_COLOR, Charts, bars_series, charts_payload
+from .common import LazyViewer, query_number, text_pane
 
 SIGMAS = tuple(round(x, 1) for x in np.arange(SIGMA_RANGE[0], SIGMA_RANGE[1] + 0.05, 0.1))
 BINS = 24
@@ -84,64 +83,64 @@ def histogram(lengths: np.ndarray, top: int) -> dict[str, list]:
     return {"left": edges[:-1].tolist(), "right": edges[1:].tolist(), "count": counts.tolist()}
 
 
-@dataclass
-class SpreadPlots:
-    """The three histograms, the advantage curve and its cursor at the current sigma."""
-
-    histograms: dict[str, object]
-    curve: object
-    cursor: Span
-
-
-def spread_plots(sources: dict[str, ColumnDataSource], sigma: float) -> SpreadPlots:
-    """Return a histogram per kind over `sources` and the heavy-tailed advantage against sigma."""
-    histograms = {}
-    for kind in LENGTH_KINDS:
-        fig = small_figure(f"spread-{kind}", f"{KIND_NAMES[kind]} lengths", "requests", "output tokens", height=180)
-        fig.quad(
-            left="left",
-            right="right",
-            bottom=0,
-            top="count",
-            source=sources[kind],
-            fill_color="#0072B2",
-            line_color="white",
+def histogram_specs(cases: list[SpreadCase]) -> list[dict]:
+    """Return one histogram spec per kind, all over [0, the longest output] (each to its own tallest bar)."""
+    top = histogram_top(cases)
+    specs = []
+    for c in cases:
+        h = histogram(c.lengths, top)
+        specs.append(
+            {
+                "id": f"spread-{c.kind}",
+                "title": f"{KIND_NAMES[c.kind]} lengths",
+                "y_label": "requests",
+                "x_label": "output tokens",
+                "height": 200,
+                "x_range": [0, top],
+                "y_range": [0, max(max(h["count"], default=0), 1) * 1.1],
+                "series": [bars_series("count", h["left"], h["right"], h["count"], color=BAR_COLOR, edge="#FFFFFF")],
+            }
         )
-        histograms[kind] = fig
+    return specs
+
+
+def curve_spec(sigma: float) -> dict:
+    """Return the heavy-tailed advantage against sigma, the other kinds as named reference lines, sigma marked."""
     data = advantage_curve()
-    curve = small_figure(
-        "spread-curve",
-        "How much sooner continuous batching drains, by spread",
-        "static drain / continuous drain",
-        "log-normal sigma of the heavy-tailed lengths",
-    )
-    heavy = "heavy-tailed, by sigma"
-    curve.line(data["sigma"], data["ratio"], color=palette.CONTINUOUS_COLOR, line_width=3, legend_label=heavy)
-    curve.scatter(data["sigma"], data["ratio"], color=palette.CONTINUOUS_COLOR, size=6)
-    curve.y_range.start, curve.y_range.end = 0, max(data["ratio"]) * 1.15
-    for kind, dash in (("uniform", "dashed"), ("fixed", "dotted")):
-        ratio = case(kind, 0).drain_ratio
-        curve.add_layout(Span(location=ratio, dimension="width", line_dash=dash, line_color="#555555", line_width=2))
-        # A span has no legend entry of its own: an empty line in its style names it (item 8: unexplained lines).
-        curve.line([], [], line_dash=dash, line_color="#555555", line_width=2,
-                   legend_label=f"{KIND_NAMES[kind].lower()} lengths ({ratio:.2f}x)")  # fmt: skip
-    curve.legend.location = "bottom_right"
-    cursor = Span(location=sigma, dimension="height", line_color="#000000", line_width=2)
-    curve.add_layout(cursor)
-    return SpreadPlots(histograms, curve, cursor)
+    references = [
+        {"id": kind, "y": case(kind, 0).drain_ratio, "color": REFERENCE_COLOR, "dash": dash,
+         "legend": f"{KIND_NAMES[kind]} lengths ({case(kind, 0).drain_ratio:.2f}x)"}
+        for kind, dash in (("uniform", "dashed"), ("fixed", "dotted"))
+    ]  # fmt: skip
+    low, high = SIGMA_RANGE
+    return {
+        "id": "spread-curve",
+        "title": "How much sooner continuous batching drains, by spread",
+        "y_label": "static drain / continuous drain",
+        "x_label": "log-normal sigma of the heavy-tailed lengths",
+        "height": 260,
+        "legend": "bottom_right",
+        "x_range": [low - 0.05, high + 0.05],
+        "y_range": [0, max(data["ratio"]) * 1.15],
+        "series": [
+            {
+                "id": "heavy",
+                "label": "heavy-tailed, by sigma",
+                "x": data["sigma"],
+                "y": data["ratio"],
+                "color": palette.CONTINUOUS_COLOR,
+                "width": 3,
+                "dots": 6,
+            }
+        ],  # fmt: skip
+        "hlines": references,
+        "vlines": [{"id": "sigma", "x": sigma, "color": "#000000", "width": 2}],
+    }
 
 
 def histogram_top(cases: list[SpreadCase]) -> int:
     """Return the longest output among the cases: every histogram shares this x range."""
     return int(max(c.lengths.max() for c in cases))
-
-
-def show_spread(plots: SpreadPlots, sources: dict[str, ColumnDataSource], top: int, sigma: float) -> None:
-    """Fit the histograms' axes to their data and move the cursor to `sigma`."""
-    for kind, fig in plots.histograms.items():
-        fig.x_range.start, fig.x_range.end = 0, top
-        fig.y_range.end = max(max(sources[kind].data["count"], default=0), 1) * 1.1
-    plots.cursor.location = sigma
 
 
 def spread_table(cases: list[SpreadCase], sigma: float) -> str:
@@ -175,9 +174,8 @@ class SpreadView(LazyViewer):
     revealed = param.Boolean(default=False, doc="The ratios are shown (after a guess)")
 
     def _build(self) -> None:
-        self.sources = {kind: ColumnDataSource(histogram(np.zeros(0), 1)) for kind in LENGTH_KINDS}
         self.numbers = text_pane("")
-        self.plots = spread_plots(self.sources, self.sigma)
+        self.histograms, self.curve = Charts(sizing_mode="stretch_width"), Charts(sizing_mode="stretch_width")
         self.slider = pn.widgets.FloatSlider(
             label="Spread: log-normal sigma (heavy-tailed)",
             start=SIGMA_RANGE[0],
@@ -199,9 +197,7 @@ class SpreadView(LazyViewer):
         self.reveal_button = pn.widgets.Button(label="Reveal the ratios", color="primary", disabled=True)
         self.reveal_button.on_click(lambda _e: self.reveal())
         self.verdict = text_pane("")
-        self.curve_pane = pn.Column(
-            pn.pane.Bokeh(self.plots.curve, sizing_mode="stretch_width"), sizing_mode="stretch_width"
-        )
+        self.curve_pane = pn.Column(self.curve, sizing_mode="stretch_width")
         self.why = text_pane(WHY)
         self._refresh()
         self._show_reveal()
@@ -234,10 +230,8 @@ class SpreadView(LazyViewer):
 
     def _refresh(self, *_events) -> None:
         cases = self.cases()
-        top = histogram_top(cases)
-        for c in cases:
-            self.sources[c.kind].data = histogram(c.lengths, top)
-        show_spread(self.plots, self.sources, top, self.sigma)
+        self.histograms.payload = charts_payload(histogram_specs(cases))
+        self.curve.payload = charts_payload([curve_spec(round(self.sigma, 1))])
         self.numbers.object = spread_table(cases, self.sigma)
 
     def _compose(self):
@@ -252,10 +246,7 @@ class SpreadView(LazyViewer):
             self.reveal_button,
             self.verdict,
             self.slider,
-            pn.Row(
-                *(pn.pane.Bokeh(self.plots.histograms[k], sizing_mode="stretch_width") for k in LENGTH_KINDS),
-                sizing_mode="stretch_width",
-            ),
+            self.histograms,
             self.numbers,
             self.curve_pane,
             self.why,

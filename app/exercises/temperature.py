@@ -7,14 +7,14 @@ import html
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource
 
 from core.temperature_bug import DRAWS, ROWS, VOCAB, TemperatureResult, row_logits, run_rows
 
 from ..loop import on_document
 from ..style import CHOICE_CSS
 from ..url import BOOLEANS, query_value
-from .common import LazyViewer, small_figure, text_pane
+from .charts import BAR_COLOR, Charts, bars_series, charts_payload
+from .common import LazyViewer, text_pane
 
 CORRECT, BUGGY = run_rows(bug=False), run_rows(bug=True)  # fixed logits and seeds: the same for every session
 WHY = (
@@ -75,22 +75,39 @@ def assertion_html(code: str) -> str:
     )
 
 
-def temperature_plots(sources: list[ColumnDataSource]) -> list:
-    """Return one bar chart per row: the distribution it samples from, outlined by the one it asked for."""
-    figures = []
-    for i, (label, _) in enumerate(ROWS):
-        fig = small_figure(f"temperature-row{i}", f"row {i}: {label}", "probability", "token id", height=170)
-        fig.vbar(x="token", top="p", width=0.8, source=sources[i], fill_color="#0072B2", line_color=None,
-                 legend_label="what the row samples from")  # fmt: skip
-        # The row's own distribution, outlined: with the bug on, the gap between bars and outline is the bug.
-        fig.vbar(x="token", top="correct", width=0.8, source=sources[i], fill_alpha=0, line_color="#000000",
-                 legend_label="its own temperature's (outlined)")  # fmt: skip
-        fig.legend.location = "top_right"
-        fig.legend.label_text_font_size = "10px"
-        fig.x_range.start, fig.x_range.end = -0.5, VOCAB - 0.5
-        fig.y_range.end = 1.05
-        figures.append(fig)
-    return figures
+def row_specs(result: TemperatureResult) -> list[dict]:
+    """Return one bar chart spec per row: the distribution it samples from, outlined by the one it asked for."""
+    tokens = np.arange(VOCAB)
+    lefts, rights = (tokens - 0.4).tolist(), (tokens + 0.4).tolist()
+    return [
+        {
+            "id": f"temperature-row{i}",
+            "title": f"row {i}: {label}",
+            "y_label": "probability",
+            "x_label": "token id",
+            "height": 200,
+            "legend": "top_right",
+            "x_range": [-0.5, VOCAB - 0.5],
+            "x_ticks": list(range(0, VOCAB, 5)),
+            "y_range": [0, 1.05],
+            "series": [
+                bars_series(
+                    "p", lefts, rights, result.probs[i].tolist(), color=BAR_COLOR, label="what the row samples from"
+                ),
+                # The row's own distribution, outlined: with the bug on, the gap between bars and outline is the bug.
+                bars_series(
+                    "correct",
+                    lefts,
+                    rights,
+                    CORRECT.probs[i].tolist(),
+                    color="#000000",
+                    outline=True,
+                    label="its own temperature's (outlined)",
+                ),
+            ],  # fmt: skip
+        }
+        for i, (label, _) in enumerate(ROWS)
+    ]
 
 
 def rows_data(result: TemperatureResult) -> list[dict[str, list]]:
@@ -125,8 +142,7 @@ class TemperatureView(LazyViewer):
     bug = param.Boolean(default=False, doc="Apply the batch's first temperature to every row")
 
     def _build(self) -> None:
-        self.sources = [ColumnDataSource({"token": [], "p": [], "correct": []}) for _ in ROWS]
-        self.figures = temperature_plots(self.sources)
+        self.charts = Charts(sizing_mode="stretch_width")
         self.toggle = pn.widgets.Checkbox.from_param(
             self.param.bug, label="Inject the bug: one temperature (the first row's) for the whole batch"
         )
@@ -146,7 +162,7 @@ class TemperatureView(LazyViewer):
         self.demo = pn.Column(
             text_pane("<h3>What the bug does</h3>"),
             self.toggle,
-            pn.Row(*(pn.pane.Bokeh(f, sizing_mode="stretch_width") for f in self.figures), sizing_mode="stretch_width"),
+            self.charts,
             self.draws,
             text_pane(WHY),
             sizing_mode="stretch_width",
@@ -178,8 +194,7 @@ class TemperatureView(LazyViewer):
 
     def _refresh(self, *_events) -> None:
         result = self.result()
-        for source, data in zip(self.sources, rows_data(result)):
-            source.data = data
+        self.charts.payload = charts_payload(row_specs(result))
         self.draws.object = draws_html(result)
 
     def _compose(self):

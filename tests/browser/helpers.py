@@ -27,6 +27,8 @@ def open_app(page, url: str, query: str = "", canvas: bool = True) -> None:
     tab = (parse_qs(query.lstrip("?")).get("tab") or ["simulator"])[0]
     if tab not in TABS or tab == "simulator":  # the widget has drawn its timelines (assets/renderer.js)
         page.wait_for_function("window.__bvPaints > 0", polling=50, timeout=30_000)
+    elif tab in ("knee", "spread", "temperature"):  # the exercises' figures: SVG drawn in the browser (chart.js)
+        page.locator("svg.bv-chart").first.wait_for(state="attached", timeout=30_000)
     else:  # a Bokeh plot on another tab
         page.locator(".bk-Canvas").first.wait_for(timeout=30_000)
 
@@ -80,7 +82,16 @@ def assert_numbers_match_core(page, mode: str, slots: int, seed: int) -> None:
 # mark, in data units. The axes' own ticks invert the scales (log where the chart says so), so a wrong scale, a
 # misplaced point or a mark on the wrong batch reads back wrong.
 CHART_JS = """(id) => {
-  const svg = document.querySelector(`svg[data-chart="${id}"]`);
+  const deep = (root, sel) => {  // the served page draws it inside a component's shadow root
+    const hit = root.querySelector(sel);
+    if (hit) return hit;
+    for (const el of root.querySelectorAll("*")) {
+      const found = el.shadowRoot && deep(el.shadowRoot, sel);
+      if (found) return found;
+    }
+    return null;
+  };
+  const svg = deep(document, `svg[data-chart="${id}"]`);
   if (!svg) return null;
   const ticks = (attr, coord) => [...svg.querySelectorAll(`line[${attr}]`)]
     .map((l) => [Number(l.getAttribute(attr)), Number(l.getAttribute(coord))]);

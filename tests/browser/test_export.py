@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from urllib.parse import parse_qs
 
+import numpy as np
 import param
 import pytest
 from playwright.sync_api import expect
@@ -30,7 +31,7 @@ from core.spread import spread_study
 from core.sweep import DEFAULT_BATCHES, decode_knee, knee, sweep
 from tests.oracles.batch_view import BatchView
 
-from .helpers import assert_numbers_match_core, core_run, text_of
+from .helpers import CHART_JS, assert_numbers_match_core, core_run, text_of
 from .pixels import read_timeline
 
 READY = (
@@ -449,6 +450,14 @@ def test_export_exercises_equal_the_core(page, page_errors, offline, exported):
     expect(page.locator("[data-knee]").first).to_have_attribute("data-knee", str(best.batch) if best else "none")
     served = re.sub(r"<[^>]+>", "", verdict_html(best, decode, 30, 64))  # the served view's sentence, as text
     expect(page.locator(".bv-knee").first).to_have_text(served)
+    # The figures are the served page's modules on the same columns: read back from the SVG through its axes.
+    drawn = page.evaluate(CHART_JS, "knee-itl")
+    assert {k: round(v) for k, v in drawn["vlines"].items()} == {
+        **({"knee": best.batch} if best else {"no-knee": 1}),
+        **({"decode-knee": decode.batch} if decode else {}),
+    }
+    clock = [v for _, v in drawn["series"]["clock"]]
+    assert np.allclose(clock, [p.itl_p99_ms for p in points], atol=max(p.itl_p99_ms for p in points) * 1.3 / 500)
     table = _knee_table(page)
     for p in points:
         assert table[p.batch] == {

@@ -91,8 +91,7 @@ def test_the_knee_view_overlays_the_replays_step_times(page, page_errors, app_ur
     run_replay(page)
     expect(page.locator("[data-replay=predicted]").first).to_be_visible(timeout=60_000)
     page.locator(".bv-tab", has_text="Exercise 1").first.click()
-    page.wait_for_function("document.querySelector('svg[data-chart=knee-itl] g[data-dots=measured]') !== null",
-                           timeout=15_000)  # fmt: skip
+    page.locator("svg[data-chart=knee-itl] g[data-dots=measured]").first.wait_for(state="attached", timeout=15_000)
     run = simulate(generate(TrafficConfig(seed=4)), 4, "continuous")
     active = {int((run.start <= t).sum() - (run.finish <= t).sum()) for t in range(run.drain)} - {0}
     drawn = page.evaluate(CHART_JS, "knee-itl")["dots"]["measured"]  # the diamonds, read back through the axes

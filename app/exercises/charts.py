@@ -1,0 +1,38 @@
+"""The exercises' figures as chart specs (data only), drawn in the browser by assets/chart.js on both pages.
+
+A spec names its axes, ranges, series (lines, dots, bars), reference lines and marks; assets/chart.js documents
+the fields. The served page sends specs to `Charts`; the exported page embeds the same specs and draws them with the
+same module.
+"""
+
+from __future__ import annotations
+
+import json
+
+import param
+from panel.custom import JSComponent
+
+from ..bundle import bundle
+from ..style import CSS
+
+BAR_COLOR = "#0072B2"
+REFERENCE_COLOR = "#555555"
+
+
+class Charts(JSComponent):
+    """A row of figures drawn in the browser from `payload`: {"specs": [...]} (see charts_payload)."""
+
+    payload = param.String(default="{}", doc='JSON: {"specs": [chart spec, ...]}')
+
+    _esm = bundle("words.js", "chart.js", "charts_host.js")
+    _stylesheets = [CSS]
+
+
+def charts_payload(specs: list[dict]) -> str:
+    """Return the JSON a Charts component draws: the specs, in order."""
+    return json.dumps({"specs": specs}, separators=(",", ":"))
+
+
+def bars_series(series_id: str, lefts, rights, heights, **style) -> dict:
+    """Return a bar series: bar i spans [lefts[i], rights[i]] from the axis up to heights[i]."""
+    return {"id": series_id, "kind": "bars", "x": list(lefts), "x2": list(rights), "y": list(heights), **style}
