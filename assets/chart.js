@@ -89,11 +89,12 @@ export function chartSvg(spec, width) {
   out.push(`<text x="${MARGIN.left}" y="18" ${FONT} font-size="13" font-weight="bold" fill="currentColor">` +
     `${escape(spec.title)}</text>`);
   out.push(`<g transform="translate(${MARGIN.left},${MARGIN.top})">`);
-  out.push(`<rect x="0" y="0" width="${w}" height="${h}" fill="none" stroke="#BBBBBB"/>`);
+  out.push(`<rect x="0" y="0" width="${w}" height="${h}" fill="none" stroke="currentColor" stroke-opacity="0.3"/>`);
   const yTicks = spec.log_y ? logTicks(...spec.y_range) : linearTicks(...spec.y_range);
   for (const v of yTicks) {
     const py = y(v).toFixed(1);
-    out.push(`<line data-tick-y="${v}" x1="0" x2="${w}" y1="${py}" y2="${py}" stroke="#E5E5E5"/>` +
+    out.push(`<line data-tick-y="${v}" x1="0" x2="${w}" y1="${py}" y2="${py}" stroke="currentColor" ` +
+      `stroke-opacity="0.13"/>` +
       `<text x="-6" y="${py}" ${FONT} font-size="11" text-anchor="end" dominant-baseline="middle" ` +
       `fill="currentColor">${tickText(v)}</text>`);
   }
@@ -140,7 +141,8 @@ export function chartSvg(spec, width) {
   }
   for (const mark of spec.vlines ?? []) {
     const px = x(mark.x).toFixed(1);
-    out.push(`<line data-vline="${escape(mark.id)}" data-x="${mark.x}" x1="${px}" x2="${px}" y1="0" y2="${h}" stroke="${mark.color}" ` +
+    out.push(`<line data-vline="${escape(mark.id)}" data-x="${mark.x}" x1="${px}" x2="${px}" y1="0" y2="${h}" ` +
+      `stroke="${mark.color}" ` +
       `stroke-width="${mark.width ?? 2}"${dash(mark.dash)}/>`);
   }
   out.push("</svg>");
@@ -154,7 +156,7 @@ export function chartSvg(spec, width) {
     const px = x(mark.x), left = px > w * 0.1;
     out.push(`<text x="${(px + (left ? -4 : 4)).toFixed(1)}" y="${14 + 16 * (mark.row ?? 0)}" ${FONT} ` +
       `font-size="11"${mark.bold ? ' font-weight="bold"' : ""} text-anchor="${left ? "end" : "start"}" ` +
-      `fill="${mark.color === "#000000" ? "currentColor" : mark.color}">${escape(mark.label)}</text>`);
+      `fill="${mark.color}">${escape(mark.label)}</text>`);
   }
   if (spec.legend === "top_right" || spec.legend === "bottom_right") {  // inside a right corner, on a white card
     const wide = 30 + 6 * Math.max(...legend.map((s) => s.label.length)), left = w - 8 - wide;

@@ -4,8 +4,8 @@
 
 const BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];  // core/sweep.py DEFAULT_BATCHES
 export const KNEE_COLOURS = {
-  target: "#D55E00", decode: "#555555", measured: "#56B4E9", knee: "#000000",
-  clock: "#009E73", throughput: "#0072B2", e2e: "#CC79A7", admitted: "#555555",
+  target: "#D55E00", decode: "#767676", measured: "#56B4E9", knee: "currentColor",
+  clock: "#009E73", throughput: "#0072B2", e2e: "#CC79A7", admitted: "#767676",
 };
 // The ITL figure's headroom: the highest point at 1/1.3 of the height, the target at most at 1/1.4, so the knees'
 // labels, hung from the top, are never crossed by a line.
@@ -56,7 +56,7 @@ export function kneeSpecs(pts, target, revealed, measured = { batch: [], step_ms
   };
   const positive = [...pts.p99_latency_s, ...pts.p99_admitted_s].filter((v) => v > 0);
   const latency = {
-    id: "knee-latency", title: "p99 latency (log scale)", y_label: "s", height: 220, legend: "top_right", ...axes,
+    id: "knee-latency", title: "p99 latency (log scale)", y_label: "s", height: 280, legend: "below", ...axes,
     log_y: true, y_range: [(positive.length ? Math.min(...positive) : 1) / 2,
       (positive.length ? Math.max(...positive) : 1) * 2],
     series: [

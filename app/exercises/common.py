@@ -1,10 +1,8 @@
-"""What the exercise views share: a small log-x figure, number parsing for deep links, and the text pane."""
+"""What the exercise views share: building a view when first opened, number parsing for deep links, the text pane."""
 
 from __future__ import annotations
 
 import panel as pn
-from bokeh.models import Range1d
-from bokeh.plotting import figure
 
 from core.limits import plain_float, plain_int
 
@@ -40,27 +38,6 @@ class LazyViewer(pn.viewable.Viewer):
 def text_pane(text: str) -> pn.pane.HTML:
     """Return an HTML pane in the app's style."""
     return pn.pane.HTML(text, sizing_mode="stretch_width", stylesheets=[CSS])
-
-
-def small_figure(
-    name: str, title: str, y_label: str, x_label: str, log_x: bool = False, log_y: bool = False, height: int = 220
-):
-    """Return a plain figure of the exercise views: no toolbar, no grid noise, stretched to the column."""
-    fig = figure(
-        name=name,
-        title=title,
-        height=height,
-        sizing_mode="stretch_width",
-        toolbar_location=None,
-        tools="",
-        x_axis_type="log" if log_x else "linear",
-        x_axis_label=x_label,
-        y_axis_label=y_label,
-        y_axis_type="log" if log_y else "linear",
-        y_range=Range1d(0.1 if log_y else 0, 1),
-    )
-    fig.outline_line_color = None
-    return fig
 
 
 def query_number(

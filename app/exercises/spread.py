@@ -118,8 +118,8 @@ def curve_spec(sigma: float) -> dict:
         "title": "How much sooner continuous batching drains, by spread",
         "y_label": "static drain / continuous drain",
         "x_label": "log-normal sigma of the heavy-tailed lengths",
-        "height": 260,
-        "legend": "bottom_right",
+        "height": 320,
+        "legend": "below",
         "x_range": [low - 0.05, high + 0.05],
         "y_range": [0, max(data["ratio"]) * 1.15],
         "series": [
@@ -134,7 +134,7 @@ def curve_spec(sigma: float) -> dict:
             }
         ],  # fmt: skip
         "hlines": references,
-        "vlines": [{"id": "sigma", "x": sigma, "color": "#000000", "width": 2}],
+        "vlines": [{"id": "sigma", "x": sigma, "color": "currentColor", "width": 2}],
     }
 
 
