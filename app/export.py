@@ -63,6 +63,7 @@ LINK_KEYS = {
     *("tab", "preset", "mode", "slots", "seed", "step", "lengths", "arrival_window", "kv_blocks", "allocation"),
     *("blocks", "budget"),  # the Memory tab's
     "clock",  # on the chapter's traffic and the worked example
+    "theme",  # light or dark, read when the page opens (as served)
 }
 # The clock's two buttons, where the served page has its "On a clock" disclosure (the default accelerator and model).
 CLOCK_BUTTONS = ["On a clock (ms, {accelerator}, {model})", "Back to the step axis"]
@@ -76,6 +77,7 @@ HEADER_NOTE = " Every setting was computed in advance, so this page needs no ser
 # The page around the served page's host: the body, focus rings, the exercises' and quiz's own controls.
 EXPORT_CSS = """
 body { margin: 0; padding: 8px 12px 24px; color: #222; background: #fff; }
+body.bv-dark { color: #E6E6E6; background: #121212; }  /* Panel's dark page, as served with ?theme=dark */
 .bv-app { max-width: 1280px; margin: 0 auto; font-size: 12px; line-height: 1.42857143; }  /* Panel's, as served */
 .bv-app, .bv-app * { box-sizing: border-box; }
 [role=tabpanel]:focus-visible, .bv-tabs [role=tab]:focus-visible, .bv-app button:focus-visible,
@@ -183,7 +185,11 @@ def page_data(config: TrafficConfig | None = None, window: int = 64, seeds=SEEDS
         "header": HEADER.replace("</p>", HEADER_NOTE + "</p>", 1),
         "tabs": TABS,
         "link_keys": sorted(LINK_KEYS),
-        "config": renderer_config(palette.THEMES["light"], INTERVAL_MS),
+        # The renderer's constants and the page's custom properties per theme (?theme=dark: the served page's dark).
+        "themes": {
+            name: {"config": renderer_config(theme, INTERVAL_MS), "variables": palette.css_variables(theme)}
+            for name, theme in palette.THEMES.items()
+        },
         "defaults": {"mode": "continuous", "slots": CHAPTER_SLOTS, "seed": TrafficConfig.seed, "window": window},
         "slots_end": SLOTS.stop - 1,
         "length_kinds": list(LENGTH_KINDS),

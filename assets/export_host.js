@@ -34,6 +34,14 @@ async function viewAt(place, slots, seed) {
   return (await views(packKey(place, seed)))[slots - 1];
 }
 
+// ---- the theme: ?theme=dark is read when the page opens, as the served page reads it ---------------------------
+const asked_theme = (new URLSearchParams(window.location.search).getAll("theme").at(-1) ?? "").trim().toLowerCase();
+export const THEME = asked_theme === "dark" ? "dark" : "light";
+if (THEME === "dark") document.body.classList.add("bv-dark");
+for (const [name, value] of Object.entries(D.themes[THEME].variables)) {
+  document.querySelector(".bv-app")?.style.setProperty(name, value);
+}
+
 // ---- the model host.js draws from, and the server's state behind it -------------------------------------------
 const cur = { place: "chapter", mode: D.defaults.mode, slots: D.defaults.slots, seed: D.defaults.seed, step: 0 };
 const listeners = new Map(), children = {};
@@ -60,7 +68,7 @@ const settleSoon = () => {
   queueMicrotask(() => { settleQueued = false; settle(); });
 };
 const serve = {};
-for (const [name, value] of Object.entries({ config: D.config, story: D.story, buttons: D.buttons, hidden: [],
+for (const [name, value] of Object.entries({ config: D.themes[THEME].config, story: D.story, buttons: D.buttons, hidden: [],
   disclosures: {}, opened: [], header: D.header, tabs: D.tabs, payload: null })) serve[name] = property(name, value);
 serve.mode = property("mode", cur.mode, settleSoon);
 serve.slots = property("slots", cur.slots, settleSoon);
@@ -171,6 +179,7 @@ const stepFor = (place) => (ready.get(packKey(place, cur.seed))?.[0]?.window ?? 
 /** Return the query that opens what is shown now, in the served page's keys (the defaults left out). */
 function addressOf() {
   const q = new URLSearchParams(), d = D.defaults, place = baseOf(cur.place), view = model.payload?.view;
+  if (THEME === "dark") q.set("theme", "dark");
   if (model.tab !== "simulator") q.set("tab", model.tab);
   if (place === "worked") q.set("preset", "worked");
   const lesson = D.lessons[place], memory = D.memory[place];
@@ -209,7 +218,7 @@ const LINK_KEYS = new Set(D.link_keys);  // app/export.py LINK_KEYS: one list fo
 const showValue = (v) => `'${v.length <= 40 ? v : v.slice(0, 37) + "..."}'`;
 // Plain ASCII digits only (no `1_0`, no other scripts' digits), at most 18 of them: a number, never Infinity.
 const wholeNumber = (v) => (/^\s*[0-9]{1,18}\s*$/.test(v) ? Number(v) : null);
-const MODES = D.config.modes.map(([mode]) => mode);
+const MODES = D.themes[THEME].config.modes.map(([mode]) => mode);
 
 /** Open a query string of the app (`?preset=worked&step=5`) from the default settings, as the served page does. */
 async function openLink(query) {
@@ -223,6 +232,9 @@ async function openLink(query) {
     if (value("tab") in D.tabs) tab = value("tab");
     else messages.push(`URL: tab=${showValue(value("tab"))} is not on this page (use ${Object.keys(D.tabs)
       .join(", ")}); showing simulator.`);
+  }
+  if (q.has("theme") && !["light", "dark"].includes(value("theme").toLowerCase())) {
+    messages.push(`URL: theme=${showValue(value("theme"))} is not allowed (use light or dark); using light.`);
   }
   if (q.has("seed")) {
     const n = wholeNumber(value("seed")), seeds = D.places.generated.seeds;

@@ -1,4 +1,4 @@
-import { D } from "./export_host.js";
+import { D, THEME } from "./export_host.js";
 import { Timeline } from "./renderer.js";
 
 // ---- the Schedulers tab: lineups the core ran at export time (app/export_lineup.py), drawn by the renderer ---------
@@ -35,7 +35,7 @@ import { Timeline } from "./renderer.js";
     timelines = L[name].view.order.map((key) => {
       const host = document.createElement("div");
       box.append(host);
-      return [new Timeline(host, key, D.config.colours, (i) => { if (i !== hover) { hover = i; paint(); } }), key];
+      return [new Timeline(host, key, D.themes[THEME].config.colours, (i) => { if (i !== hover) { hover = i; paint(); } }), key];
     });
     show();
     paint();

@@ -507,12 +507,24 @@ def _set_models(page, values: dict, prop: str = "value") -> None:
         ("?slots=" + "9" * 30, "is not a whole number (allowed 1-16); kept 4."),
         ("?step=99999", "step='99999' is past the last step; using 63."),
         ("?mode=turbo", "mode='turbo' is not allowed (use continuous or static or sjf or priority)"),
+        ("?theme=purple", "theme='purple' is not allowed (use light or dark); using light."),
     ],
 )
 def test_export_names_junk_in_its_address(page, page_errors, offline, exported, query, message):
     """Round 4, defect 13: the exported page says what it refused or clamped, as the served page does."""
     _open(page, exported + query)
     expect(page.locator(".bv-message")).to_contain_text(message)
+
+
+def test_export_dark_theme_is_the_served_pages_and_stays_in_the_address(page, page_errors, offline, exported):
+    """?theme=dark from file://: the dark page, kept in the address as the learner moves (the pixels: below)."""
+    _open(page, exported + "?theme=dark&seed=7")
+    assert page.evaluate("document.body.classList.contains('bv-dark')")
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(18, 18, 18)"
+    page.locator("button[data-mode=static]").click()
+    expect(page).to_have_url(re.compile(r"\?theme=dark&seed=7&mode=static$"))
+    _open(page, exported + "?theme=light")
+    assert not page.evaluate("document.body.classList.contains('bv-dark')")
 
 
 def test_export_schedulers_tab_guesses_then_shows_the_cores_lineups(page, page_errors, offline, exported):
@@ -544,6 +556,7 @@ SAME_PIXELS = [  # (query, a story button to press after opening, or None)
     ("?preset=worked&step=9", None),
     ("?slots=3&step=40", None),
     ("?clock=ms&slots=5&step=30", None),  # on a clock: rectangles by time, the same axis on both pages
+    ("?theme=dark&seed=7&slots=5", None),  # the dark theme's colours on both pages
     ("", "A pool of"),  # the memory lesson's paged pool: KV strips on the pool's scale
     ("", "blocks: preemption"),  # its tight pool: preempted requests recompute
 ]
