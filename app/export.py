@@ -62,7 +62,7 @@ TABS = dict(SERVED_TABS)
 LINK_KEYS = {
     *("tab", "preset", "mode", "slots", "seed", "step", "lengths", "arrival_window", "kv_blocks", "allocation"),
     *("blocks", "budget"),  # the Memory tab's
-    "clock",  # on the chapter's traffic and the worked example
+    "clock",  # on the chapter's traffic, the worked example and generated traffic at the lessons' seeds
     "theme",  # light or dark, read when the page opens (as served)
 }
 # The clock's two buttons, where the served page has its "On a clock" disclosure (the default accelerator and model).

@@ -1,9 +1,10 @@
 """The exported page's views: the served page's own view JSON for every setting the page carries, packed by place.
 
 A place is what the story's buttons and the address load: the chapter's traffic, the worked example, a lesson, a
-memory lesson, generated traffic at a seed, and the chapter's traffic and the worked example on a clock
-(`chapter@ms`). Each holds its view at slots 1-16, made by the served page's own path (`app.widget.view_key`,
-`app.widget_data.view_json`) after the served App's own button press, so the two pages draw from the same JSON.
+memory lesson, generated traffic at a seed, and on a clock the chapter's traffic, the worked example and generated
+traffic at the lessons' seeds (`chapter@ms`, `generated@ms:7`). Each holds its view at slots 1-16, made by the
+served page's own path (`app.widget.view_key`, `app.widget_data.view_json`) after the served App's own button press,
+so the two pages draw from the same JSON.
 Each place's views are gzipped together (views of one traffic share most of their text) and written as base64; the
 page inflates a place when the learner reaches it (DecompressionStream).
 """
@@ -86,12 +87,18 @@ def export_views(
         grab(name)
         places[name] = Place(name, app.state.slots, None)
         actions["memory"].append(name)
-    # On a clock (the default accelerator and model): the chapter's traffic and the worked example, as the served
-    # page shows them after "On a clock"; a clock view is about four times a step view's size.
+    # On a clock (the default accelerator and model): the chapter's traffic, generated traffic at the lessons' seeds
+    # and the worked example, as the served page shows them after "On a clock"; a clock view is about four times a
+    # step view's size, so generated traffic carries the clock at fewer seeds than the step axis.
     app.use_chapter_traffic()
     app.state.clock = "ms"
     grab("chapter@ms")
     places["chapter@ms"] = Place("chapter@ms", None, None)
+    # Generated traffic as the page's own settings make it (a lesson pressed above changed its lengths and window).
+    config = config or TrafficConfig()
+    app.state.param.update(requests=config.requests, lengths=config.lengths, arrival_window=config.arrival_window)
+    grab("generated@ms", tuple(lesson_seeds))
+    places["generated@ms"] = Place("generated@ms", None, None, tuple(lesson_seeds))
     app.press("traffic", 0)
     grab("worked@ms")
     places["worked@ms"] = Place("worked@ms", app.state.slots, app.state.step)

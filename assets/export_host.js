@@ -103,7 +103,7 @@ async function show(place, settings, step, kept = false) {
 function ahead(place, s) {
   const out = {}, own = ready.get(packKey(place, s.seed));
   for (const slots of [s.slots - 1, s.slots + 1]) if (own?.[slots - 1]) out[`${slots}:${s.seed}`] = own[slots - 1];
-  const seeded = D.places[place === "chapter" ? "generated" : place];
+  const seeded = D.places[{ chapter: "generated", "chapter@ms": "generated@ms" }[place] ?? place];
   for (const seed of [s.seed - 1, s.seed + 1]) {
     const pack = seeded.seeds.includes(seed) ? ready.get(packKey(seeded.name, seed)) : null;
     if (pack) out[`${s.slots}:${seed}`] = pack[s.slots - 1];
@@ -115,11 +115,19 @@ function ahead(place, s) {
 function hiddenButtons(place) {
   const base = baseOf(place), onTrace = !D.places[base].seeds.length;  // the chapter's, the worked example, memory
   const clock = place.endsWith("@ms") ? ["clock:0"] : D.places[`${place}@ms`] ? ["clock:1"] : ["clock:0", "clock:1"];
+  // A clock this page does not carry at the seed shown stays offered: pressed, it says so (settle's words).
   return [...(base === "chapter" ? ["traffic:1"] : []), ...(onTrace ? [] : ["traffic:2"]), ...clock];
 }
 const baseOf = (place) => place.replace(/@ms$/, "");
-const CLOCK_ONLY = "This page carries the clock on the chapter's traffic and the worked example (the served app runs " +
-  "any traffic on a clock)";
+const clockSeeds = D.places["generated@ms"]?.seeds ?? [];
+const CLOCK_ONLY = "This page carries the clock on the chapter's traffic, the worked example" + (clockSeeds.length
+  ? ` and generated traffic at seeds ${clockSeeds[0]}-${clockSeeds.at(-1)}` : "") +
+  " (the served app runs any traffic on a clock)";
+/** Return where the clock button leads from `place` at `seed` on this page, or null where it is not carried. */
+function clockOf(place, seed) {
+  const to = D.places[`${baseOf(place)}@ms`];
+  return to && (!to.seeds.length || to.seeds.includes(seed)) ? to.name : null;
+}
 
 const say = (text) => serve.message(text);
 
@@ -128,12 +136,16 @@ function settle() {
   const want = { mode: model.mode, slots: model.slots, seed: model.seed };
   let place = cur.place;
   if (want.seed !== cur.seed) {
-    if (place === "chapter") { place = "generated"; say(D.words.generated.replace("{seed}", want.seed)); }
+    if (baseOf(place) === "chapter") {
+      place = place.endsWith("@ms") ? "generated@ms" : "generated";
+      say(D.words.generated.replace("{seed}", want.seed));
+    }
     const seeds = D.places[place].seeds;
     if (!seeds.includes(want.seed)) {
-      say(place.endsWith("@ms") ? `${CLOCK_ONLY}; kept seed ${cur.seed}.` : seeds.length ? `This page carries this traffic at seeds ${seeds[0]}-${seeds.at(-1)} (the served app runs ` +
-        `any seed); kept seed ${cur.seed}.` : "This page carries the memory lessons on the chapter's traffic only " +
-        `(the served app runs any seed on a pool); kept seed ${cur.seed}.`);
+      say(place.endsWith("@ms") ? `${CLOCK_ONLY}; kept seed ${cur.seed}.` : seeds.length ? "This page carries " +
+        `this traffic at seeds ${seeds[0]}-${seeds.at(-1)} (the served app runs any seed); kept seed ${cur.seed}.`
+        : "This page carries the memory lessons on the chapter's traffic only (the served app runs any seed on a " +
+        `pool); kept seed ${cur.seed}.`);
       want.seed = cur.seed;
       place = cur.place;
       show(place, want, null, true);
@@ -151,14 +163,15 @@ function press(message) {
   say("");
   if (group === "one_slot") { show(cur.place, { ...settings(), slots: 1 }, cur.step); return; }
   if (group === "clock") {
-    const to = target === "ms" ? `${baseOf(cur.place)}@ms` : baseOf(cur.place);
-    if (D.places[to]) show(to, settings(), 1e9);  // a clock's window is its frames: open on the last
+    const to = target === "ms" ? clockOf(cur.place, cur.seed) : baseOf(cur.place);
+    if (to) show(to, settings(), 1e9);  // a clock's window is its frames: open on the last
+    else say(`${CLOCK_ONLY}; kept the step axis.`);
     return;
   }
   // On a clock a traffic button keeps the clock where this page carries it (as served); a lesson returns to steps.
   let name = target;
   if (cur.place.endsWith("@ms") && group === "traffic") {
-    if (D.places[`${target}@ms`]) name = `${target}@ms`;
+    if (clockOf(target, cur.seed)) name = `${target}@ms`;
     else say(`${CLOCK_ONLY}; showing the step axis.`);
   }
   const place = D.places[name], s = settings();
@@ -279,7 +292,7 @@ async function openLink(query) {
   }
   if (q.has("clock")) {
     if (value("clock") === "ms") {
-      if (D.places[`${place}@ms`]) place = `${place}@ms`;
+      if (clockOf(place, seed)) place = `${place}@ms`;
       else messages.push(`URL: ${CLOCK_ONLY}; showing the step axis.`);
     } else if (value("clock") !== "steps") {
       messages.push(`URL: clock=${showValue(value("clock"))} is not allowed (use steps or ms); kept steps.`);

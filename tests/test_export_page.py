@@ -49,6 +49,7 @@ CASES = [
     ("chapter@ms", 4, None),
     ("worked@ms", 4, None),
     ("chapter@ms", 11, None),
+    ("generated@ms", 3, 1),  # generated after the lessons were pressed: the page's own generator, not a lesson's
 ]
 
 

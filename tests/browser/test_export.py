@@ -556,6 +556,7 @@ SAME_PIXELS = [  # (query, a story button to press after opening, or None)
     ("?preset=worked&step=9", None),
     ("?slots=3&step=40", None),
     ("?clock=ms&slots=5&step=30", None),  # on a clock: rectangles by time, the same axis on both pages
+    ("?clock=ms&seed=7&slots=3", None),  # generated traffic on a clock
     ("?theme=dark&seed=7&slots=5", None),  # the dark theme's colours on both pages
     ("", "A pool of"),  # the memory lesson's paged pool: KV strips on the pool's scale
     ("", "blocks: preemption"),  # its tight pool: preempted requests recompute
@@ -646,7 +647,7 @@ def test_export_memory_tab_is_the_served_tabs(page, page_errors, offline, export
     expect(page.locator(".bv-message")).to_contain_text("budget='7' is not allowed")
 
 
-def test_export_clock_on_the_chapters_traffic_and_the_worked_example(page, page_errors, offline, exported):
+def test_export_clock_on_the_chapters_generated_and_worked_traffic(page, page_errors, offline, exported):
     """On a clock as served: its buttons, the worked example kept on the clock, the address, and what it lacks named."""
     from app.export import clock_buttons
 
@@ -668,10 +669,23 @@ def test_export_clock_on_the_chapters_traffic_and_the_worked_example(page, page_
     expect(page.locator("body")).to_have_attribute("data-bv-place", "fixed-queued")
     expect(page.get_by_role("button", name=to_clock)).to_be_hidden()  # not carried there
     _open(page, exported + "?clock=ms")
-    _press(page, "seed", "ArrowRight")
-    expect(page.locator(".bv-message")).to_contain_text("This page carries the clock on the chapter's traffic")
-    expect(page.locator("output[data-value=seed]")).to_have_text("4")
+    _press(page, "seed", "ArrowRight")  # generated traffic on the clock, as served, at the seeds it carries
+    expect(page.locator("body")).to_have_attribute("data-bv-place", "generated@ms")
+    expect(page).to_have_url(exported + "?seed=5&clock=ms")
+    assert page.evaluate("window.__bvWidget.view.clock") == "ms"
+    _open(page, exported + "?clock=ms&seed=30")
+    _press(page, "seed", "ArrowRight")  # past the clock's seeds: said, and the seed kept
+    expect(page.locator(".bv-message")).to_contain_text("generated traffic at seeds 0-30")
+    expect(page.locator("output[data-value=seed]")).to_have_text("30")
     page.get_by_role("button", name=to_steps).click()
-    expect(page.locator("body")).to_have_attribute("data-bv-place", "chapter")
+    expect(page.locator("body")).to_have_attribute("data-bv-place", "generated")
+    page.get_by_role("button", name=to_clock).click()
+    expect(page.locator("body")).to_have_attribute("data-bv-place", "generated@ms")
+    _open(page, exported + "?clock=ms&seed=40")  # a seed the step axis carries but the clock does not
+    expect(page.locator(".bv-message")).to_contain_text("generated traffic at seeds 0-30")
+    expect(page.locator("body")).to_have_attribute("data-bv-place", "generated")
+    page.get_by_role("button", name=to_clock).click()  # offered, and pressed it says why it stays
+    expect(page.locator(".bv-message")).to_contain_text("; kept the step axis.")
+    expect(page.locator("body")).to_have_attribute("data-bv-place", "generated")
     _open(page, exported + "?clock=ms&lengths=fixed&arrival_window=1")
     expect(page.locator(".bv-message")).to_contain_text("This page carries the clock on the chapter's traffic")
