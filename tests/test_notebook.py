@@ -9,6 +9,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from app.exercises.knee_words import PAGE_RATE_PER_S
 from core import TrafficConfig, compare, generate, simulate
 from core.hardware import cost_model
 from core.spread import spread_study
@@ -71,7 +72,7 @@ def test_the_ragged_batch_and_the_exercises_are_the_cores(printed):
     """cu_seqlens at step 10, the knee, the spread's ratios and the bug's distinct draws, as the core computes them."""
     run = simulate(generate(TrafficConfig()), 4, "continuous")
     assert f"cu_seqlens {ContinuousBatches(run).at(10).batch.cu_seqlens.tolist()}" in printed
-    points = sweep(rate_per_s=80, model=cost_model("h100-sxm", "llama2-7b"), itl_target_ms=50)
+    points = sweep(rate_per_s=PAGE_RATE_PER_S, model=cost_model("h100-sxm", "llama2-7b"), itl_target_ms=50)
     assert f"KNEE: {knee(points).batch}\n" in printed
     assert f"DECODE ALONE: {decode_knee(points).batch}\n" in printed
     for c in spread_study(1.2):
