@@ -66,7 +66,7 @@ def knee_data() -> dict:
 
     def at(rate: float, model) -> dict:
         points = cached_sweep(rate, model)
-        words = {"load_html": load_html(points, rate), "motivation": motivation_html(model)}
+        words = {"load_html": load_html(rate, model), "motivation": motivation_html(model)}
         return {**points_data(points), **words}
 
     return {
@@ -113,14 +113,13 @@ def _knee_controls() -> dict:
 
 def knee_section():
     """Return exercise 1: the learner guesses first; the knee is found in the browser, for any target."""
-    points = cached_sweep(PAGE_RATE_PER_S, cost_model())
     charts = _div(name="knee-charts")
     controls = _knee_controls()
     verdict, table = (
         _div(verdict_html(None, None, DEFAULT_TARGET_MS, None), name="knee-verdict"),
         _div(name="knee-table"),
     )
-    load = _div(load_html(points, PAGE_RATE_PER_S), name="knee-load")
+    load = _div(load_html(PAGE_RATE_PER_S, cost_model()), name="knee-load")
     motivation = _div(motivation_html(cost_model()), name="knee-motivation")
     redraw = CustomJS(
         args=dict(

@@ -150,3 +150,28 @@ def decode_knee(points: list[SweepPoint]) -> SweepPoint | None:
     """Return the largest batch whose decode-only inter-token p99 meets the target: the knee without prefill stalls."""
     meeting = [p for p in points if p.decode_meets_target]
     return max(meeting, key=lambda p: p.batch) if meeting else None
+
+
+def kept_full_tokens_per_s(requests: list[Request], batch: int, cost: StepCost) -> float:
+    """Return the tokens/s a batch of `batch` rows serves while kept full: what it sustains against a queue.
+
+    Every request is queued at time 0 and the passes before the last admission are counted, when every row is busy
+    (continuous batching refills a slot in the pass after it frees). Poisson arrivals at a rate whose tokens/s exceed
+    this figure outrun the batch: its queue grows for as long as they keep coming; below it the queue stays bounded.
+    With no more requests than rows, nothing queues, and the whole run is counted.
+    """
+    if not requests:
+        return 0.0
+    run = simulate_timed([replace(r, arrival=0) for r in requests], batch, "continuous", cost)
+    last = int(run.start_pass.max()) or run.passes
+    # A request yields one token per pass from its first (the prefill's) to finish_pass - 1.
+    tokens = np.clip(np.minimum(run.finish_pass, last) - run.start_pass, 0, None).sum()
+    return float(tokens / (run.pass_end_ms[last - 1] - run.pass_start_ms[0]) * 1e3)
+
+
+def capacities(
+    model: StepCost, batches: tuple[int, ...] = DEFAULT_BATCHES, traffic: TrafficConfig = SWEEP_TRAFFIC
+) -> dict[int, float]:
+    """Return each batch size's tokens/s kept full on the sweep's traffic (its lengths; arrivals do not matter)."""
+    requests = generate(traffic)
+    return {b: kept_full_tokens_per_s(requests, b, model) for b in batches}

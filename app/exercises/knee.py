@@ -252,7 +252,7 @@ class KneeView(LazyViewer):
         self.charts.payload = knee_payload(points, self.itl_target_ms, revealed, self.measured)
         self.verdict.object = verdict_html(best, decode_best, self.itl_target_ms, self.guess)
         self.table.object = (table_html(points, self.itl_target_ms) if revealed else "") + self._assumptions()
-        self.load.object = load_html(points, self.rate_per_s)
+        self.load.object = load_html(self.rate_per_s, self.model)
         self.motivation.object = motivation_html(self.model)
         # What moves the knee, once the learner has guessed: from this sweep and one at another rate (~0.6 s, cached).
         other = self.rate_per_s * 2 if self.rate_per_s * 2 <= RATE_RANGE[1] else self.rate_per_s / 2

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from core.sweep import SWEEP_TRAFFIC, CostModel, SweepPoint, knee, mean_context, retarget
+from core.sweep import SWEEP_TRAFFIC, CostModel, SweepPoint, capacities, knee, mean_context, retarget
 from core.traffic import generate
 
-# The page opens below capacity: 14 requests/s of the sweep's traffic offer about 2,700 tokens/s, which the larger
-# batches serve (the CLI's default, 80/s, offers about four times what any batch size serves: a queue that grows).
+# The page opens below capacity: 14 requests/s of the sweep's traffic offer about 2,700 tokens/s, which batch 64 and
+# up serve kept full (the CLI's default, 80/s, offers about 3.5 times what any batch size serves: a queue that grows).
 PAGE_RATE_PER_S = 14.0
-# Offered load within this share of the sweep's largest throughput keeps up: a finite run's throughput falls a little
-# short of the rate it is offered (its start and its drain), even when no queue builds.
-KEEPS_UP = 0.9
 
 
 @lru_cache(maxsize=1)
@@ -22,28 +19,49 @@ def mean_output_tokens() -> float:
     return sum(r.output_tokens for r in requests) / len(requests)
 
 
-def load_html(points: tuple[SweepPoint, ...], rate_per_s: float) -> str:
-    """Return the offered load against the sweep's largest throughput, and whether the queue grows without bound."""
+@lru_cache(maxsize=16)
+def kept_full(model: CostModel) -> tuple[tuple[int, float], ...]:
+    """Return each batch size's tokens/s kept full on the sweep's traffic, for this cost model (~0.5 s, cached)."""
+    return tuple(capacities(model).items())
+
+
+def load_html(rate_per_s: float, model: CostModel) -> str:
+    """Return the offered load against what each batch size serves kept full, and where the queue grows without bound.
+
+    A batch keeps up with Poisson arrivals when it serves more tokens/s kept full than they offer; a finite run's own
+    throughput cannot tell (it is at most the offered load, less its start and its drain).
+    """
     # The product is of the figures the sentence shows, so a learner's own multiplication gives its result.
     mean = round(mean_output_tokens(), 1)
     offered = rate_per_s * mean
-    top = max(points, key=lambda p: p.tokens_per_s)
+    full = kept_full(model)
     head = (
         f"Offered load: {rate_per_s:g} request{'' if rate_per_s == 1 else 's'}/s x {mean:.1f} "
-        f"tokens each = {offered:,.0f} tokens/s; "
-        f"the largest throughput here is {top.tokens_per_s:,.0f} tokens/s (batch {top.batch})."
+        f"tokens each = {offered:,.0f} tokens/s."
     )
-    if offered * KEEPS_UP > top.tokens_per_s:
+    keeping = [(b, t) for b, t in full if t > offered]
+    if not keeping:
+        b, t = full[-1]
         return (
-            f'<p class="bv-load" data-load="over">{head} <b>The requests arrive faster than any batch size serves '
-            "them, so the queue grows without bound for as long as they keep coming</b>: the end-to-end latencies "
-            "below are mostly waiting, and each batch size that serves more cuts them, however slow its passes.</p>"
+            f'<p class="bv-load" data-load="over" data-first="none">{head} Kept full (a queue that never empties), '
+            f"the largest batch, {b}, serves {t:,.0f} tokens/s. <b>The requests arrive faster than any batch size "
+            "serves them, so the queue grows without bound for as long as they keep coming</b>: the end-to-end "
+            "latencies below are mostly waiting, and each batch size that serves more cuts them, however slow its "
+            "passes.</p>"
         )
-    first = next(p for p in points if p.tokens_per_s >= KEEPS_UP * offered)
+    first, served = keeping[0]
+    if first == full[0][0]:
+        return (
+            f'<p class="bv-load" data-load="under" data-first="{first}">{head} Kept full, even batch {first} serves '
+            f"{served:,.0f} tokens/s: every batch size keeps up with the arrivals, so no queue grows; a bigger batch "
+            "only adds rows when the load fills them.</p>"
+        )
+    below, short = next((b, t) for b, t in reversed(full) if b < first)
     return (
-        f'<p class="bv-load" data-load="under">{head} Every batch size from {first.batch} up keeps up with the '
-        "arrivals (within 10%), so no queue grows there: past that, a bigger batch only adds rows when the load "
-        "fills them.</p>"
+        f'<p class="bv-load" data-load="under" data-first="{first}">{head} Kept full (a queue that never empties), '
+        f"batch {first} serves {served:,.0f} tokens/s and batch {below} only {short:,.0f}: every batch size from "
+        f"{first} up keeps up with the arrivals, so no queue grows there; below it the queue grows for as long as "
+        "they keep coming. Past that, a bigger batch only adds rows when the load fills them.</p>"
     )
 
 
