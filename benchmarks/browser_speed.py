@@ -252,7 +252,9 @@ def main(argv: list[str]) -> None:
         if args.baseline:
             base = Path(tmp) / "baseline"
             subprocess.run(["git", "worktree", "add", "-q", "--detach", str(base), args.baseline], cwd=ROOT, check=True)
-            pages.insert(0, (f"{args.baseline[:8]}", BokehPage(), base))
+            # A ref from before the renderer is measured as the Bokeh page it was; a later one as this page is.
+            kind = RendererPage() if (base / "assets" / "renderer.js").exists() else BokehPage()
+            pages.insert(0, (f"{args.baseline[:8]}", kind, base))
         try:
             for name, kind, cwd in pages:
                 proc, url = _serve(cwd)
