@@ -442,7 +442,7 @@ def test_export_exercises_equal_the_core(page, page_errors, offline, exported):
     _set_models(page, {"knee-target": 30})
     _set_models(page, {"knee-guess": DEFAULT_BATCHES.index(64)}, prop="active")
     points = sweep(80.0, DEFAULT_BATCHES, cost_model("a100-80gb", "llama3-8b"), itl_target_ms=30)
-    # The offered load against the largest throughput, as the served page says it (80/s floods every batch size).
+    # The offered load against each batch size kept full, as the served page says it (80/s floods every batch size).
     load = re.sub(r"<[^>]+>", "", load_html(80.0, cost_model("a100-80gb", "llama3-8b")))
     expect(page.locator(".bv-load").first).to_have_text(load)
     assert "grows without bound" in load
