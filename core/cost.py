@@ -116,8 +116,16 @@ class Fitted:
     # Static's own profile: its prompt passes were timed as rectangles of `rows` rows, so a static batch's prefill is
     # priced with the rows it really holds (a light load's batch of one is not a full batch's prompt spread thin).
     prefill_rows: bool = False
+    # An engine that idled pays on waking: its next pass runs with cold caches (measured by calibrate, 0 where not).
+    # A pass that starts `gap` ms after the previous one ended costs wake_ms * min(1, gap / wake_gap_ms) more.
+    wake_ms: float = 0.0
+    wake_gap_ms: float = 10.0
 
     def __post_init__(self) -> None:
+        if not (isinstance(self.wake_ms, (int, float)) and 0 <= self.wake_ms <= MAX_PASS_MS):
+            raise ValueError(f"wake_ms must be a number in 0..{MAX_PASS_MS:,.0f}, got {self.wake_ms!r}")
+        if not (isinstance(self.wake_gap_ms, (int, float)) and 0 < self.wake_gap_ms <= MAX_PASS_MS):
+            raise ValueError(f"wake_gap_ms must be a number in (0, {MAX_PASS_MS:,.0f}], got {self.wake_gap_ms!r}")
         for axis in AXES:
             _check_axis(axis, getattr(self, axis))
         shape = _check_points([len(getattr(self, axis)) for axis in AXES])
@@ -157,6 +165,10 @@ class Fitted:
         """Return a decode pass over `batch` rows that each attend over `context_tokens` (the sweep's question)."""
         return self.pass_ms(batch, 0, np.multiply(batch, context_tokens))
 
+    def wake(self, gap_ms: float) -> float:
+        """Return what a pass costs beyond its profile when it starts `gap_ms` after the previous pass ended."""
+        return self.wake_ms * min(1.0, gap_ms / self.wake_gap_ms) if gap_ms > 0 else 0.0
+
     def save(self, path: str | Path) -> Path:
         """Write the profile as JSON and return its path."""
         path = Path(path)
@@ -193,6 +205,11 @@ AXES = ("rows", "prefill_tokens", "context_tokens")
 def prices_rectangles(cost: StepCost | None) -> bool:
     """Return whether a static batch's prompt pass is priced with its rows (a profile timed as rectangles)."""
     return bool(getattr(cost, "prefill_rows", False))
+
+
+def wake_of(cost: StepCost | None):
+    """Return the cost model's wake (gap ms -> extra ms of the pass after an idle gap), or None where it has none."""
+    return cost.wake if getattr(cost, "wake_ms", 0.0) > 0 else None
 
 
 def scalar_pass_ms(cost: StepCost):
@@ -262,6 +279,12 @@ def _fields_of(doc: dict) -> dict:
     if not isinstance(prefill_rows, bool):
         raise ValueError(f"prefill_rows must be true or false, got a {type(prefill_rows).__name__}")
     out["prefill_rows"] = prefill_rows
+    for key in ("wake_ms", "wake_gap_ms"):  # absent from profiles written before the wake was measured
+        if key in doc:
+            value = doc[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{key} must be a number, got a {type(value).__name__}")
+            out[key] = float(value)
     for key in ("device", "model"):
         value = doc.get(key, "")
         if not isinstance(value, str) or len(value) > 100 or not value.isprintable():

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .cost import StepCost, UnitCost, prices_rectangles, scalar_pass_ms
+from .cost import StepCost, UnitCost, prices_rectangles, scalar_pass_ms, wake_of
 from .fits import check_fits, check_prompt_cap
 from .limits import MAX_DRAIN_STEPS, MAX_SLOTS, check_prefill_passes, check_workload
 from .memory import UNLIMITED, KVPool, MemoryConfig
@@ -103,6 +103,8 @@ class _Engine:
         self.rectangles = prices_rectangles(cost)
         if not self.unit:
             self.step_ms = scalar_pass_ms(cost)
+        self.wake = None if self.unit else wake_of(cost)
+        self.last_end = 0.0  # where the previous pass ended: a pass that starts later follows an idle gap
         n = len(requests)
         arrivals = [r.arrival for r in requests]
         self.order = sorted(range(n), key=arrivals.__getitem__)  # FCFS; stable keeps trace order on ties
@@ -147,21 +149,26 @@ class _Engine:
 
         `priced_rows`: the rows the cost model is told of, when not `rows` (a static prompt pass's rectangle).
         """
+        wake = self.wake(clock - self.last_end) if self.wake is not None and clock > self.last_end else None
         if self.unit:
             end = clock + L
         elif L == 1:
-            end = clock + self.step_ms(rows if priced_rows is None else priced_rows, prefill, ctx0)
+            cost = self.step_ms(rows if priced_rows is None else priced_rows, prefill, ctx0)
+            end = clock + (cost if wake is None else cost + wake)
         else:
             age = np.arange(L, dtype=np.int64)
             costs = np.array(
                 np.broadcast_to(self.cost.pass_ms(np.full(L, rows), np.full(L, prefill), ctx0 + rows * age), (L,)),
                 dtype=float,
             )
+            if wake is not None:  # the stretch's first pass follows an idle gap
+                costs[0] += wake
             costs[0] += clock  # ((clock + c0) + c1) + ...: the order one-pass-at-a-time adds them, bit for bit
             ends = np.cumsum(costs)
             self.ends[len(self.st) // STRETCH_FIELDS] = ends
             end = float(ends[-1])
         self.st.extend((L, rows, prefill, ctx0, clock, end, used, largest))
+        self.last_end = end
         if self.record_pool:
             owners = tuple(self.order[o] if o >= 0 else -1 for o in self.pool.owners())
             self.maps.extend([owners] * L)
@@ -176,7 +183,7 @@ class _Engine:
             return L, float(ends[-1])
         self.ends[at] = ends[:j]
         self.st[-STRETCH_FIELDS] = j
-        self.st[-3] = float(ends[j - 1])  # the stretch's end clock
+        self.st[-3] = self.last_end = float(ends[j - 1])  # the stretch's end clock
         if self.record_pool:
             del self.maps[len(self.maps) - (L - j) :]
         return j, float(ends[j - 1])

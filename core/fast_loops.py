@@ -51,6 +51,7 @@ def continuous_timed(requests, order, slots, runner):
     """Admit into the lowest free slot at the first pass that starts at or after the arrival; `runner` runs passes."""
     simulated = getattr(runner, "simulated", False)  # its hooks do nothing: skip the calls, once per pass and request
     step, admit, retire, run_pass = runner.step if simulated else None, runner.admit, runner.retire, runner.run_pass
+    wake = runner.wake if simulated else None  # a simulated pass after an idle gap costs the profile's wake
     n = len(requests)
     arrival = [requests[i].arrival for i in order]
     prompt = [max(1, r.prompt_tokens) for r in requests]  # prompt_length, inlined: it runs once per request
@@ -59,7 +60,7 @@ def continuous_timed(requests, order, slots, runner):
     record = passes.extend
     free = list(range(slots))
     running: list[tuple[int, int, int]] = []  # heap of (finish pass, slot, request)
-    k, p, clock = 0, 0, 0.0
+    k, p, clock, last_end = 0, 0, 0.0, 0.0
     base = 0  # sum over running of (prompt - start pass): their context at pass p is base + count * p - prefill
     while k < n or running:
         while running and running[0][0] == p:  # retire
@@ -86,10 +87,14 @@ def continuous_timed(requests, order, slots, runner):
         decoding = len(running) - new_count
         context = base + len(running) * p - new_prompt
         began = clock
-        clock = (
-            clock + step(decoding, new_prompt, context) if simulated else run_pass(decoding, new_prompt, context, clock)
-        )
+        if not simulated:
+            clock = run_pass(decoding, new_prompt, context, clock)
+        elif wake is None or clock <= last_end:
+            clock = clock + step(decoding, new_prompt, context)
+        else:  # the engine idled since the last pass ended (or since 0): the pass after pays the wake
+            clock = clock + (step(decoding, new_prompt, context) + wake(clock - last_end))
         record((began, clock, decoding, new_prompt, context))
+        last_end = clock
         p += 1
     table = np.frombuffer(passes, dtype=float).reshape(-1, 5)  # no per-pass Python objects to convert
     as_int = lambda column: table[:, column].astype(np.int64)  # noqa: E731 - exact: counts far below 2**53

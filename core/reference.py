@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .cost import StepCost, prices_rectangles
+from .cost import StepCost, prices_rectangles, wake_of
 from .policies import Policy, get_policy
 from .request import Request
 from .run import Run
@@ -87,7 +87,7 @@ def simulate_per_pass(
     occupant: list[int | None] = [None] * slots
     remaining = [r.output_tokens for r in requests]
     waiting: deque[int] = deque()
-    arrived, done, p, clock = 0, 0, 0, 0.0
+    arrived, done, p, clock, last_end = 0, 0, 0, 0.0, 0.0
     starts, ends, rows_l, prefill_l, context_l = [], [], [], [], []
     while done < n:
         while arrived < n and requests[order[arrived]].arrival <= clock:
@@ -128,8 +128,10 @@ def simulate_per_pass(
         starts.append(clock)
         # A profile timed as rectangles prices a static prompt pass by the rows it holds (recorded as 0 decoding).
         priced = len(held) if not continuous and first and prices_rectangles(cost) else rows
-        clock += float(cost.pass_ms(priced, prefill, context))
-        ends.append(clock)
+        wake = wake_of(cost)(clock - last_end) if wake_of(cost) is not None and clock > last_end else None
+        price = float(cost.pass_ms(priced, prefill, context))
+        clock += price if wake is None else price + wake  # the pass after an idle gap pays the profile's wake
+        ends.append(last_end := clock)
         rows_l.append(rows)
         prefill_l.append(prefill)
         context_l.append(context)

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .cost import StepCost, prices_rectangles, scalar_pass_ms
+from .cost import StepCost, prices_rectangles, scalar_pass_ms, wake_of
 from .engine import schedule
 from .limits import MAX_SLOTS, check_workload
 from .memory import UNLIMITED
@@ -129,6 +129,8 @@ class CostRunner:
         self.cost = cost
         self.step = scalar_pass_ms(cost)
         self.rectangles = prices_rectangles(cost)
+        self.wake = wake_of(cost)
+        self.last_end = 0.0  # where the previous pass ended: a pass that starts later follows an idle gap
 
     def wait(self, until_ms: float) -> float:
         """Return `until_ms`: a simulated clock jumps."""
@@ -141,8 +143,12 @@ class CostRunner:
         """Nothing to do: the cost model needs no state."""
 
     def run_pass(self, rows: int, prefill: int, context: int, began_ms: float) -> float:
-        """Return `began_ms` plus the pass's cost."""
-        return began_ms + self.step(rows, prefill, context)
+        """Return `began_ms` plus the pass's cost (and the wake, after an idle gap)."""
+        cost = self.step(rows, prefill, context)
+        if self.wake is not None and began_ms > self.last_end:
+            cost = cost + self.wake(began_ms - self.last_end)
+        self.last_end = began_ms + cost
+        return self.last_end
 
     def run_batch(self, members, rows, prefill, context, began_ms: float) -> np.ndarray:
         """Return the passes' ends: the costs summed in order from `began_ms`, as the per-pass oracle adds them."""
@@ -150,8 +156,12 @@ class CostRunner:
         if self.rectangles:  # static's own profile: its prompt pass is priced as the rectangle of its rows
             rows = np.where(prefill > 0, len(members), rows)
         done = np.array(np.broadcast_to(self.cost.pass_ms(rows, prefill, context), (length,)), dtype=float)
+        if self.wake is not None and began_ms > self.last_end:  # the batch's first pass follows an idle gap
+            done[0] += self.wake(began_ms - self.last_end)
         done[0] += began_ms  # so the running sum is ((clock + c0) + c1) + ..., the oracle's order, bit for bit
-        return np.cumsum(done)
+        ends = np.cumsum(done)
+        self.last_end = float(ends[-1])
+        return ends
 
 
 def simulate_timed(

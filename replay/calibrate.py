@@ -7,34 +7,42 @@ from collections.abc import Callable
 from core.cost import Fitted
 
 from .engine import Engine
-from .synthetic import time_dense_pass, time_pass
+from .synthetic import time_dense_pass, time_pass, time_wake
 
 # The grid: decoding rows, prompt tokens prefilled beside them, and cached tokens read in all (split evenly). Dense
 # where a few slots' batches live: an online replay's passes fall between points and are interpolated, and the cost
 # of a prompt is convex (attention is quadratic in it), so its axis is the finest.
 ROWS = (0, 1, 2, 4, 8, 16, 64)
 PREFILL = (0, 64, 128, 256, 512, 1024)
-CONTEXT = (0, 512, 2048, 6144)  # one row may hold all of it: within the models' 8,192 positions
+# Static's prompt pass is a rectangle of every row's padded prompt: 8 rows of chat prompts reach 5,000 tokens and
+# more, where extrapolating from 1,024 priced it at half what it took (measured on `tiny`, 2026-12-03).
+DENSE_PREFILL = (*PREFILL, 2048, 4096, 8192)
+# Cached tokens read in all: 8 rows of long answers (or static's padded rows) read past 6,144, where extrapolating
+# under-priced a pass by up to a third. A point whose rows would each hold more than the model's positions is not
+# measured: it is extrapolated along the context axis.
+CONTEXT = (0, 512, 2048, 6144, 14336)
 PATHS = ("ragged", "dense")  # continuous batching's ragged paged pass, or static batching's padded rectangle
 
 
-def _needed(path: str, r: int, p: int, c: int) -> bool:
-    """Return whether the simulator ever asks for this grid point (the others are filled, additively)."""
+def _needed(path: str, r: int, p: int, c: int, positions: int = 8192) -> bool:
+    """Return whether the simulator ever asks for this grid point (the others are filled from measured ones)."""
+    if r and c // r + 1 > positions or (path == "dense" and p // max(r, 1) > positions):
+        return False  # no row can hold that many tokens
     if path == "ragged":
         return r > 0 or c == 0 and p > 0  # no decoding rows: a prefill alone, with no cached context
     return r > 0 and (p == 0 or c == 0)  # a decode column, or a prompt pass: a rectangle of r rows of p / r tokens
 
 
-def _points(path: str, rows=ROWS, prefill=PREFILL, context=CONTEXT) -> list[tuple[int, int, int]]:
+def _points(path: str, rows=ROWS, prefill=PREFILL, context=CONTEXT, positions: int = 8192) -> list:
     """Return the grid points a path measures, in the order they are measured."""
-    return [(r, p, c) for r in rows for p in prefill for c in context if _needed(path, r, p, c)]
+    return [(r, p, c) for r in rows for p in prefill for c in context if _needed(path, r, p, c, positions)]
 
 
 def calibrate(
     model: str = "small",
     device: str | None = "cpu",
     rows: tuple[int, ...] = ROWS,
-    prefill: tuple[int, ...] = PREFILL,
+    prefill: tuple[int, ...] | None = None,
     context: tuple[int, ...] = CONTEXT,
     on_point: Callable[[int, int], None] | None = None,
     threads: int = 1,
@@ -44,14 +52,17 @@ def calibrate(
     """Return the measured profile of a replay model preset on a device, one grid point at a time.
 
     `path` "ragged" times continuous batching's pass; "dense" times static batching's rectangle, a prompt pass as
-    `rows` rows of prefill / rows tokens each (a profile that prices a static batch's prefill by its rows). Points
-    the simulator never asks for (a pass with nothing in it, say) are filled additively from measured ones, so
-    interpolation near them stays sane.
+    `rows` rows of prefill / rows tokens each (a profile that prices a static batch's prefill by its rows). `prefill`
+    defaults to the path's own axis (PREFILL, or DENSE_PREFILL for the rectangles). Points the simulator never asks
+    for (a pass with nothing in it, say) are filled from measured ones, so interpolation near them stays sane. Last,
+    the wake: what a prompt pass costs beyond warm after the engine idled (`synthetic.time_wake`).
     """
     if path not in PATHS:
         raise ValueError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
+    if prefill is None:
+        prefill = PREFILL if path == "ragged" else DENSE_PREFILL
     engine = Engine(model, device, threads=threads)
-    points = _points(path, rows, prefill, context)
+    points = _points(path, rows, prefill, context, engine.model.config.max_positions)
     measured = {}
     for done, (r, p, c) in enumerate(points, start=1):
         if path == "ragged":
@@ -61,9 +72,19 @@ def calibrate(
         if on_point:
             on_point(done, len(points))
     grid = _fill(measured, rows, prefill, context)
+    wake_ms, wake_gap_ms = time_wake(engine, path)
     name = "fitted" if path == "ragged" else "fitted (static)"
     return Fitted(
-        rows, prefill, context, grid, device=str(engine.device), model=model, name=name, prefill_rows=path == "dense"
+        rows,
+        prefill,
+        context,
+        grid,
+        device=str(engine.device),
+        model=model,
+        name=name,
+        prefill_rows=path == "dense",
+        wake_ms=wake_ms,
+        wake_gap_ms=wake_gap_ms,
     )
 
 
@@ -73,6 +94,11 @@ def _fill(measured: dict, rows, prefill, context) -> tuple:
     def at(r, p, c):
         if (r, p, c) in measured:
             return measured[r, p, c]
+        k = context.index(c)
+        if k >= 2 and (r, p, context[k - 1]) in measured and (r, p, context[k - 2]) in measured:
+            # Past what a row holds: on along the context axis (each cached token costs what the last ones did).
+            (c0, v0), (c1, v1) = ((x, measured[r, p, x]) for x in context[k - 2 : k])
+            return v1 + (v1 - v0) * (c - c1) / (c1 - c0)
         r1 = rows[1] if r == rows[0] else r  # the nearest row count that holds decoding rows
         base = measured.get((r1, prefill[0], context[0])) or measured.get((r1, prefill[0], context[1]), 0.0)
         decode = measured.get((r1, prefill[0], c), base)
@@ -84,7 +110,8 @@ def _fill(measured: dict, rows, prefill, context) -> tuple:
 
 def profiles(model: str, device: str | None, slots: int = 8, on_point=None, threads: int = 1) -> dict[str, Fitted]:
     """Return both policies' profiles on this device: {"continuous": ragged, "static": dense}."""
-    first, total = len(_points("ragged")), len(_points("ragged")) + len(_points("dense"))
+    first = len(_points("ragged"))
+    total = first + len(_points("dense", prefill=DENSE_PREFILL))
 
     def progress(offset):  # one progress over both grids, the ragged first
         return (lambda k, _n: on_point(offset + k, total)) if on_point else None

@@ -21,8 +21,7 @@ from core.timed import TimedRun, schedule_timed, simulate_timed, timed_metrics
 
 from . import Cancelled
 from .engine import Engine
-
-SPIN_MS = 2.0  # the last stretch of a wait is spun, not slept: a sleep may overshoot by a scheduler tick
+from .synthetic import SPIN_MS
 
 
 @dataclass

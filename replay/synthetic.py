@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -18,6 +19,13 @@ from .attention import PagedKVCache
 Engine = object
 
 REPEATS = 3  # the median of three timed passes, after one warm-up
+LONG_PASS_MS = 50.0  # a pass this long is timed once after its warm-up
+SPIN_MS = 2.0  # the last stretch of an online wait is spun, not slept: a sleep may overshoot by a scheduler tick
+# Idle gaps the wake is timed after: a long one (its full cost) and a short one (how fast it builds up). Measured on
+# `tiny` (2026-12-03): a pass after 1 ms of spinning costs what it costs warm, after 3 ms (1 ms asleep) 0.2-0.6 ms
+# more, after 10 ms or more 0.9-1.4 ms more, whatever the pass.
+WAKE_GAPS_MS = (5.0, 40.0)
+WAKE_REPEATS = 7
 
 
 def shape_sequences(rows: int, prefill: int, context: int, vocab: int) -> list[Sequence]:
@@ -89,16 +97,76 @@ def time_dense_pass(engine: Engine, rows: int, prefill: int, context: int, slots
     return median_ms(engine, one_pass, repeats)
 
 
+def idle(engine: Engine, ms: float) -> None:
+    """Wait `ms` as the online replay waits for an arrival: asleep, then spinning for the last SPIN_MS."""
+    until = engine.clock() + ms / 1e3
+    while (left := (until - engine.clock()) * 1e3) > 0:
+        if left > SPIN_MS:
+            time.sleep(min(left - SPIN_MS, 50.0) / 1e3)
+
+
+def time_wake(engine: Engine, path: str) -> tuple[float, float]:
+    """Return (wake_ms, wake_gap_ms): a prompt pass's cost beyond warm after an idle gap, and the gap that costs it all.
+
+    A shorter idle costs in proportion. The pass is one 64-token prompt, alone: what a light load's newcomer finds
+    when it wakes an idle engine. The profile's own passes run back to back, so without this the simulator prices
+    every wake-up as a warm pass.
+    """
+    vocab = engine.model.config.vocab_size
+    if path == "ragged":
+        allocator = BlockAllocator(8, engine.block_size)
+        cache = PagedKVCache(engine.model.config, 8, engine.block_size, engine.device, engine.dtype)
+
+        def one_pass():
+            allocator.reset()
+            seqs = shape_sequences(0, 64, 0, vocab)
+            allocator.allocate(seqs[0])
+            return lambda: engine.ragged_pass(cache, allocator, seqs, [None])
+    else:
+
+        def one_pass():
+            fresh = [Sequence("0", 0, list(range(1, 65)), 64, 2)]
+            return lambda: engine.dense_pass(engine.new_batch(fresh, 64), [True], [None])
+
+    warm = median_ms(engine, one_pass, WAKE_REPEATS)
+    after = {}
+    with torch.inference_mode():
+        for gap in WAKE_GAPS_MS:
+            times = []
+            for _ in range(WAKE_REPEATS):
+                run = one_pass()
+                idle(engine, gap)
+                t0 = engine.clock()
+                run()
+                times.append((engine.clock() - t0) * 1e3)
+            after[gap] = max(statistics.median(times) - warm, 0.0)
+    short, full = WAKE_GAPS_MS
+    wake = after[full]
+    if wake <= 0:
+        return 0.0, full
+    gap = short * wake / after[short] if after[short] > 0 else full
+    return round(wake, 4), round(min(max(gap, short), full), 2)
+
+
 def median_ms(engine: Engine, prepare: Callable[[], Callable[[], object]], repeats: int) -> float:
-    """Return the median ms of `repeats` runs of what `prepare` returns, after one untimed run that warms up."""
+    """Return the median ms of `repeats` runs of what `prepare` returns, after one untimed run that warms up.
+
+    A pass whose warm-up took LONG_PASS_MS or more is timed once: its noise is a small share of it, and three
+    repeats of the longest rectangles would double calibrate's time.
+    """
     times = []
     with torch.inference_mode():
-        for k in range(repeats + 1):
+        k = 0
+        while k <= repeats:
             run = prepare()
             t0 = engine.clock()
             run()
+            took = (engine.clock() - t0) * 1e3
             if k:  # the first pass warms caches and kernels
-                times.append((engine.clock() - t0) * 1e3)
+                times.append(took)
+            elif took >= LONG_PASS_MS:
+                k = repeats - 1
+            k += 1
     return statistics.median(times)
 
 

@@ -249,12 +249,17 @@ def test_calibrate_writes_a_profile_that_compare_reads(tmp_path, capsys):
 
     out = tmp_path / "tiny.json"
     assert main(["calibrate", "--model", "tiny", "--device", "cpu", "--out", str(out), "--no-progress"]) == 0
-    assert f"wrote {out}: tiny on cpu, 168 grid points" in capsys.readouterr().out
+    from replay.calibrate import CONTEXT, PREFILL, ROWS
+
+    assert f"wrote {out}: tiny on cpu, {len(ROWS) * len(PREFILL) * len(CONTEXT)} grid points" in capsys.readouterr().out
     profile = Fitted.load(out)
     assert profile.model == "tiny" and profile.device == "cpu"
     grid = np.asarray(profile.ms)
     assert np.all(grid > 0)
-    assert grid[-1, -1, -1] > grid[0, 0, 0]  # 64 rows, a 512-token prefill and 4,096 cached tokens cost more
+    assert grid[-1, -1, -1] > grid[0, 0, 0]  # 64 rows, a 1,024-token prefill and 14,336 cached tokens cost more
+    assert grid[1, 0, -1] > grid[1, 0, -2]  # one row past what it can hold: extrapolated along the context, growing
+    # The wake: an idle engine's next pass, timed after sleeping; the gap that costs it all lies between the two timed
+    assert profile.wake_ms >= 0 and 5 <= profile.wake_gap_ms <= 40
     assert main(["compare", "--requests", "30", "--cost", str(out)]) == 0
     assert "time under the fitted (tiny on cpu) cost model" in capsys.readouterr().out
 
@@ -365,10 +370,12 @@ def test_the_synthetic_pass_times_on_the_engines_public_clock(engine, monkeypatc
     """time_pass reads Engine.clock() around each timed pass; the median of the repeats comes back in ms."""
     from replay import synthetic
 
-    ticks = iter([0.0, 10.0, 10.003, 20.0, 20.002, 30.0, 30.009])  # the untimed warm-up, then 3, 2 and 9 ms
+    ticks = iter([0.0, 0.001, 10.0, 10.003, 20.0, 20.002, 30.0, 30.009])  # the warm-up (1 ms), then 3, 2 and 9 ms
     monkeypatch.setattr(engine, "clock", lambda: next(ticks))
     monkeypatch.setattr(engine, "ragged_pass", lambda *args: 0.0)  # the pass itself reads no clock here
     assert synthetic.time_pass(engine, 2, 16, 32, repeats=3) == pytest.approx(3.0)
+    ticks = iter([0.0, 0.1, 10.0, 10.2])  # a warm-up of 100 ms: one timed pass (here 200 ms) is enough
+    assert synthetic.time_pass(engine, 2, 16, 32, repeats=3) == pytest.approx(200.0)
 
 
 def test_gpu_check_and_the_online_table_say_what_happened():

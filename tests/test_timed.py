@@ -23,6 +23,7 @@ FITTED = Fitted(
     ms=(((2, 3, 9), (6, 7, 12)), ((3, 4, 10), (7, 8, 13)), ((8, 9, 20), (12, 14, 25))),
 )
 RECTANGLES = replace(FITTED, name="fitted (static)", prefill_rows=True)  # static's own profile, as calibrate makes it
+WAKING = replace(FITTED, wake_ms=5.0, wake_gap_ms=10.0)  # an engine that pays for idling, as calibrate measures it
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,17 @@ def test_unit_cost_equals_the_step_simulator(requests, slots, policy, timeout):
     st.integers(1, 6),
     st.sampled_from(["static", "continuous"]),
     st.floats(0, 40),
-    st.sampled_from([Roofline(), Roofline(params_b=70, tflops=1, overhead_ms=0), FITTED, RECTANGLES, UnitCost()]),
+    st.sampled_from(
+        [
+            Roofline(),
+            Roofline(params_b=70, tflops=1, overhead_ms=0),
+            FITTED,
+            RECTANGLES,
+            WAKING,
+            replace(RECTANGLES, wake_ms=0.3, wake_gap_ms=25.0),
+            UnitCost(),
+        ]
+    ),
 )
 def test_the_event_loop_equals_the_per_pass_oracle(requests, slots, policy, timeout, cost):
     """The fast loop and the per-pass, every-slot loop give the same schedule and the same clock, bit for bit."""
@@ -157,4 +168,42 @@ def test_static_s_own_profile_prices_a_prompt_pass_by_the_rows_it_holds(tmp_path
     assert Fitted.load(RECTANGLES.save(tmp_path / "static.json")).prefill_rows is True
     (tmp_path / "bad.json").write_text((tmp_path / "static.json").read_text().replace("true", '"yes"'))
     with pytest.raises(ValueError, match="prefill_rows must be true or false, got a str"):
+        Fitted.load(tmp_path / "bad.json")
+
+
+def test_a_pass_after_an_idle_gap_pays_the_profile_s_wake(tmp_path):
+    """Round 4, the replay's prediction: an engine that slept runs its next pass slower, as calibrate measured.
+
+    A pass that starts g ms after the previous one ended (or after 0) costs wake_ms * min(1, g / wake_gap_ms) more;
+    back-to-back passes pay nothing. Every loop agrees (the fast loops, the memory engine, the per-pass oracle), and
+    a profile keeps its wake through a save and a load; one written before the wake was measured has none.
+    """
+    from core.memory import MemoryConfig
+
+    reqs = [Request("A", 0, 2, prompt_tokens=64), Request("B", 1, 1, prompt_tokens=64), Request("C", 100, 1)]
+    for policy in ("continuous", "static"):
+        plain, waking = (simulate_timed(reqs, 2, policy, cost) for cost in (FITTED, WAKING))
+        extra = np.diff(np.r_[0.0, waking.pass_end_ms]) - np.diff(np.r_[0.0, plain.pass_end_ms])
+        idle = waking.pass_start_ms - np.r_[0.0, waking.pass_end_ms[:-1]]
+        assert (idle > 0).tolist() == [False] * (waking.passes - 1) + [True]  # only C's pass, at 100, follows a gap
+        assert idle[-1] > 10 and extra[:-1] == pytest.approx(0) and extra[-1] == pytest.approx(5.0)
+        engine = simulate_timed(reqs, 2, policy, WAKING, memory=MemoryConfig(kv_blocks=1000, block_size=16))
+        assert engine.pass_end_ms.tobytes() == waking.pass_end_ms.tobytes()
+        assert simulate_per_pass(reqs, 2, policy, WAKING).pass_end_ms.tobytes() == waking.pass_end_ms.tobytes()
+    assert WAKING.wake(0) == 0 and WAKING.wake(4) == pytest.approx(2.0) and WAKING.wake(10) == WAKING.wake(500) == 5
+    late = simulate_timed([Request("A", 3, 1, prompt_tokens=64)], 1, "continuous", WAKING)  # idle from 0 until 3 ms
+    assert late.pass_end_ms[0] == pytest.approx(3 + FITTED.pass_ms(0, 64, 0) + 1.5)
+    assert Fitted.load(WAKING.save(tmp_path / "waking.json")) == WAKING
+    old = (
+        (tmp_path / "waking.json")
+        .read_text()
+        .replace('"wake_ms": 5.0', '"x": 0')
+        .replace('"wake_gap_ms": 10.0', '"y": 0')
+    )
+    (tmp_path / "old.json").write_text(old)
+    assert Fitted.load(tmp_path / "old.json").wake_ms == 0
+    (tmp_path / "bad.json").write_text(
+        (tmp_path / "waking.json").read_text().replace('"wake_ms": 5.0', '"wake_ms": -1')
+    )
+    with pytest.raises(ValueError, match=r"wake_ms must be a number in 0\.\.3,600,000, got -1"):
         Fitted.load(tmp_path / "bad.json")
