@@ -2,7 +2,7 @@
 
 import panel as pn
 
-from app.builder import build_later
+from app import builder
 from app.embed import is_embedded, serve_resources_locally
 from app.server_log import install as one_line_client_errors
 from app.simulator import App
@@ -43,7 +43,11 @@ def create_app() -> pn.viewable.Viewable:
         return build_app(query)
     _, rewrite = safe_location()  # now: the page template reads the Location before the app is built
     page = pn.Column(sizing_mode="stretch_width", min_height=400, stylesheets=[CSS], css_classes=["bv-app"])
-    pn.state.onload(lambda: build_later(doc, page, lambda: build_app(query, rewrite)))
+    build = lambda: build_app(query, rewrite)  # noqa: E731
+    if builder.idle():  # built now, while the browser loads the page's JavaScript; put in once it has loaded
+        pn.state.onload(builder.build_later(doc, page, build).loaded)
+    else:  # a burst: queued once loaded, so the builds never contend with the pages being served
+        pn.state.onload(lambda: builder.build_later(doc, page, build).loaded())
     return page
 
 

@@ -348,7 +348,10 @@ class App(pn.viewable.Viewer):
             if self.tab != "simulator":
                 query["tab"] = self.tab
             query.update(self.exercise_query())
-            location.search = "?" + "&".join(f"{k}={v}" for k, v in query.items())
+            written[0] = "?" + "&".join(f"{k}={v}" for k, v in query.items())  # before: setting it tells the watchers
+            location.search = written[0]
+
+        written = [None]  # the address the app itself wrote last
 
         self.state.param.watch(push, [*URL_KEYS.values(), "trace_name"])
         self.param.watch(push, "tab")
@@ -361,6 +364,16 @@ class App(pn.viewable.Viewer):
         )
         if rewrite:
             push()
+            again = [3]  # a few at most: never a tug of war with a browser that keeps its own
+
+            def browser_said(event) -> None:
+                # The browser reports its own address when its page starts. A session built before its page loaded
+                # (app/builder.py) has written the clean address already, and this would undo it: write it again.
+                if event.new != written[0] and again[0] > 0:
+                    again[0] -= 1
+                    push()
+
+            location.param.watch(browser_said, "search")
 
     def exercise_query(self) -> dict[str, str]:
         """Return the exercises' URL arguments that differ from their defaults."""
