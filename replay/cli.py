@@ -66,7 +66,7 @@ def _add_replay(sub) -> None:
         metavar="FILE.json",
         type=file_name,
         help="--online: the profile that predicts continuous batching (`batchviz calibrate` on this device); "
-        "default: both policies' profiles measured now, before the replay (about 11 s for tiny, a minute for small "
+        "default: both policies' profiles measured now, before the replay (about 15 s for tiny, 80 s for small "
         "on one CPU thread here)",
     )
     online.add_argument(
