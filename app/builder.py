@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 
 import panel as pn
@@ -25,6 +26,7 @@ _worker: threading.Thread | None = None
 _in_hand = 0  # jobs queued or being built
 _awaiting: set = set()  # jobs built before their page loaded, whose load has not come yet
 _count_lock = threading.Lock()
+_last_busy = 0.0  # time.monotonic() when a session was last queued or finished building
 
 
 class Job:
@@ -66,6 +68,12 @@ def idle() -> bool:
         return _in_hand == 0 and not _awaiting
 
 
+def quiet_for() -> float:
+    """Return the seconds since a session was last queued or built (0 while one is): how long no class has arrived."""
+    with _count_lock:
+        return 0.0 if _in_hand else time.monotonic() - _last_busy
+
+
 def build_later(doc, page: pn.Column, build: Callable[[], pn.viewable.Viewable]) -> Job:
     """Queue `build()` for `doc`'s session now; call the returned job's `loaded` when the page has loaded.
 
@@ -73,19 +81,21 @@ def build_later(doc, page: pn.Column, build: Callable[[], pn.viewable.Viewable])
     and waits for that before building the next: the event loop then never holds more than one such attach ahead of
     an open session's slider change, however many pages arrive.
     """
-    global _in_hand
+    global _in_hand, _last_busy
     job = Job(doc, page, build)
     _ensure_worker()
     with _count_lock:
         _in_hand += 1
+        _last_busy = time.monotonic()
     _jobs.put(job)
     return job
 
 
 def _done() -> None:
-    global _in_hand
+    global _in_hand, _last_busy
     with _count_lock:
         _in_hand -= 1
+        _last_busy = time.monotonic()
 
 
 def _ensure_worker() -> None:

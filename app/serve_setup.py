@@ -1,4 +1,4 @@
-"""`panel serve --setup` for batchviz: gzip the page and its static JavaScript and CSS (about 2.9 MB to 0.7 MB)."""
+"""`panel serve --setup` for batchviz: gzip the page and its static files (2.9 MB to 0.7 MB); a steady collector."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import gc
 
 from bokeh.server.tornado import BokehTornado
 from tornado.web import GZipContentEncoding
+
+from app.server_gc import steady_gc
 
 
 def compress(app: BokehTornado) -> None:
@@ -31,3 +33,4 @@ def compress_every_server() -> None:
 
 
 compress_every_server()
+steady_gc()  # last: what the setup imported is frozen with the rest
