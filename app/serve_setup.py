@@ -1,8 +1,9 @@
-"""`panel serve --setup` for batchviz: gzip the page and its static files (2.9 MB to 0.7 MB); a steady collector."""
+"""`panel serve --setup` for batchviz: gzip the page and its files (2.9 MB to 0.7 MB); a steady collector and GIL."""
 
 from __future__ import annotations
 
 import gc
+import sys
 
 from bokeh.server.tornado import BokehTornado
 from tornado.web import GZipContentEncoding
@@ -32,5 +33,12 @@ def compress_every_server() -> None:
             compress(obj)
 
 
+# The session builder's thread holds the GIL for its whole build, and the event loop gives it up at every socket call:
+# at CPython's 5 ms switch interval, a burst's 100 websocket opens took 10-14 ms each. At 1 ms, an open session's change
+# behind a burst of 100 came back at p95 153-372 ms against 233-447 ms (`./dev bench load 100`, four runs each,
+# 2026-12-03).
+SWITCH_INTERVAL_S = 0.001
+
 compress_every_server()
+sys.setswitchinterval(SWITCH_INTERVAL_S)
 steady_gc()  # last: what the setup imported is frozen with the rest

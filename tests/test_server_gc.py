@@ -12,7 +12,7 @@ from app import builder, server_gc
 
 
 def test_the_serve_setup_freezes_the_shared_heap_spaces_whole_heap_passes_and_takes_panels_collection():
-    """Run as `panel serve --setup` runs it, in a fresh interpreter: a dropped session now schedules our collection."""
+    """Run as `panel serve --setup` runs it, in a fresh interpreter: a dropped session schedules our collection."""
     script = """
 import gc, json, runpy, sys, types
 runpy.run_path("app/serve_setup.py")
@@ -26,13 +26,15 @@ doc.destroy(None)  # what a dropped session runs
 scheduled = [cb for _, cb in state._scheduled.values()]
 loaded = "app.simulator" in sys.modules
 ours = server_gc.collect_when_quiet in scheduled
-print(json.dumps({"frozen": gc.get_freeze_count(), "threshold": gc.get_threshold(), "ours": ours, "loaded": loaded}))
+print(json.dumps({"frozen": gc.get_freeze_count(), "threshold": gc.get_threshold(), "ours": ours, "loaded": loaded,
+                  "switch": sys.getswitchinterval()}))
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["frozen"] > 50_000  # the app's modules and everything they import
     assert got["threshold"][2] == server_gc.GEN2_EVERY
     assert got["loaded"] and got["ours"]
+    assert got["switch"] == pytest.approx(0.001)  # the event loop gets the GIL back from the builder within 1 ms
 
 
 @pytest.fixture
