@@ -4,7 +4,10 @@
 (both profiles), then 256 chat-shaped requests (compare's lengths) replayed in real time at a light load (Poisson
 arrivals at a tenth of what 8 slots serve under continuous batching: mostly idle under either policy) and a
 saturated one (all of them inside 64 arrival steps: a queue builds). One arrival step lasts one full decode pass of
-8 rows on that model. Prints every figure predicted, measured and the error, and the engine's overhead share.
+8 rows on that model. Prints every figure predicted, measured and the error, and the engine's overhead share; then
+where the errors come from: each kind of pass, measured against what the profile prices it at, and that 8-row pass
+timed again just before each replay (a machine whose speed drifts between the profile and a replay moves every
+figure together).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from core.cli_args import bounded_int
 from replay import Engine
 from replay.calibrate import profiles
 from replay.online import online_summary, replay_online
+from replay.pass_prices import KINDS, pass_errors
+from replay.synthetic import time_pass
 
 MODELS = ("tiny", "small")
 MEAN_CONTEXT = 160  # tokens a decoding row holds on average in this workload (prompt ~128 plus output so far)
@@ -48,8 +53,14 @@ def measure(model: str, requests: int) -> dict:
     out["step_ms"] = step_ms
     for load, config in loads(requests).items():
         timed = [replace(r, arrival=round(r.arrival * step_ms)) for r in generate(config)]
-        results = {p: replay_online(engine, timed, COMPARE_SLOTS, p) for p in ("static", "continuous")}
-        out["loads"][load] = online_summary(results, costs)
+        results, probes = {}, {}
+        for p in ("static", "continuous"):
+            probes[p] = time_pass(engine, COMPARE_SLOTS, 0, COMPARE_SLOTS * MEAN_CONTEXT)  # the step's pass, again
+            results[p] = replay_online(engine, timed, COMPARE_SLOTS, p)
+        out["loads"][load] = doc = online_summary(results, costs)
+        for p, result in results.items():
+            doc["policies"][p]["step_probe_ms"] = probes[p]
+            doc["policies"][p]["pass_errors"] = pass_errors(result.run, costs[p])
     return out
 
 
@@ -75,6 +86,16 @@ def table(doc: dict) -> str:
         lines.append(
             f"  {load}: speedup measured {d['measured_speedup']:.2f}x, predicted {d['predicted_speedup']:.2f}x"
         )
+    lines.append(f"  {'measured / priced':<24}" + "".join(f"{load + ' ' + p:>30}" for load, p in keys))
+    for kind in KINDS:
+        cells = []
+        for load, p in keys:
+            e = doc["loads"][load]["policies"][p]["pass_errors"].get(kind)
+            cells.append(f"{e['ratio']:.2f}x of {e['passes']:,} passes" if e else "none")
+        lines.append(f"  {kind:<24}" + "".join(f"{c:>30}" for c in cells))
+    probes = [doc["loads"][load]["policies"][p]["step_probe_ms"] for load, p in keys]
+    again = [f"{ms:.3f} ms ({ms / doc['step_ms']:.2f}x)" for ms in probes]
+    lines.append(f"  {'the step pass, again':<24}" + "".join(f"{c:>30}" for c in again))
     return "\n".join(lines)
 
 

@@ -8,10 +8,13 @@ import torch
 
 from core import Request, TrafficConfig, generate
 from core.cost import Fitted
+from core.timed import simulate_timed
 from replay import Cancelled, Engine
 from replay import online as online_mod
 from replay.engine import StaticBatch
 from replay.online import predicted_vs_measured, replay_online
+from replay.pass_prices import KINDS, pass_errors, priced_passes
+from replay.synthetic import SPIN_MS
 
 from .helpers import check_timed_invariants
 
@@ -193,3 +196,25 @@ def test_app_online_job_reports_every_figure(monkeypatch):
     html_text = view._render_online(job.result)[0].object
     assert html_text.count("<tr data-figure=") == len(online_mod.FIGURES)
     assert 'data-replay="online"' in html_text and view.measured
+
+
+@pytest.mark.parametrize("policy", ["continuous", "static"])
+def test_passes_priced_by_the_cost_that_ran_them_cost_what_they_took(policy):
+    """Passes re-priced with the cost that ran them are priced at what each took; twice as slow shows 2 everywhere.
+
+    The run is the simulator's, so its cost is known exactly: the wake and static's rectangles included.
+    """
+    axes = ((1, 8, 64), (0, 64, 512), (0, 1024, 4096))
+    grid = tuple(tuple(tuple(_known_ms(r, p, c) + 0.002 * r * p for c in axes[2]) for p in axes[1]) for r in axes[0])
+    cost = Fitted(*axes, grid, prefill_rows=policy == "static", wake_ms=3.0, wake_gap_ms=20.0)
+    slow = replace(cost, ms=tuple(tuple(tuple(2 * v for v in c) for c in p) for p in grid), wake_ms=6.0)
+    timed = _in_ms(generate(replace(TRAFFIC, requests=40, arrival_window=60)), 12)
+    run = simulate_timed(timed, 3, policy, cost)
+    price, gap = priced_passes(run, cost)
+    assert price == pytest.approx(run.pass_end_ms - run.pass_start_ms, rel=1e-9)
+    assert (gap > SPIN_MS).any() and (gap[run.pass_prefill > 0] == 0).any()  # both kinds of prompt pass are in it
+    errors = pass_errors(simulate_timed(timed, 3, policy, slow), cost)
+    assert set(errors) == set(KINDS)
+    for kind, e in errors.items():
+        assert e["passes"] > 0 and e["ratio"] == pytest.approx(2.0, rel=1e-9), (kind, e)
+    assert sum(e["passes"] for e in errors.values()) == simulate_timed(timed, 3, policy, slow).passes
