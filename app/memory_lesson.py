@@ -138,8 +138,9 @@ def lesson_html() -> str:
         f"{SLOTS} slots with unlimited memory, continuous batching holds at most {b('pool', f.pool)} blocks, "
         f"while static batching reserves up to {b('static_peak', f.static_peak)}: each row of its batch "
         f"reserves {STATIC_ROW}, as a server's max_tokens, before a token is generated, whatever the allocation. "
-        f'<span data-claim="memory-same-pool">Give both exactly {f.pool} blocks (each drain below is the '
-        "head-to-head's &quot;All done at step&quot;; the timelines show steps 0-63). "
+        f'<span data-claim="memory-same-pool">Give both exactly {f.pool} blocks (each drain below is what the '
+        f"head-to-head's &quot;All done at step&quot; reads on the chapter's traffic at {SLOTS} slots with that "
+        "pool; the timelines show steps 0-63). "
         f"{paged}. With "
         f"<b>contiguous</b> caches each request must reserve one unbroken run for its prompt plus that cap, "
         f"so fewer run at once: done at step {b('contiguous_drain', f.contiguous_drain)}, and on "

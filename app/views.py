@@ -17,6 +17,7 @@ from core.timed import TimedMetrics, TimedRun, timed_metrics
 from .plots import H2H_GROUPS, H2H_TIMED_GROUPS
 from .state import BLOCK_SIZE, SimState
 from .style import CSS
+from .words import plural
 
 
 def h2h_timed_rows(static: TimedMetrics, continuous: TimedMetrics, n: int) -> list[tuple[str, str, str, str]]:
@@ -108,30 +109,36 @@ LOSS_NOTE = (
 )
 
 
-def averages_note(run: Run, window: int) -> str:
-    """Return why the page shows three average latencies of one run, each figure computed from that run.
+def averages_note(static: Run, continuous: Run, window: int) -> str:
+    """Return why the page shows three average latencies of one run, for each mode, each figure from its run.
 
-    The card above the timelines (at the window's last step, where the page opens), the table's "all" row and the
-    chapter's completed-only row average the same requests' times measured three ways; where every request finishes
-    inside the window the three agree, and the sentence says only that.
+    The card above the timelines (at the window's last step, where the page opens) shows the mode the learner picks,
+    so the note speaks of both: for each, the card, the table's "all" row and the chapter's completed-only row average
+    the same requests' times measured three ways; where every request finishes inside the window the three agree.
     """
-    m, label = compute_metrics(run, window), html.escape(get_policy(run.policy).label)
-    so_far = latency_so_far(run.arrival, run.finish, window)
-    if m.completed == m.requests:
-        return (
-            f'<p class="bv-muted bv-averages" data-averages="agree">Every request under {label} finishes inside the '
-            f"window, so the card above (at step {window - 1}) and both average-latency rows read the same: "
-            f"{m.avg_latency_all:.1f} steps.</p>"
+    parts = [
+        '<p class="bv-muted bv-averages">Three average latencies of the same requests, measured three ways: the '
+        f"card above, at step {window - 1}, counts every request that has arrived, an unfinished one up to that step "
+        "(it shows the mode you pick); &quot;Avg latency, all&quot; counts every request to its own finish; the "
+        "chapter's completed-only figure counts only those finished inside the window."
+    ]
+    for run in (continuous, static):
+        m, label = compute_metrics(run, window), html.escape(get_policy(run.policy).label)
+        attrs = f'data-policy="{html.escape(run.policy)}"'
+        if m.completed == m.requests:
+            parts.append(
+                f' <span data-averages="agree" {attrs}>Under {label} every request finishes inside the window, so '
+                f"its three read the same: <b>{m.avg_latency_all:.1f}</b> steps.</span>"
+            )
+            continue
+        so_far = latency_so_far(run.arrival, run.finish, window)
+        done = "–" if m.avg_latency is None else f"{m.avg_latency:.1f}"
+        parts.append(
+            f' <span data-averages="three" {attrs}>Under {label}: <b>{so_far:.1f}</b> on its card, '
+            f"<b>{m.avg_latency_all:.1f}</b> to each finish (the last finishes at step {run.drain}), "
+            f"<b>{done}</b> over the {plural(m.completed, 'request')} finished inside the window.</span>"
         )
-    done = "–" if m.avg_latency is None else f"{m.avg_latency:.1f}"
-    return (
-        f'<p class="bv-muted bv-averages" data-averages="three">Three average latencies of the same requests '
-        f"under {label} batching, measured three ways: the card above, at step {window - 1}, counts every request that "
-        f"has arrived, an unfinished one up to that step (<b>{so_far:.1f}</b>); &quot;Avg latency, all&quot; "
-        f"counts every request to its own finish (<b>{m.avg_latency_all:.1f}</b>; the last finishes at step "
-        f"{run.drain}); the chapter's completed-only figure counts the {m.completed} finished inside the window "
-        f"(<b>{done}</b>) and leaves the others out.</p>"
-    )
+    return "".join(parts) + "</p>"
 
 
 def compact_caption(window: int | None) -> str:
@@ -264,7 +271,7 @@ def h2h_full(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, T
         decimals = (0, 1, 1)
     else:
         rows = h2h_rows(ms, mc, losses(static, window), losses(continuous, window))
-        note, groups, decimals = LOSS_NOTE + averages_note(continuous, window), H2H_GROUPS, (0, 0, 1)
+        note, groups, decimals = LOSS_NOTE + averages_note(static, continuous, window), H2H_GROUPS, (0, 0, 1)
         values = [[m.completed, 100 * m.utilisation, m.avg_latency_all or 0.0] for m in (ms, mc)]
     pair = (static.policy, continuous.policy)
     return {

@@ -283,10 +283,11 @@ def test_static_rows_reservation_is_said_one_way_and_is_what_the_engine_reserves
 
 
 def test_the_three_average_latencies_are_told_apart_with_the_figures_on_screen():
-    """The note under the head-to-head quotes the card at the window's last step and both latency rows, exactly.
+    """The note under the head-to-head quotes each mode's card at the window's last step and both latency rows.
 
-    Over seeds and every slot count the page offers a lesson at: the card's figure is the oracle's playback card,
-    the other two are the table's own cells; where every request finishes inside the window the note says they agree.
+    The card shows whichever mode the learner picks, so the note speaks of both. Over seeds and every slot count
+    the page offers a lesson at: each card's figure is the oracle's playback card, the other two are the table's own
+    cells; where every request of a mode finishes inside the window the note says its three agree.
     """
     from app.views import h2h_full
 
@@ -299,15 +300,20 @@ def test_the_three_average_latencies_are_told_apart_with_the_figures_on_screen()
             static, continuous = simulate(requests, slots, "static"), simulate(requests, slots, "continuous")
             view = h2h_full(static, continuous, WINDOW, None)
             note = view["note"].split('class="bv-muted bv-averages"')[1]
-            card = re.search(r'data-stat="avg_latency">([^<]+)<', playback_texts(continuous, WINDOW)[WINDOW - 1])[1]
             rows = {row[0]: row for row in view["rows"]}
-            every = rows["avg_latency_all"][3]
-            done = re.search(r">([^<]+)</span>", rows[None][3])[1]
-            if 'data-averages="agree"' in note:
-                assert card == every == done and f"read the same: {card} steps" in note, (seed, slots)
-                assert (continuous.finish <= WINDOW).all()  # finish is exclusive: 64 is done by step 63
-            else:
-                assert re.findall(r"<b>([^<]+)</b>", note) == [card, every, done], (seed, slots)
-                assert f"the last finishes at step {continuous.drain}" in note
-            seen.add('data-averages="agree"' in note)
-    assert seen == {True, False}  # both sentences are reached on this grid
+            for column, run in ((2, static), (3, continuous)):
+                assert view["pair"][column - 2] == run.policy
+                said = re.search(rf'<span data-averages="(\w+)" data-policy="{run.policy}">(.*?)</span>', note)
+                card = re.search(r'data-stat="avg_latency">([^<]+)<', playback_texts(run, WINDOW)[WINDOW - 1])[1]
+                every = rows["avg_latency_all"][column]
+                done = re.search(r">([^<]+)</span>", rows[None][column])[1]
+                if said[1] == "agree":
+                    assert card == every == done and f"read the same: <b>{card}</b> steps" in said[2], (seed, slots)
+                    assert (run.finish <= WINDOW).all()  # finish is exclusive: 64 is done by step 63
+                else:
+                    assert re.findall(r"<b>([^<]+)</b>", said[2]) == [card, every, done], (seed, slots, run.policy)
+                    assert f"the last finishes at step {run.drain}" in said[2]
+                    assert not (run.finish <= WINDOW).all()
+                seen.add((run.policy, said[1]))
+    # every sentence is reached on this grid, under both modes
+    assert seen == {(p, s) for p in ("static", "continuous") for s in ("agree", "three")}
