@@ -24,7 +24,7 @@ from core.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S
 from .bundle import bundle
 from .exercises.knee import EXPLAIN, INTRO, QUESTION, cached_sweep, points_data, verdict_html
 from .exercises.knee_plots import CHART_MODULES
-from .exercises.knee_words import PAGE_RATE_PER_S, load_html, motivation_html
+from .exercises.knee_words import PAGE_RATE_PER_S, kept_full, load_html, motivation_html, offered_tokens_per_s
 from .exercises.spread import GUESSES, SIGMAS, case, curve_spec, guess_html, histogram_specs, spread_table
 from .exercises.spread import WHY as SPREAD_WHY
 from .exercises.temperature import ASSERTIONS, BUGGY, CORRECT, assertion_html, draws_html, row_specs
@@ -67,7 +67,8 @@ def knee_data() -> dict:
     def at(rate: float, model) -> dict:
         points = cached_sweep(rate, model)
         words = {"load_html": load_html(rate, model), "motivation": motivation_html(model)}
-        return {**points_data(points), **words}
+        load = {"offered": offered_tokens_per_s(rate), "kept_full": [list(bt) for bt in kept_full(model)]}
+        return {**points_data(points), **words, **load}
 
     return {
         a: {m: {f"{r:g}": at(r, cost_model(a, m)) for r in EXPORT_RATES} for m in MODEL_SHAPES} for a in ACCELERATORS

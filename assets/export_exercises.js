@@ -36,6 +36,16 @@ function guessHtml() {
   const where = steps > 0 ? "above" : "below", n = Math.abs(steps);
   return `You guessed batch ${g}: <b data-guess="${where}">${n === 1 ? "one size" : `${n} sizes`} ${where}</b> the knee.`;
 }
+// Mirrors app/exercises/knee_words.py keeps_up_html: whether the knee's batch serves the offered load.
+function keepsUp(b) {
+  const row = pts.kept_full.find((r) => r[0] === b);  // [batch, tokens/s kept full], by batch
+  if (!row || row[1] > pts.offered) return "";
+  const first = pts.kept_full.find((r) => r[1] > pts.offered);
+  const others = first ? `batch ${first[0]} is the first that does` : "no batch size does";
+  return ` <span data-keeps-up="no">At this load batch ${b} does not keep up: kept full it serves ` +
+    `${grouped(row[1])} tokens/s against the ${grouped(pts.offered)} offered, so its queue grows for as long as the ` +
+    `requests keep coming (${others}).</span>`;
+}
 if (!revealed) {
   verdict.text = `<p class="bv-knee" data-guess="ask">${question}</p>`;
 } else {
@@ -54,7 +64,7 @@ if (!revealed) {
         `${best === null ? "nothing" : bestB}.`
       : ": at this load the prefill stalls do not move the knee.";
   }
-  verdict.text = `<p class="bv-knee">${clock} ${decode} ${guessHtml()}</p>`;
+  verdict.text = `<p class="bv-knee">${clock}${best === null ? "" : keepsUp(bestB)} ${decode} ${guessHtml()}</p>`;
 }
 const rows = pts.batch.map((b, i) =>
   `<tr data-batch="${b}"><td>${b}</td><td data-col="step_ms">${fixed(pts.step_ms[i], 1)}</td>` +

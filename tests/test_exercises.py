@@ -328,3 +328,39 @@ def test_what_happens_past_the_knee_is_read_from_the_sweep(target):
             assert p.p99_admitted_ms >= points[0].p99_admitted_ms
         if rate == PAGE_RATE_PER_S and target == 50.0:
             assert 'data-past-knee="up"' in words and "from batch 64 up every request gets a slot" in words
+
+
+def test_the_verdict_says_when_the_knee_it_names_does_not_keep_up():
+    """The verdict says it wherever the knee it names cannot keep up with the load, and only there.
+
+    A learner's read, 2026-12-04: the default page named batch 32 the knee under a load sentence saying batch 32
+    cannot keep up. The clause agrees with the load sentence beside it (its first batch that keeps up) at every rate
+    offered and target, and its figures are the sentence's own.
+    """
+    import re
+
+    from app.exercises.knee import KneeView
+    from app.exercises.knee_words import PAGE_RATE_PER_S, kept_full, load_html, offered_tokens_per_s
+
+    full = dict(kept_full(cost_model()))
+    seen = set()
+    for rate in KNEE_RATES:
+        first = re.search(r'data-first="(\w+)"', load_html(rate, cost_model()))[1]
+        view = KneeView(rate_per_s=rate, guess=64)
+        view.__panel__()
+        for target in (20.0, 50.0, 120.0):
+            view.itl_target_ms = target
+            verdict, here = view.verdict.object, knee(list(view.points()))
+            short = here is not None and (first == "none" or here.batch < int(first))
+            assert ('data-keeps-up="no"' in verdict) == short, (rate, target, verdict)
+            if short:
+                offered = offered_tokens_per_s(rate)
+                assert f"batch {here.batch} does not keep up" in verdict
+                assert f"serves {full[here.batch]:,.0f} tokens/s against the {offered:,.0f} offered" in verdict
+                assert f"{offered:,.0f} tokens/s" in load_html(rate, cost_model())  # the load sentence's figure
+                assert (f"batch {first} is the first that does" if first != "none" else "no batch size does") in verdict
+            seen.add(short)
+    assert seen == {True, False}
+    default = KneeView(guess=64)
+    default.__panel__()
+    assert default.rate_per_s == PAGE_RATE_PER_S and 'data-keeps-up="no"' in default.verdict.object

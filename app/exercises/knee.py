@@ -28,7 +28,16 @@ from ..stores import Measurements
 from ..views import Messages
 from .common import LazyViewer, query_number, text_pane
 from .knee_plots import KneeCharts, knee_payload, points_data
-from .knee_words import PAGE_RATE_PER_S, latency_html, load_html, motivation_html, moves_html
+from .knee_words import (
+    PAGE_RATE_PER_S,
+    keeps_up_html,
+    kept_full,
+    latency_html,
+    load_html,
+    motivation_html,
+    moves_html,
+    offered_tokens_per_s,
+)
 
 __all__ = ["EXPLAIN", "KneeCharts", "KneeView", "cached_sweep", "knee_payload", "points_data"]
 
@@ -90,7 +99,9 @@ def guess_html(guess: int, best: SweepPoint | None) -> str:
     return f'You guessed batch {guess}: <b data-guess="{where}">{_sizes(abs(steps))} {where}</b> the knee.'
 
 
-def verdict_html(best: SweepPoint | None, decode_best: SweepPoint | None, target_ms: float, guess: int | None) -> str:
+def verdict_html(
+    best: SweepPoint | None, decode_best: SweepPoint | None, target_ms: float, guess: int | None, keeps_up: str = ""
+) -> str:
     """Return the readout: the question before the guess; after it, both knees with their numbers, and the guess."""
     if guess is None:
         return f'<p class="bv-knee" data-guess="ask">{QUESTION}</p>'
@@ -115,7 +126,7 @@ def verdict_html(best: SweepPoint | None, decode_best: SweepPoint | None, target
             if moved
             else ": at this load the prefill stalls do not move the knee."
         )
-    return f'<p class="bv-knee">{clock} {decode} {guess_html(guess, best)}</p>'
+    return f'<p class="bv-knee">{clock}{keeps_up} {decode} {guess_html(guess, best)}</p>'
 
 
 def table_html(points: tuple[SweepPoint, ...], target_ms: float) -> str:
@@ -248,9 +259,11 @@ class KneeView(LazyViewer):
     def _refresh(self, *_events) -> None:
         points = self.points()
         best, decode_best = knee(list(points)), decode_knee(list(points))
+        full = dict(kept_full(self.model))
         revealed = self.guess is not None
         self.charts.payload = knee_payload(points, self.itl_target_ms, revealed, self.measured)
-        self.verdict.object = verdict_html(best, decode_best, self.itl_target_ms, self.guess)
+        keeps_up = "" if best is None else keeps_up_html(best.batch, offered_tokens_per_s(self.rate_per_s), full)
+        self.verdict.object = verdict_html(best, decode_best, self.itl_target_ms, self.guess, keeps_up)
         self.table.object = (table_html(points, self.itl_target_ms) if revealed else "") + self._assumptions()
         self.load.object = load_html(self.rate_per_s, self.model)
         self.motivation.object = motivation_html(self.model)

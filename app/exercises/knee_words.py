@@ -31,9 +31,8 @@ def load_html(rate_per_s: float, model: CostModel) -> str:
     A batch keeps up with Poisson arrivals when it serves more tokens/s kept full than they offer; a finite run's own
     throughput cannot tell (it is at most the offered load, less its start and its drain).
     """
-    # The product is of the figures the sentence shows, so a learner's own multiplication gives its result.
     mean = round(mean_output_tokens(), 1)
-    offered = rate_per_s * mean
+    offered = offered_tokens_per_s(rate_per_s)
     full = kept_full(model)
     head = (
         f"Offered load: {rate_per_s:g} request{'' if rate_per_s == 1 else 's'}/s x {mean:.1f} "
@@ -62,6 +61,29 @@ def load_html(rate_per_s: float, model: CostModel) -> str:
         f"batch {first} serves {served:,.0f} tokens/s and batch {below} only {short:,.0f}: every batch size from "
         f"{first} up keeps up with the arrivals, so no queue grows there; below it the queue grows for as long as "
         "they keep coming. Past that, a bigger batch only adds rows when the load fills them.</p>"
+    )
+
+
+def offered_tokens_per_s(rate_per_s: float) -> float:
+    """Return the tokens/s that `rate_per_s` requests of the sweep's traffic offer, as the load sentence computes it."""
+    return rate_per_s * round(mean_output_tokens(), 1)  # the product of the figures the sentence shows
+
+
+def keeps_up_html(batch: int, offered: float, full: dict[int, float]) -> str:
+    """Return, for the knee's batch, that it does not keep up with the offered load; "" where it does.
+
+    The knee is the largest batch meeting the per-token target; whether it serves the arrivals is another question,
+    and where it cannot, the verdict says so beside the load sentence that already shows it (`load_html`).
+    """
+    served = full.get(batch)
+    if served is None or served > offered:
+        return ""
+    first = next((b for b, t in full.items() if t > offered), None)
+    others = f"batch {first} is the first that does" if first is not None else "no batch size does"
+    return (
+        f' <span data-keeps-up="no">At this load batch {batch} does not keep up: kept full it serves '
+        f"{served:,.0f} tokens/s against the {offered:,.0f} offered, so its queue grows for as long as the "
+        f"requests keep coming ({others}).</span>"
     )
 
 

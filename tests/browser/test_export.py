@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from app import memory_lesson, story
 from app.exercises.knee import verdict_html
-from app.exercises.knee_words import load_html
+from app.exercises.knee_words import keeps_up_html, kept_full, load_html, offered_tokens_per_s
 from app.exercises.spread import GUESSES, best_guess
 from app.export import LINK_KEYS, SERVED_ONLY, export_story
 from app.export_views import served_key
@@ -448,7 +448,10 @@ def test_export_exercises_equal_the_core(page, page_errors, offline, exported):
     assert "grows without bound" in load
     best, decode = knee(points), decode_knee(points)
     expect(page.locator("[data-knee]").first).to_have_attribute("data-knee", str(best.batch) if best else "none")
-    served = re.sub(r"<[^>]+>", "", verdict_html(best, decode, 30, 64))  # the served view's sentence, as text
+    model = cost_model("a100-80gb", "llama3-8b")
+    keeps_up = keeps_up_html(best.batch, offered_tokens_per_s(80.0), dict(kept_full(model))) if best else ""
+    assert not best or "does not keep up" in keeps_up  # 80/s floods every batch size: the verdict says it of the knee
+    served = re.sub(r"<[^>]+>", "", verdict_html(best, decode, 30, 64, keeps_up))  # the served sentence, as text
     expect(page.locator(".bv-knee").first).to_have_text(served)
     # The figures are the served page's modules on the same columns: read back from the SVG through its axes.
     drawn = page.evaluate(CHART_JS, "knee-itl")
