@@ -203,7 +203,9 @@ class SimState(param.Parameterized):
         """Return which traffic is shown, in words, for beside the seed: the chapter's, a trace's, or generated."""
         n = len(self.runs["continuous"].requests)
         if self.trace is not None:
-            return f"Traffic: {self.trace_name or 'a trace'}, {n} requests"
+            # The seed control stays beside it: say what it does here (a learner read "Traffic seed 4" as this one's).
+            seed = "a new seed generates traffic" if self.generator_applies else "the seed is not used"
+            return f"Traffic: {self.trace_name or 'a trace'}, {n} requests ({seed})"
         return generated_label(n, self.lengths, self.priority_share)
 
     @property

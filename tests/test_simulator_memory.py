@@ -9,7 +9,7 @@ from app import memory_lesson
 from app.state import BLOCK_SIZE, CHAPTER_NAME, SimState, least_pool, pool_memory, shared_runs
 from app.story import loop_texts
 from app.url import parse_query
-from core import TrafficConfig, generate, simulate
+from core import Request, TrafficConfig, generate, simulate
 from core.chapter_traffic import chapter_traffic
 from core.engine import as_run, memory_waits, schedule
 from core.memory import MemoryConfig
@@ -215,3 +215,21 @@ def test_the_lessons_table_is_what_the_simulator_shows_on_each_pool():
     assert f'data-memory-cell="{f.tight_pool} blocks|0">{f.tight_drain} ({f.tight_preemptions} preemptions)' in (
         memory_lesson.table_html()
     )
+
+
+def test_the_traffic_label_says_what_the_seed_beside_it_does():
+    """A learner read "Traffic seed 4" beside the chapter's traffic as that traffic's seed: the label says what it does.
+
+    On the chapter's traffic a new seed generates traffic (and it does); on an upload the seed is not used (and
+    moving it changes nothing).
+    """
+    state = SimState(slots=4, seed=4)
+    state.use_trace(chapter_traffic(), CHAPTER_NAME)
+    assert state.traffic_label().endswith("(a new seed generates traffic)")
+    state.seed = 5
+    assert state.trace is None and state.traffic_label().startswith("Traffic: generated")
+    upload = [Request("A", 0, 3), Request("B", 1, 2)]
+    state.use_trace(upload, "mine.csv")
+    assert state.traffic_label() == "Traffic: mine.csv, 2 requests (the seed is not used)"
+    state.seed = 6
+    assert state.traffic() == upload and state.traffic_label().startswith("Traffic: mine.csv")
