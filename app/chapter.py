@@ -105,7 +105,8 @@ def build_batch_at(batch, step: int) -> str:
         if n
         else {}
     )
-    title = f"core/ragged.py: build_batch, as it ran at step {step}"
+    when = f"as it ran at step {step}" if n else f"not run at step {step}: nobody is running"
+    title = f"core/ragged.py: build_batch, {when}"
     return _code_block(lines, marks if n else {}, title, "build_batch", notes)
 
 

@@ -154,8 +154,9 @@ function _bSource(cfg, t, notes) {
     return `<div class="bv-src-line${mark ? " bv-marked" : ""}"${mark ? ` data-mark="${mark}"` : ""}>` +
       `${escape(line)}${note}</div>`;
   }).join("");
+  const when = notes ? `as it ran at step ${t}` : `not run at step ${t}: nobody is running`;
   return `<div class="bv-source" data-code="build_batch"><div class="bv-loop-title">core/ragged.py: build_batch, ` +
-    `as it ran at step ${t}</div>${rows}</div>`;
+    `${when}</div>${rows}</div>`;
 }
 
 // batch_view.continuous_html + chapter.build_batch_at, from the walker standing at step t.

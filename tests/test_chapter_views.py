@@ -166,6 +166,11 @@ def test_build_batch_beside_the_batch_says_what_each_line_produced():
     assert str(batch.cu_seqlens.tolist()[:12])[1:-1] in notes["cu_seqlens"]
     assert str(batch.positions.tolist()[:12])[1:-1] in notes["positions"]
     assert "as it ran at step 9" in text
+    # Past the drain nothing runs, and the code's title does not say it ran (a learner's read, 2026-12-04).
+    state = SimState(seed=11, slots=16, step=63)
+    assert state.runs["continuous"].drain <= 63
+    text = BatchView(state=state).div.text
+    assert "not run at step 63: nobody is running" in text and "as it ran" not in text
 
 
 def test_the_full_head_to_head_tells_its_three_counts_of_lost_time_apart():
