@@ -31,8 +31,9 @@ export function h2hBarsHtml(h2h, colours) {
   return h2h.bars.map(({ group, values, texts }, g) => {
     const top = Math.max(...values) || 1;
     const rows = h2h.pair.map((policy, k) =>
-      `<div class="bv-bar-row"><span class="bv-bar" data-bar="${policy}-${g}" style="width:${
-        (60 * values[k]) / top}%;background:${colours[k]}"></span>` +
+      // At most 60% of the row, and always room for the label's words whole (a phone broke "continuo|us").
+      `<div class="bv-bar-row"><span class="bv-bar" data-bar="${policy}-${g}" style="width:calc(min(60%, 100% - ` +
+      `8rem) * ${values[k] / top});background:${colours[k]}"></span>` +
       `<span class="bv-bar-text">${escape(texts[k])}</span></div>`).join("");
     return `<div class="bv-bar-label">${escape(group)}</div><div class="bv-bar-pair">${rows}</div>`;
   }).join("");

@@ -419,6 +419,16 @@ def test_export_fits_a_phone_and_a_column(page, page_errors, offline, exported, 
         sizes = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
         assert sizes[0] <= sizes[1], (name, sizes)
     page.get_by_role("tab", name="Simulator").click()
+    # The head-to-head's bar labels keep their words whole ("continuo" / "us: 11" at 390 px, a learner's read).
+    broken = page.evaluate("""() => [...document.querySelectorAll('#bv-panel-simulator .bv-bar-text')].flatMap((el) => {
+      const words = el.textContent.split(/\\s+/), probe = document.createElement('span');
+      probe.style.whiteSpace = 'nowrap';
+      el.appendChild(probe);
+      const wide = words.filter((w) => { probe.textContent = w; return probe.offsetWidth > el.clientWidth + 0.5; });
+      probe.remove();
+      return el.offsetParent && wide.length ? [el.textContent] : [];
+    })""")
+    assert page.locator("#bv-panel-simulator .bv-bar-text").count() >= 6 and broken == [], broken
     page.screenshot(path=artifacts / f"export-{width}.png", full_page=True)
 
 
