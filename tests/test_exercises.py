@@ -364,3 +364,20 @@ def test_the_verdict_says_when_the_knee_it_names_does_not_keep_up():
     default = KneeView(guess=64)
     default.__panel__()
     assert default.rate_per_s == PAGE_RATE_PER_S and 'data-keeps-up="no"' in default.verdict.object
+
+
+def test_the_knee_intro_describes_the_sweeps_own_requests():
+    """The intro's figures are the sweep traffic's as drawn.
+
+    It said "mean 200 output tokens, 1,000-token prompts" beside a load sentence of 193.3 tokens each, and the
+    prompts run from 18 to 16,000 tokens.
+    """
+    from app.exercises.knee import INTRO
+    from app.exercises.knee_words import mean_output_tokens
+
+    requests = generate(SWEEP_TRAFFIC)
+    prompts = [r.prompt_tokens for r in requests]
+    assert f"{len(requests):,} heavy-tailed chat requests" in INTRO
+    assert f"answers of {mean_output_tokens():.1f} output tokens" in INTRO
+    assert f"prompts of {sum(prompts) / len(prompts):,.0f} tokens on average" in INTRO
+    assert f"from {min(prompts):,} to {max(prompts):,} tokens" in INTRO

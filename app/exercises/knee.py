@@ -53,11 +53,11 @@ LABELS = {
 }
 FIELDS = {name: (LABELS[name], *ROOFLINE_RANGES[name]) for name in LABELS}  # the CLI's ranges (core/cost.py)
 INTRO = (
-    "<h3>Exercise 1: find the knee</h3><p>2,000 heavy-tailed chat requests (mean 200 output tokens, 1,000-token "
-    "prompts, Poisson arrivals) under continuous batching at each batch size from 1 to 512, on the core's timed "
-    "simulator: a pass reads every weight and the batch's KV cache, or computes, whichever is slower, plus a fixed "
-    "overhead. A pass that admits a request also computes its whole prompt, and every token decoding beside it "
-    "waits for that.</p>"
+    "<h3>Exercise 1: find the knee</h3><p>2,000 heavy-tailed chat requests (answers of 193.3 output tokens and "
+    "prompts of 1,011 tokens on average, the prompts from 18 to 16,000 tokens; Poisson arrivals) under "
+    "continuous batching at each batch size from 1 to 512, on the core's timed simulator: a pass reads every "
+    "weight and the batch's KV cache, or computes, whichever is slower, plus a fixed overhead. A pass that admits "
+    "a request also computes its whole prompt, and every token decoding beside it waits for that.</p>"
 )
 QUESTION = (
     "<b>Your guess first.</b> The dashed line is the p99 inter-token latency the tokens would feel if their passes "
