@@ -38,8 +38,8 @@ def load_html(rate_per_s: float, model: CostModel) -> str:
         f"Offered load: {rate_per_s:g} request{'' if rate_per_s == 1 else 's'}/s x {mean:.1f} "
         f"tokens each = {offered:,.0f} tokens/s."
     )
-    keeping = [(b, t) for b, t in full if t > offered]
-    if not keeping:
+    first = first_keeping_up(offered, dict(full))
+    if first is None:
         b, t = full[-1]
         return (
             f'<p class="bv-load" data-load="over" data-first="none">{head} Kept full (a queue that never empties), '
@@ -48,7 +48,7 @@ def load_html(rate_per_s: float, model: CostModel) -> str:
             "latencies below are mostly waiting, and each batch size that serves more cuts them, however slow its "
             "passes.</p>"
         )
-    first, served = keeping[0]
+    served = dict(full)[first]
     if first == full[0][0]:
         return (
             f'<p class="bv-load" data-load="under" data-first="{first}">{head} Kept full, even batch {first} serves '
@@ -69,6 +69,11 @@ def offered_tokens_per_s(rate_per_s: float) -> float:
     return rate_per_s * round(mean_output_tokens(), 1)  # the product of the figures the sentence shows
 
 
+def first_keeping_up(offered: float, full: dict[int, float]) -> int | None:
+    """Return the smallest batch that serves more than `offered` tokens/s kept full, or None where none does."""
+    return next((b for b, t in full.items() if t > offered), None)
+
+
 def keeps_up_html(batch: int, offered: float, full: dict[int, float]) -> str:
     """Return, for the knee's batch, that it does not keep up with the offered load; "" where it does.
 
@@ -78,7 +83,7 @@ def keeps_up_html(batch: int, offered: float, full: dict[int, float]) -> str:
     served = full.get(batch)
     if served is None or served > offered:
         return ""
-    first = next((b for b, t in full.items() if t > offered), None)
+    first = first_keeping_up(offered, full)
     others = f"batch {first} is the first that does" if first is not None else "no batch size does"
     return (
         f' <span data-keeps-up="no">At this load batch {batch} does not keep up: kept full it serves '
