@@ -7,11 +7,11 @@ def __getattr__(name: str):
     # Lazy, so `app.export` and the plot builders load without Panel: a page built while Panel is
     # imported would link Panel's extension scripts, which a file:// page cannot fetch.
     if name == "App":
-        from .simulator import App
+        from app.shell import App
 
         return App
     if name == "SimState":
-        from .state import SimState
+        from app.simulator.state import SimState
 
         return SimState
     raise AttributeError(f"module 'app' has no attribute {name!r}")

@@ -9,9 +9,9 @@ import socket
 import sys
 from pathlib import Path
 
-from core.cli_args import UsageError, bounded_int, file_name
+from core.cli.args import UsageError, bounded_int, file_name
 from core.limits import parse_int, show_name
-from core.traffic import LENGTH_KINDS, TrafficConfig
+from core.workload.traffic import LENGTH_KINDS, TrafficConfig
 
 APP_MAIN = Path(__file__).resolve().parent / "main.py"
 SERVE_SETUP = Path(__file__).resolve().parent / "serve_setup.py"
@@ -170,7 +170,7 @@ def _add_export(sub) -> None:
 
 def run_export(args: argparse.Namespace) -> str:
     """Write the page; return a one-line summary of what it carries."""
-    from .export import LESSON_SEEDS, MODES, SEEDS, SLOTS, export_page
+    from app.export.page import LESSON_SEEDS, MODES, SEEDS, SLOTS, export_page
 
     config = TrafficConfig(requests=args.requests, lengths=args.lengths, arrival_window=args.arrival_window)
     try:

@@ -2,12 +2,12 @@
 
 import panel as pn
 
-from app import builder
-from app.embed import is_embedded, serve_resources_locally
-from app.server_log import install as one_line_client_errors
-from app.simulator import App
-from app.style import CSS
-from app.url import parse_theme, safe_location
+from app.page.url import parse_theme, safe_location
+from app.server import builder
+from app.server.embed import is_embedded, serve_resources_locally
+from app.server.server_log import install as one_line_client_errors
+from app.shell import App
+from app.web.style import CSS
 
 pn.extension(notifications=False)
 one_line_client_errors()  # a bad message from a client is one line in the log, never a traceback
@@ -30,7 +30,7 @@ def create_app() -> pn.viewable.Viewable:
     """Return a session's page: served, an empty column that the session builder fills once the page has loaded.
 
     Building a session costs a few hundred milliseconds of Python. Built here, on the event loop, a burst of new
-    sessions would hold every open session's slider changes behind it (see app/builder.py).
+    sessions would hold every open session's slider changes behind it (see app/server/builder.py).
     """
     doc = pn.state.curdoc
     served = bool(doc and doc.session_context)

@@ -17,7 +17,7 @@ import time
 from panel.io import document as panel_document
 from panel.io.state import state
 
-from app import builder
+from app.server import builder
 
 GEN2_EVERY = 100  # collections of the middle generation between automatic whole-heap passes (CPython's default: 10)
 QUIET_S = 5.0  # a collection after a session ends waits until no session has been queued or built for this long
@@ -29,7 +29,7 @@ _deferred_since: float | None = None
 
 def steady_gc() -> None:
     """Freeze what the server holds before its first session (the app's modules) and space out whole-heap passes."""
-    import app.simulator  # noqa: F401 - imported here, before the freeze, rather than by the first session
+    import app.shell  # noqa: F401 - imported here, before the freeze, rather than by the first session
 
     gc.collect()
     gc.freeze()

@@ -5,15 +5,15 @@ from __future__ import annotations
 import sys
 
 import app.cli
-import core.cli
+import core.cli.commands
 import replay.cli
 
-REGISTRARS = (core.cli.register, replay.cli.register, app.cli.register)
+REGISTRARS = (core.cli.commands.register, replay.cli.register, app.cli.register)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run `batchviz` with every subcommand; return the exit status (2 for bad input)."""
-    return core.cli.main(argv, REGISTRARS)
+    return core.cli.commands.main(argv, REGISTRARS)
 
 
 def main_exit() -> None:

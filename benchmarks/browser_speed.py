@@ -43,7 +43,7 @@ AIMS = {  # issue 23's aims, printed beside each figure
 
 
 class RendererPage:
-    """The page drawn by assets/renderer.js: its paints and the server's confirmations are marked in the page."""
+    """The page drawn by app/web/renderer.js: its paints and the server's confirmations are marked in the page."""
 
     name = "renderer"
     READY = "window.__bvPaints > 0"
@@ -256,7 +256,7 @@ def main(argv: list[str]) -> None:
             base = Path(tmp) / "baseline"
             subprocess.run(["git", "worktree", "add", "-q", "--detach", str(base), args.baseline], cwd=ROOT, check=True)
             # A ref from before the renderer is measured as the Bokeh page it was; a later one as this page is.
-            kind = RendererPage() if (base / "assets" / "renderer.js").exists() else BokehPage()
+            kind = RendererPage() if (base / "app" / "web" / "renderer.js").exists() else BokehPage()
             pages.insert(0, (f"{args.baseline[:8]}", kind, base))
         try:
             for name, kind, cwd in pages:

@@ -7,11 +7,11 @@ import time
 from pathlib import Path
 
 from core import TrafficConfig, generate, simulate
-from core.cost import UnitCost
-from core.hardware import cost_model
-from core.reference import simulate_per_step
-from core.timed import simulate_timed
-from core.traces import load_trace
+from core.chapter.reference import simulate_per_step
+from core.clock.cost import UnitCost
+from core.clock.hardware import cost_model
+from core.sched.timed import simulate_timed
+from core.workload.traces import load_trace
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 # Chat-shaped (compare's lengths: mean 64 tokens, capped at 1024), arriving at ~90% of 64 slots' capacity.

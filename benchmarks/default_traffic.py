@@ -6,7 +6,7 @@ import argparse
 from dataclasses import replace
 
 from core import TrafficConfig
-from core.chapter_default import default_shape
+from core.chapter.chapter_default import default_shape
 
 OLD = replace(TrafficConfig(), mean_tokens=10, tail=1.5, max_tokens=48)
 

@@ -29,12 +29,12 @@ from bokeh.document.events import MessageSentEvent
 from bokeh.events import DocumentReady
 from panel.models.esm import ReactiveESM
 
-from app.page_agent import PageAgent  # noqa: F401 - registers its data model too: every page holds one
-from app.upload import TraceUpload  # noqa: F401 - registers its data model, which the client must decode
-from app.widget import ChapterWidget  # noqa: F401 - registers its data model, which the client must decode
-from app.widget_data import run_arrays
+from app.page.page_agent import PageAgent  # noqa: F401 - registers its data model too: every page holds one
+from app.page.upload import TraceUpload  # noqa: F401 - registers its data model, which the client must decode
+from app.simulator.widget import ChapterWidget  # noqa: F401 - registers its data model, which the client must decode
+from app.simulator.widget_data import run_arrays
 from core import TrafficConfig, generate, simulate
-from core.cli_args import bounded_int
+from core.cli.args import bounded_int
 from deploy.local import Deployment, start_class
 
 MAX_SESSIONS = 200
@@ -162,7 +162,7 @@ def open_page(url: str, timeout: float = DEADLINE_S):
 
 
 def chapter_widget(doc):
-    """Return the data model of the page's chapter widget (app/widget.py), or None before the app arrived."""
+    """Return the data model of the page's chapter widget (app/simulator/widget.py), or None before the app arrived."""
     return next((m.data for m in doc.select({"type": ReactiveESM}) if "payload" in m.data.properties()), None)
 
 
@@ -187,7 +187,7 @@ class Watcher:
     def __init__(self, url: str):
         self.session = open_page(url)
         doc = self.session.document
-        # The chapter's widget (app/widget.py): its settings and payload are properties of its data model.
+        # The chapter's widget (app/simulator/widget.py): its settings and payload are properties of its data model.
         self.widget = chapter_widget(doc)
         self.latencies: list[float] = []
         self.errors: list[str] = []

@@ -1,4 +1,4 @@
-"""The one loop (core.engine) against the policies' fast loops on 100,000 requests: each policy, unlimited and tight."""
+"""The one loop (core.sched.engine) against the policies' fast loops on 100,000 requests, unlimited and tight."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 from dataclasses import replace
 
 from core import generate, simulate
-from core.engine import schedule
-from core.memory import MemoryConfig
+from core.kv.memory import MemoryConfig
+from core.sched.engine import schedule
 
 from .core_speed import SYNTHETIC, _best_of
 

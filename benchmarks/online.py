@@ -20,8 +20,8 @@ from dataclasses import replace
 import torch
 
 from core import generate
-from core.cli import COMPARE_SLOTS, COMPARE_TRAFFIC
-from core.cli_args import bounded_int
+from core.cli.args import bounded_int
+from core.cli.commands import COMPARE_SLOTS, COMPARE_TRAFFIC
 from replay import Engine
 from replay.calibrate import profiles
 from replay.online import online_summary, replay_online

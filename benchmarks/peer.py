@@ -16,8 +16,8 @@ import sys
 import torch
 
 from core import generate, simulate
-from core.cli import COMPARE_SLOTS, COMPARE_TRAFFIC
-from core.cli_args import bounded_int
+from core.cli.args import bounded_int
+from core.cli.commands import COMPARE_SLOTS, COMPARE_TRAFFIC
 from replay import Engine
 
 MODELS = ("tiny", "small")

@@ -9,8 +9,8 @@ import time
 import torch
 
 from core import generate
-from core.cli import COMPARE_SLOTS, COMPARE_TRAFFIC
-from core.sequence import Sequence
+from core.batch.sequence import Sequence
+from core.cli.commands import COMPARE_SLOTS, COMPARE_TRAFFIC
 from replay import Engine
 from replay.cli import PRESET_NAMES
 from replay.engine import BLOCK_SIZE
@@ -21,8 +21,8 @@ BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 
 def decode_step_ms(engine: Engine, batch: int, context: int = 128, repeats: int = 15) -> float:
     """Return the median time of one decode step for `batch` sequences with `context` cached tokens each."""
-    from core.kv_blocks import BlockAllocator
-    from core.ragged import build_batch
+    from core.batch.kv_blocks import BlockAllocator
+    from core.batch.ragged import build_batch
     from replay.attention import PagedKVCache, ragged_attention
 
     blocks = batch * (context // BLOCK_SIZE + 2)

@@ -20,7 +20,7 @@ from core.limits import MAX_REQUESTS, MAX_TIMELINE_CELLS, MAX_TOTAL_TOKENS
 CLI = "import sys; from batchviz.cli import main; sys.exit(main(sys.argv[1:]))"
 UPLOAD = """
 import sys, base64
-from app.simulator import App
+from app.shell import App
 app = App(query={"slots": "1", "window": "4096", "step": "4096"})
 data = open(sys.argv[1], "rb").read()
 app._on_upload(type("E", (), {"new": {"n": 1, "name": "worst.csv", "size": len(data),
@@ -52,7 +52,7 @@ def cases(folder: Path) -> list[tuple[str, list[str], str]]:
     """Return (description, python argv, expected outcome) for each case."""
     per = MAX_TOTAL_TOKENS // MAX_REQUESTS
     trace = _write(folder / "max.csv", "arrival,output_tokens\n", lambda i: f"{i * 1000},{per}\n", MAX_REQUESTS)
-    # The largest upload the page runs (app/upload.py): 4,999 + 5,000 x 99 = 499,999 steps to drain on one slot.
+    # The largest upload the page runs (app/page/upload.py): 4,999 + 5,000 x 99 = 499,999 steps to drain on one slot.
     upload = _write(folder / "upload.csv", "arrival,output_tokens\n", lambda i: f"{i},99\n", 5000)
     window = MAX_TIMELINE_CELLS // 4096
     # A measured profile on a 2 x 2 x 2 grid (tests/test_hostile_input.py's), and one whose passes cost 1e-300 ms.

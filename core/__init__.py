@@ -1,12 +1,12 @@
 """batchviz's batching core: traffic, trace files, static and continuous schedulers, metrics."""
 
-from .limits import LimitError
-from .metrics import Comparison, Metrics, compare, compute_metrics
-from .request import Request
-from .run import GENERATING, IDLE, PADDING, Decision, Run
-from .schedule import simulate
-from .traces import TraceError, TraceOptions, load_trace, parse_trace
-from .traffic import TrafficConfig, generate
+from core.limits import LimitError
+from core.measure.metrics import Comparison, Metrics, compare, compute_metrics
+from core.sched.run import GENERATING, IDLE, PADDING, Decision, Run
+from core.sched.schedule import simulate
+from core.workload.request import Request
+from core.workload.traces import TraceError, TraceOptions, load_trace, parse_trace
+from core.workload.traffic import TrafficConfig, generate
 
 __all__ = [
     "GENERATING",

@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli import main
+from core.cli.commands import main
 
 sys.exit(main(prog="python -m core"))

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from core.ragged import RaggedBatch
+from core.batch.ragged import RaggedBatch
 
 from .model import ModelConfig
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from core.cost import Fitted
+from core.clock.cost import Fitted
 
 from .engine import Engine
 from .synthetic import time_dense_pass, time_pass, time_wake

@@ -6,9 +6,8 @@ import argparse
 import importlib.util
 import sys
 
-from core import report
-from core.cli import COMPARE_SLOTS, COMPARE_TRAFFIC, batch_timeout, json_flag, slots_flag, timeout_flag
-from core.cli_args import (
+from core.cli import report
+from core.cli.args import (
     UsageError,
     add_traffic_args,
     bounded_int,
@@ -17,9 +16,17 @@ from core.cli_args import (
     file_name,
     load_requests,
 )
-from core.cli_memory import add_token_budget_arg, token_budget
+from core.cli.commands import (
+    COMPARE_SLOTS,
+    COMPARE_TRAFFIC,
+    batch_timeout,
+    json_flag,
+    slots_flag,
+    timeout_flag,
+)
+from core.cli.memory_flags import add_token_budget_arg, token_budget
 from core.limits import show_name
-from core.policies import CHAPTER_PAIR, REGISTRY, get_policy
+from core.sched.policies import CHAPTER_PAIR, REGISTRY, get_policy
 
 ENABLE = "the replay needs torch: pip install torch==2.13.0 (the CPU build) then pip install -e '.[replay]'"
 PRESET_NAMES = ("tiny", "small", "gpt2")
@@ -125,7 +132,7 @@ def run_replay(args: argparse.Namespace) -> str:
 
 def _given_profiles(args: argparse.Namespace) -> dict:
     """Return the profiles --profile and --static-profile name, by policy (none given: an empty dict)."""
-    from core.cli_cost import load_profile
+    from core.cli.cost_flags import load_profile
 
     flags = (("continuous", "--profile", args.profile), ("static", "--static-profile", args.static_profile))
     return {policy: load_profile(flag, path) for policy, flag, path in flags if path is not None}
@@ -133,7 +140,7 @@ def _given_profiles(args: argparse.Namespace) -> dict:
 
 def _run_online(args: argparse.Namespace, engine, requests, given: dict, show: bool) -> str:
     """Replay both policies in real time, predict each with the profile, and return the side-by-side table."""
-    from core.cli_cost import requests_in_ms, step_ms
+    from core.cli.cost_flags import requests_in_ms, step_ms
     from replay.calibrate import profiles
     from replay.online import online_summary, online_text, replay_online
 

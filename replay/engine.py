@@ -16,15 +16,15 @@ import numpy as np
 import torch
 
 from core import Request, Run, simulate
-from core.engine import as_run, schedule
-from core.kv_blocks import BlockAllocator
+from core.batch.kv_blocks import BlockAllocator
+from core.batch.ragged import build_batch
+from core.batch.sampling import SamplingParams
+from core.batch.sequence import Sequence as Seq
+from core.kv.memory import UNLIMITED, KVPool, MemoryConfig
 from core.limits import LimitError, check_steps
-from core.memory import UNLIMITED, KVPool, MemoryConfig
-from core.policies import get_policy
-from core.ragged import build_batch
-from core.sampling import SamplingParams
-from core.schedule_record import Schedule
-from core.sequence import Sequence as Seq
+from core.sched.engine import as_run, schedule
+from core.sched.policies import get_policy
+from core.sched.schedule_record import Schedule
 
 from . import synthetic
 from .attention import DenseKVCache, DensePaddedAttention, PagedKVCache, ragged_attention

@@ -19,12 +19,12 @@ import numpy as np
 import torch
 
 from core import generate
-from core.cli import COMPARE_TRAFFIC
-from core.kv_blocks import BlockAllocator
-from core.policies import CHAPTER_PAIR
-from core.ragged import build_batch
-from core.sequence import Sequence
-from core.traces import TraceOptions, load_trace
+from core.batch.kv_blocks import BlockAllocator
+from core.batch.ragged import build_batch
+from core.batch.sequence import Sequence
+from core.cli.commands import COMPARE_TRAFFIC
+from core.sched.policies import CHAPTER_PAIR
+from core.workload.traces import TraceOptions, load_trace
 
 from . import attention as attn
 from .attention import PagedKVCache, ReferenceAttention, ragged_attention

@@ -1,7 +1,7 @@
 """The online replay: requests arrive on the wall clock and the core's timed schedulers decide from what has arrived.
 
-`OnlineRunner` is a `core.timed.PassRunner` whose clock is the wall clock and whose passes run the real model, so
-`core.timed.schedule_timed` (the simulator's own scheduling code) makes every decision. What happened comes back as
+`OnlineRunner` is a `core.sched.timed.PassRunner` whose clock is the wall clock and whose passes run the real model, so
+`core.sched.timed.schedule_timed` (the simulator's scheduling code) makes every decision. What happened comes back as
 a `TimedRun` with measured pass times, which the simulator's metrics and views read like any other.
 """
 
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from core import Request
-from core.cost import StepCost
-from core.policies import CHAPTER_PAIR
-from core.timed import TimedRun, schedule_timed, simulate_timed, timed_metrics
+from core.clock.cost import StepCost
+from core.sched.policies import CHAPTER_PAIR
+from core.sched.timed import TimedRun, schedule_timed, simulate_timed, timed_metrics
 
 from . import Cancelled
 from .engine import Engine

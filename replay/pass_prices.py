@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.cost import StepCost, prices_rectangles, scalar_pass_ms, wake_of
-from core.timed import TimedRun
+from core.clock.cost import StepCost, prices_rectangles, scalar_pass_ms, wake_of
+from core.sched.timed import TimedRun
 
 from .synthetic import SPIN_MS
 
@@ -19,7 +19,7 @@ def priced_passes(run: TimedRun, cost: StepCost) -> tuple[np.ndarray, np.ndarray
     """Return (price, gap): each pass of `run` priced as the simulator prices it under `cost`, and the idle before it.
 
     The price is the profile's cost of the pass's shape, a static batch's prompt pass as the rectangle of its
-    members where the profile was timed that way, plus the wake after an idle gap, as `core.timed.CostRunner` adds
+    members where the profile was timed that way, plus the wake after an idle gap, as `core.sched.timed.CostRunner` adds
     them; so a run the simulator made under `cost` is priced at exactly what its passes took.
     """
     rows = run.pass_rows

@@ -1,6 +1,6 @@
 """What each pass of a core Schedule holds, read back from its cells: who decodes, which prompt chunk each prefill runs.
 
-The core's engine (`core.engine.schedule`) records per pass only its decoding rows and its prefill tokens, and per
+The core's engine (`core.sched.engine.schedule`) records per pass only its decoding rows and its prefill tokens, and per
 request the intervals it spent in each state (F: a prompt chunk that yields no token; G or R: a pass that emits one).
 That is enough to recover every chunk without deciding anything again: a request whose prefill ends in a pass
 computes the rest of its prompt there, and the pass's remaining prefill tokens belong to the oldest request still in
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.policies import get_policy
-from core.schedule_record import Schedule
-from core.states import GENERATING, PAUSED, PREFILL, RECOMPUTE
+from core.sched.policies import get_policy
+from core.sched.schedule_record import Schedule
+from core.sched.states import GENERATING, PAUSED, PREFILL, RECOMPUTE
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.metrics import compare
-from core.policies import get_policy
+from core.measure.metrics import compare
+from core.sched.policies import get_policy
 
 from .engine import ReplayResult
 

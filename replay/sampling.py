@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from core.sampling import SamplingParams
+from core.batch.sampling import SamplingParams
 
 
 def make_generator(params: SamplingParams, device) -> torch.Generator:

@@ -9,9 +9,9 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from core.kv_blocks import BlockAllocator
-from core.policies import get_policy
-from core.sequence import Sequence
+from core.batch.kv_blocks import BlockAllocator
+from core.batch.sequence import Sequence
+from core.sched.policies import get_policy
 
 from .attention import PagedKVCache
 

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from core import Request
-from core.request import request_label
+from core.workload.request import request_label
 
 
 def make_requests(*pairs: tuple[int, int]) -> list[Request]:

@@ -3,8 +3,8 @@
 import statistics
 
 from core import compute_metrics, simulate
-from core.chapter_traffic import BATCH_TIMEOUT, CHAPTER_FIGURES, SLOTS, WINDOW, chapter_traffic
-from core.request import request_label
+from core.chapter.chapter_traffic import BATCH_TIMEOUT, CHAPTER_FIGURES, SLOTS, WINDOW, chapter_traffic
+from core.workload.request import request_label
 
 
 def _runs():

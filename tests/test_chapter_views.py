@@ -7,13 +7,13 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from app.quiz import QUESTIONS, Quiz, explanation_html, progress_html, score, summary_html
-from app.simulator import App
-from app.state import SimState
-from app.story import loop_texts
+from app.quiz.view import QUESTIONS, Quiz, explanation_html, progress_html, score, summary_html
+from app.shell import App
+from app.simulator.state import SimState
+from app.simulator.story import loop_texts
 from core import Request, simulate
-from core.step_batch import ContinuousBatches
-from core.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
+from core.batch.step_batch import ContinuousBatches
+from core.chapter.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
 from tests.oracles.batch_view import MAX_ROWS, BatchView, continuous_html
 
 
@@ -155,7 +155,7 @@ def test_build_batch_beside_the_batch_says_what_each_line_produced():
     """The batch view's build_batch lines carry the cursor step's own token count, positions and cu_seqlens."""
     import re
 
-    from core.step_batch import ContinuousBatches
+    from core.batch.step_batch import ContinuousBatches
     from tests.oracles.batch_view import BatchView
 
     state = SimState(seed=4, step=9)
@@ -175,10 +175,10 @@ def test_build_batch_beside_the_batch_says_what_each_line_produced():
 
 def test_the_full_head_to_head_tells_its_three_counts_of_lost_time_apart():
     """Item 8: slot-steps against request-steps, and a finished slot's padding against a prompt's pad tokens."""
-    from app.state import SimState
-    from app.views import LOSS_NOTE
-    from app.widget import ChapterWidget
-    from app.widget_data import view_json
+    from app.simulator.state import SimState
+    from app.simulator.views import LOSS_NOTE
+    from app.simulator.widget import ChapterWidget
+    from app.simulator.widget_data import view_json
     from tests.oracles.batch_view import BatchView
 
     def h2h(state):  # the full head-to-head the page draws, from the view the server sends

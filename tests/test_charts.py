@@ -1,4 +1,4 @@
-"""The exercises' figures drawn by assets/chart.js in node, read back through their own axes: the core's numbers.
+"""The exercises' figures drawn by app/web/chart.js in node, read back through their own axes: the core's numbers.
 
 No browser: node imports the modules the pages run (the knee's knee_host.js, the rows' charts_host.js) and draws each
 figure to SVG; tests/chart_reader.py inverts every point, bar and mark through the tick marks the chart drew.
@@ -20,8 +20,8 @@ from app.exercises.knee_plots import knee_payload
 from app.exercises.knee_words import PAGE_RATE_PER_S
 from app.exercises.spread import advantage_curve, case, curve_spec, histogram, histogram_specs, histogram_top
 from app.exercises.temperature import BUGGY, CORRECT, ROWS, row_specs
-from core.hardware import cost_model
-from core.sweep import DEFAULT_BATCHES, decode_knee, knee, retarget
+from core.clock.hardware import cost_model
+from core.measure.sweep import DEFAULT_BATCHES, decode_knee, knee, retarget
 
 from .chart_reader import charts_in
 
@@ -43,7 +43,7 @@ def draw():
 
 
 def test_the_knee_figures_mark_the_cores_knees_and_plot_its_sweep(draw):
-    """Two rates x four targets, before and after the guess: marks at core.sweep's knees, every point the sweep's."""
+    """Two rates x four targets, before and after the guess: marks at the sweep's knees, every point the sweep's."""
     cases = [(rate, target, revealed) for rate in (PAGE_RATE_PER_S, 80.0) for target in (8, 30, 50, 120)
              for revealed in (False, True)]  # fmt: skip
     payloads = [json.loads(knee_payload(cached_sweep(r, cost_model()), t, v, {})) for r, t, v in cases]

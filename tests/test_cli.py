@@ -9,9 +9,9 @@ import pytest
 
 from batchviz.cli import main
 from core import TrafficConfig, compute_metrics, generate, simulate
-from core.cli import COMPARE_TRAFFIC as COMPARE_TRAFFIC_FOR_TEST
-from core.metrics import compare
-from core.report import rounded
+from core.cli.commands import COMPARE_TRAFFIC as COMPARE_TRAFFIC_FOR_TEST
+from core.cli.report import rounded
+from core.measure.metrics import compare
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -117,10 +117,10 @@ def test_sweep_is_the_timed_simulation(capsys, tmp_path):
     from dataclasses import replace
 
     from core import load_trace
-    from core.hardware import cost_model
-    from core.request import Request
-    from core.sweep import SWEEP_TRAFFIC, poisson_requests
-    from core.timed import simulate_timed, timed_metrics
+    from core.clock.hardware import cost_model
+    from core.measure.sweep import SWEEP_TRAFFIC, poisson_requests
+    from core.sched.timed import simulate_timed, timed_metrics
+    from core.workload.request import Request
 
     doc = _run_json(capsys, "sweep", "--requests", "200", "--rate-per-s", "40", "--batches", "4,32")
     requests = poisson_requests(replace(SWEEP_TRAFFIC, requests=200), 40.0)
@@ -217,7 +217,7 @@ def test_export_page_links_nothing_even_with_panel_imported():
 
     import panel  # noqa: F401
 
-    from app.export import SCRIPT_BODY, build_page
+    from app.export.page import SCRIPT_BODY, build_page
 
     markup = SCRIPT_BODY.sub(r"\1\2", build_page(TrafficConfig(requests=3), seeds=range(1), lesson_seeds=range(1)))
     assert re.findall(r"<(?:script|link)\b[^>]*\b(?:src|href)=", markup) == []
@@ -227,9 +227,9 @@ def test_compare_on_a_clock(capsys, tmp_path):
     """--cost roofline adds the core's timed figures (arrival steps of --step-ms); unit adds none; profiles load."""
     from dataclasses import replace
 
-    from core.cost import Fitted
-    from core.hardware import cost_model
-    from core.timed import simulate_timed, timed_metrics
+    from core.clock.cost import Fitted
+    from core.clock.hardware import cost_model
+    from core.sched.timed import simulate_timed, timed_metrics
 
     doc = _run_json(capsys, "compare", "--requests", "40", "--cost", "roofline", "--step-ms", "20")
     requests = [

@@ -4,10 +4,10 @@ import re
 
 import numpy as np
 
-from app.state import SimState
-from app.story import clock_loop_texts
-from app.views import h2h_timed_rows
-from core.timed import timed_metrics
+from app.simulator.state import SimState
+from app.simulator.story import clock_loop_texts
+from app.simulator.views import h2h_timed_rows
+from core.sched.timed import timed_metrics
 from tests.oracles.progress import clock_progress_table, clock_times
 
 FRAMES = 64

@@ -7,10 +7,10 @@ import pytest
 
 from app.exercises.knee import cached_sweep
 from core import compare, generate, simulate
-from core.hardware import ACCELERATORS, MODEL_SHAPES, cost_model
-from core.metrics import weighted_percentiles
-from core.spread import SPREAD_SLOTS, SPREAD_TRAFFIC, spread_study
-from core.sweep import (
+from core.chapter.spread import SPREAD_SLOTS, SPREAD_TRAFFIC, spread_study
+from core.chapter.temperature_bug import ROWS, run_rows
+from core.clock.hardware import ACCELERATORS, MODEL_SHAPES, cost_model
+from core.measure.sweep import (
     DEFAULT_BATCHES,
     SWEEP_TRAFFIC,
     CostModel,
@@ -22,8 +22,8 @@ from core.sweep import (
     sweep,
     without_prefill,
 )
-from core.temperature_bug import ROWS, run_rows
-from core.timed import simulate_timed, timed_metrics
+from core.sched.timed import simulate_timed, timed_metrics
+from core.stats import weighted_percentiles
 
 # One weight byte per parameter, 1 GB at 1,000 GB/s is 1 ms; 2 FLOP per parameter per token computed at 0.4 TFLOP/s is
 # 5 ms per token. A full batch of b rows decoding steps in max(1, 5b) = 5b ms: at a 50 ms target the knee is batch 8.
@@ -204,7 +204,7 @@ KNEE_RATES = (1.0, 5.0, 14.0, 20.0, 40.0, 80.0, 300.0)  # across the slider (1-3
 
 def _queue_grows(rate: float, batch: int) -> bool:
     """Whether the wait for a slot grows through the sweep's run: the last quarter of arrivals waits far longer."""
-    from core.sweep import SWEEP_TRAFFIC, poisson_requests
+    from core.measure.sweep import SWEEP_TRAFFIC, poisson_requests
 
     run = simulate_timed(poisson_requests(SWEEP_TRAFFIC, rate), batch, "continuous", cost_model())
     wait = run.pass_start_ms[run.start_pass] - run.arrival_ms

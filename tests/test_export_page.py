@@ -7,15 +7,15 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from app import memory_lesson, story
-from app.export import LINK_KEYS, SERVED_ONLY, TABS, clock_buttons, export_story, offline_links, page_data
-from app.export_views import LESSON_SEEDS, SLOTS, pack, served_key, unpack
-from app.quiz import QUESTIONS, explanation_html, questions_data
-from app.simulator import App
-from app.widget_data import view_json
+from app.export.page import LINK_KEYS, SERVED_ONLY, TABS, clock_buttons, export_story, offline_links, page_data
+from app.export.views import LESSON_SEEDS, SLOTS, pack, served_key, unpack
+from app.quiz.view import QUESTIONS, explanation_html, questions_data
+from app.shell import App
+from app.simulator import memory_lesson, story
+from app.simulator.widget_data import view_json
 from core import TrafficConfig, generate, simulate
-from core import worked_example as worked
-from core.chapter_traffic import chapter_traffic
+from core.chapter import worked_example as worked
+from core.chapter.chapter_traffic import chapter_traffic
 
 LINK = re.compile(r'<a href="(\?[^"]*)"')
 SEEDS = range(0, 3)  # a small page: the full one (seeds 0-99) is built by tests/browser/test_export.py
@@ -161,15 +161,16 @@ def test_quiz_data_is_the_served_quizs():
 
 def test_tabs_are_the_served_pages_tabs():
     """The page's tabs and their titles are the served page's, the Memory tab included."""
-    from app.simulator import TABS as SERVED
+    from app.shell import TABS as SERVED
 
     assert TABS == SERVED
 
 
 def test_the_memory_tab_carries_every_pool_its_slider_offers(data):
     """Every pool size's view is the served tab's JSON, and the huge-prompt lesson is there at every budget."""
-    from app.memory_data import memory_json
-    from app.memory_view import BUDGETS, MAX_BLOCKS, MIN_BLOCKS, chunked_html
+    from app.memory.data import memory_json
+    from app.memory.lesson import MAX_BLOCKS, MIN_BLOCKS
+    from app.memory.view import BUDGETS, chunked_html
 
     tab = data["memory_tab"]
     assert unpack(tab["pools"]) == [json.loads(memory_json(b)) for b in range(MIN_BLOCKS, MAX_BLOCKS + 1)]
@@ -194,8 +195,8 @@ def test_the_story_is_the_served_story(data):
 
 def test_the_exported_lineups_are_the_served_tabs_default_and_lessons():
     """Each lineup the page carries has the settings the served tab's default or lesson button loads."""
-    from app.export_lineup import lineup_keys
-    from app.lineup_view import LineupView
+    from app.export.schedulers import lineup_keys
+    from app.schedulers.view import LineupView
 
     keys = lineup_keys()
     view = LineupView()

@@ -58,7 +58,7 @@ CLI_CASES = [
     ("sweep accelerator", None, ["sweep", "--accelerator", "tpu"], "--accelerator: invalid choice: 'tpu' (choose from"),
     ("sweep model shape", None, ["sweep", "--model-shape", "7b"], "--model-shape: invalid choice: '7b' (choose from"),
     ("sweep zero bandwidth", None, ["sweep", "--mem-bw-gbs", "0"], "--mem-bw-gbs: expected a number in 1..100000"),
-    # Round 4, defect 3: one range for the CLI and the page (core.cost.ROOFLINE_RANGES), checked before any pass.
+    # Round 4, defect 3: one range for the CLI and the page (core.clock.cost.ROOFLINE_RANGES), checked before any pass.
     ("sweep tiny compute", None, ["sweep", "--tflops", "1e-300", "--json"], "--tflops: expected a number in 0.01..1"),
     ("sweep huge overhead", None, ["sweep", "--overhead-ms", "1e15"], "--overhead-ms: expected a number in 0..100"),
     ("sweep --arrivals", None, ["sweep", "--arrivals", "window"], "unrecognized arguments: --arrivals"),
@@ -210,7 +210,7 @@ def test_profile_flags_of_the_replay_check_the_profile_before_the_model(capsys, 
 
 def test_a_profile_with_a_byte_order_mark_loads_as_a_trace_does(tmp_path):
     """Round 4, also: a profile saved by an editor that writes a BOM is read, as a trace with one is."""
-    from core.cost import Fitted
+    from core.clock.cost import Fitted
 
     path = tmp_path / "bom.json"
     path.write_bytes(b"\xef\xbb\xbf" + PROFILE.encode())
@@ -228,8 +228,8 @@ def test_profile_limits_are_refused_before_reading(capsys, tmp_path):
 
 def test_a_profile_grid_is_built_once_not_per_pass():
     """The largest grid allowed (100,000 points) costs a pass about what a 2x2x2 grid does: it is not rebuilt per pass."""
-    from core.cost import Fitted
-    from core.timed import simulate_timed
+    from core.clock.cost import Fitted
+    from core.sched.timed import simulate_timed
 
     context = tuple(range(25_000))
     line = tuple(1.0 + c * 1e-3 for c in context)
@@ -307,9 +307,9 @@ def test_a_bad_output_place_is_refused_before_any_work(capsys, tmp_path, monkeyp
 
         monkeypatch.setattr(replay.calibrate, "calibrate", never)
     else:
-        import app.export
+        import app.export.page
 
-        monkeypatch.setattr(app.export, "build_page", never)
+        monkeypatch.setattr(app.export.page, "build_page", never)
     argv = [a.format(tmp=tmp_path) for a in argv]
     _refused(*_main(capsys, argv), message.format(tmp=tmp_path))
 
@@ -450,7 +450,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def test_every_flag_of_every_subcommand_has_help_with_its_default():
     """Each subcommand has a description; each of its flags has help that states its default."""
     from batchviz.cli import REGISTRARS
-    from core.cli import build_parser
+    from core.cli.commands import build_parser
 
     parser, commands = build_parser(REGISTRARS)
     subs = _subparsers(parser)
@@ -465,7 +465,7 @@ def test_every_flag_of_every_subcommand_has_help_with_its_default():
 
 def test_load_trace_is_importable_from_core():
     """DESIGN.md's Python contract: `from core import load_trace`."""
-    assert core.load_trace.__module__ == "core.traces"
+    assert core.load_trace.__module__ == "core.workload.traces"
 
 
 def test_core_imports_nothing_above_it():
@@ -474,7 +474,7 @@ def test_core_imports_nothing_above_it():
     import sys
 
     code = (
-        "import sys; from core.cli import main; main(['compare', '--requests', '20', '--json']); "
+        "import sys; from core.cli.commands import main; main(['compare', '--requests', '20', '--json']); "
         "print(sorted(m for m in ('app', 'replay', 'batchviz', 'panel', 'torch') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -483,7 +483,7 @@ def test_core_imports_nothing_above_it():
 
 def test_a_location_reads_a_5000_digit_address_as_no_query():
     """Panel's int() refuses 5,000 digits; the session's Location reads that address as empty, so nothing is logged."""
-    from app.url import SafeLocation
+    from app.page.url import SafeLocation
 
     location = SafeLocation()
     location.search = "?slots=" + "9" * 5000
@@ -504,7 +504,7 @@ EXERCISE_URLS = [
 @pytest.mark.parametrize("query,index,message", EXERCISE_URLS, ids=["knee rate", "knee itl", "sigma", "bug"])
 def test_an_exercise_link_shows_its_message_on_its_tab(query, index, message):
     """The link opens the exercise's tab, with the page's message above it (above every tab: read where one is)."""
-    from app.simulator import TABS, App
+    from app.shell import TABS, App
 
     page = App(query=query).chapter_widget
     assert page.tab == list(TABS)[index] and page.tab_body.objects  # its view, sent with the page
@@ -597,7 +597,7 @@ def _connects(port: int) -> bool:
 )
 def test_one_url_number_parser_refuses_what_the_cli_refuses(key, text, integer, words):
     """Round 4, defect 9: URL numbers are plain ASCII (no `2_0`), and a whole-number key takes no `7.9` or `1e1`."""
-    from app.exercises.common import query_number
+    from app.page.tabs import query_number
 
     value, message = query_number({key: text}, key, 1, 100, 12, integer=integer)
     assert value is None and f"URL: {key}={text!r} {words} (allowed 1..100); kept 12." == message
@@ -606,8 +606,8 @@ def test_one_url_number_parser_refuses_what_the_cli_refuses(key, text, integer, 
 
 def test_an_upload_then_a_small_pool_keeps_the_session_working():
     """Round 4, defect 2: a long upload raises a small pool past what the views draw; the runs and views still come."""
-    from app.state import MAX_POOL, SimState
-    from app.widget_data import run_arrays
+    from app.simulator.state import MAX_POOL, SimState
+    from app.simulator.widget_data import run_arrays
 
     state = SimState()
     state.use_trace([Request("A", 0, 8192)], "k.csv")
@@ -633,8 +633,8 @@ def _upload(app, text: str, name: str = "k.csv") -> str:
 
 def test_an_upload_is_bounded_before_it_runs():
     """Round 4, defect 1: 142 bytes of 1,000,000-token rows are refused by what they ask, before any run."""
-    from app.simulator import App
-    from app.upload import MAX_PAGE_STEPS, MAX_PAGE_TOKENS
+    from app.page.upload import MAX_PAGE_STEPS, MAX_PAGE_TOKENS
+    from app.shell import App
 
     app = App(query={})
     before = app.state.runs
@@ -656,8 +656,8 @@ def test_an_upload_is_bounded_before_it_runs():
 
 def test_a_long_drain_sends_no_more_than_its_window():
     """Round 4, defect 1: per-step facts go only as far as the window; the KV strip's scale still spans the run."""
-    from app.simulator import App
-    from app.widget_data import ViewKey, view_json
+    from app.shell import App
+    from app.simulator.widget_data import ViewKey, view_json
 
     app = App(query={})
     assert _upload(app, "arrival,output_tokens\n" + "0,40000\n" * 12) == ""  # 480,000 steps: allowed
@@ -681,8 +681,8 @@ def test_a_long_drain_sends_no_more_than_its_window():
 
 def test_the_clock_refuses_a_drain_it_cannot_send_and_shows_steps():
     """Round 4, defect 1: the clock sends every pass, so a long drain stays on steps with a message, the trace kept."""
-    from app.simulator import App
-    from app.state import MAX_CLOCK_PASSES
+    from app.shell import App
+    from app.simulator.state import MAX_CLOCK_PASSES
 
     app = App(query={"clock": "ms"})
     message = _upload(app, "arrival,output_tokens\n" + "0,40000\n" * 12)
@@ -699,9 +699,9 @@ def test_the_clock_refuses_a_drain_it_cannot_send_and_shows_steps():
 
 def test_shared_caches_stay_within_their_byte_budget(monkeypatch):
     """Round 4, defect 1: distinct long uploads evict older runs; the caches never hold more than their budget."""
-    from app import byte_cache
-    from app.state import SimState, shared_runs
-    from app.widget_data import view_json
+    from app.server import byte_cache
+    from app.simulator.state import SimState, shared_runs
+    from app.simulator.widget_data import view_json
 
     monkeypatch.setenv("BATCHVIZ_CACHE_MB", "16")
     for cache in byte_cache.CACHES:
@@ -735,7 +735,7 @@ def test_a_tab_closed_while_the_server_writes_is_not_an_error(caplog):
 
     from tornado.websocket import WebSocketClosedError
 
-    from app.server_log import install
+    from app.server.server_log import install
 
     install()
     try:
@@ -758,7 +758,7 @@ def test_a_websocket_gone_while_tornado_upgrades_it_is_one_line_and_our_own_asse
 
     from tornado.websocket import WebSocketHandler
 
-    from app.server_log import install
+    from app.server.server_log import install
 
     install()
     logger = logging.getLogger("tornado.application")
@@ -781,7 +781,7 @@ def test_a_profile_prices_a_pass_on_python_floats_with_the_same_bits():
     """Round 4, defect 6: the timed loop's scalar profile (no numpy per pass) equals Fitted.pass_ms, in and off grid."""
     import random
 
-    from core.cost import Fitted, scalar_pass_ms
+    from core.clock.cost import Fitted, scalar_pass_ms
 
     fitted = Fitted(rows=(0, 8, 64), prefill_tokens=(0, 1024), context_tokens=(0, 512, 6144),
                     ms=(((1, 2, 3), (3, 4, 5)), ((2, 3, 4), (4, 5, 6)), ((5, 7, 9), (8, 9, 12))))  # fmt: skip

@@ -3,13 +3,13 @@
 import pytest
 
 from core import Request
-from core.hardware import cost_model
-from core.lineup import Entry, best, lineup, parse_entries, parse_entry, registered_presets
-from core.memory import MemoryConfig
-from core.policies import REGISTRY
-from core.serving import serving_metrics
-from core.timed import simulate_timed
-from core.traffic import TrafficConfig, generate
+from core.clock.hardware import cost_model
+from core.kv.memory import MemoryConfig
+from core.measure.lineup import Entry, best, lineup, parse_entries, parse_entry, registered_presets
+from core.measure.serving import serving_metrics
+from core.sched.policies import REGISTRY
+from core.sched.timed import simulate_timed
+from core.workload.traffic import TrafficConfig, generate
 
 
 def test_an_entry_carries_its_settings_in_a_link_and_in_words():
@@ -52,7 +52,7 @@ def test_a_lineup_takes_two_to_four_distinct_entries():
 
 
 def test_each_line_is_its_own_run_judged_against_the_same_targets():
-    """Every line equals its policy run alone on the same requests, pool and clock, judged by core.serving."""
+    """Every line equals its policy run alone on the same requests, pool and clock, judged by core.measure.serving."""
     requests = generate(TrafficConfig(seed=3, requests=30, arrivals="poisson", rate=0.05, mean_prompt_tokens=200))
     cost, memory = cost_model(), MemoryConfig(kv_blocks=400, block_size=16)
     entries = parse_entries("vllm,tgi,sglang,trtllm-max-util")

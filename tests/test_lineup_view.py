@@ -4,14 +4,14 @@ import re
 
 import pytest
 
-from app.lineup_data import LineupKey, drawn_cells, shared_lineup
-from app.lineup_view import DEFAULT_ENTRIES, LESSONS, LineupView
-from app.lineup_words import QUESTIONS, ROWS, lessons_html, shown_best
-from app.simulator import App
-from core.hardware import cost_model
-from core.lineup import best, lineup, parse_entries
-from core.states import GENERATING, PAUSED, PREFILL, RECOMPUTE
-from core.traffic import generate
+from app.schedulers.data import LineupKey, drawn_cells, shared_lineup
+from app.schedulers.view import DEFAULT_ENTRIES, LESSONS, LineupView
+from app.schedulers.words import QUESTIONS, ROWS, lessons_html, shown_best
+from app.shell import App
+from core.clock.hardware import cost_model
+from core.measure.lineup import best, lineup, parse_entries
+from core.sched.states import GENERATING, PAUSED, PREFILL, RECOMPUTE
+from core.workload.traffic import generate
 
 COST = cost_model()
 
@@ -103,7 +103,7 @@ def _check_priority(html, lines):
     m = re.search(rf"it (\w+) the high class's mean TTFT \((\d+) requests: {NUMBER} ms against {NUMBER}\)", html)
     requests = fcfs.run.requests
     high = [i for i, r in enumerate(requests) if r.priority == 0]
-    from core.serving import per_request
+    from core.measure.serving import per_request
 
     a, b = per_request(pri.run, COST).ttft[high].mean(), per_request(fcfs.run, COST).ttft[high].mean()
     assert int(m.group(2)) == len(high) and (_n(m.group(3)), _n(m.group(4))) == (round(a, 1), round(b, 1))
@@ -240,7 +240,7 @@ def test_the_lineup_runs_on_the_simulators_traffic_and_follows_it():
     The chapter's twelve requests (arrivals turned to ms as the clock view turns them), then a new seed's; the first
     `requests` of a longer traffic; the link keeps the choice.
     """
-    from app.state import arrival_step_ms
+    from app.simulator.state import arrival_step_ms
 
     app = App({"tab": ["schedulers"], "s_source": ["page"]})
     view = app.schedulers
@@ -272,7 +272,7 @@ def test_the_clock_is_any_accelerator_and_model_the_knee_offers():
 
 def test_the_load_sentence_is_the_runs_own():
     """How long the arrivals take, the drains, the wait for a slot against the TTFT: each number the core's."""
-    from app.lineup_words import load_html
+    from app.schedulers.words import load_html
 
     lines = _figures_by_hand(LineupKey(parse_entries("vllm,tgi")))
     text = load_html(lines)
@@ -321,8 +321,8 @@ def test_entries_that_look_alike_are_named_with_their_largest_difference_and_whe
     import dataclasses
     import itertools
 
-    from app.lineup_data import budget_of
-    from app.lineup_words import ALIKE, load_html
+    from app.schedulers.data import budget_of
+    from app.schedulers.words import ALIKE, load_html
 
     named = gaps = 0
     for seed, rate in itertools.product(range(8), (20.0, 40.0)):

@@ -3,7 +3,7 @@
 from benchmarks.load import burst, start_server
 
 SESSIONS = 5
-# A session holds its widgets and views; the runs and playback texts are shared between sessions (app/state.py).
+# A session holds its widgets and views; the runs and playback texts are shared by sessions (app/simulator/state.py).
 # `./dev bench load` measures 1-2 MB per live session; 20 MB each would mean every session builds its own copy of
 # what should be shared.
 MAX_MB_PER_SESSION = 20

@@ -7,17 +7,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.engine import as_run, schedule
-from core.fits import check_fits
-from core.hardware import cost_model
+from core.chapter.memory_example import SLOTS, memory_requests, memory_runs
+from core.chapter.reference import simulate_memory_per_step
+from core.clock.hardware import cost_model
+from core.kv.memory import KVPool, MemoryConfig, pool_for
 from core.limits import LimitError
-from core.memory import KVPool, MemoryConfig, pool_for
-from core.memory_example import SLOTS, memory_requests, memory_runs
-from core.policies import REGISTRY, get_policy
-from core.reference import simulate_memory_per_step
-from core.request import Request
-from core.schedule import simulate
-from core.timed import simulate_timed
+from core.sched.engine import as_run, schedule
+from core.sched.fits import check_fits
+from core.sched.policies import REGISTRY, get_policy
+from core.sched.schedule import simulate
+from core.sched.timed import simulate_timed
+from core.workload.request import Request
 
 from .helpers import make_requests
 
@@ -90,7 +90,7 @@ def test_invariants_under_a_tight_pool(reqs, slots, allocation, extra):
     assert emitted == sum(r.output_tokens for r in reqs)  # each token once, however often its KV was recomputed
     # Recomputed tokens are what preempted requests had generated: the events' sum, and never more than that.
     assert s.recomputed_tokens == sum(e.tokens for e in s.events if e.kind == "preempt")
-    from core.metrics import compute_metrics
+    from core.measure.metrics import compute_metrics
 
     assert compute_metrics(run).useful_tokens == sum(r.output_tokens for r in reqs)
     # First come, first served: nobody's first admission precedes an earlier arrival's.
@@ -126,7 +126,7 @@ def test_the_block_manager_decides_nothing_and_owns_each_block_once():
 
 
 def test_the_worked_memory_example_paged_contiguous_static():
-    """Eight requests, 4 slots, 12 blocks of 4 tokens (core/memory_example.py works the figures by hand).
+    """Eight requests, 4 slots, 12 blocks of 4 tokens (core/chapter/memory_example.py works the figures by hand).
 
     Paged: A and B (8-token prompts) start with 3 blocks, C and D (2 tokens) with 1: 8 blocks, all four run, and
     the schedule is unlimited memory's. Contiguous: A and B reserve 5 blocks each (8 + 10 tokens), so C (3 blocks)
@@ -195,7 +195,7 @@ def test_kv_use_and_fragmentation_are_measured():
 
 def test_a_named_accelerator_and_model_give_a_pool():
     """H100 80 GB less Llama-2 7B's 13.48e9 bytes of bf16 weights (12.55 GiB): 138,129 tokens, 8,633 blocks."""
-    from core.hardware import kv_pool_blocks
+    from core.clock.hardware import kv_pool_blocks
 
     assert kv_pool_blocks("h100-sxm", "llama2-7b") == 8633
     assert kv_pool_blocks("h200", "llama3-8b") > kv_pool_blocks("h100-sxm", "llama3-8b") > 3 * 8633  # GQA: 1/4 the KV
@@ -222,7 +222,7 @@ def test_a_named_accelerator_and_model_give_a_pool():
 )
 def test_memory_flags_refused_with_one_line(argv, message, capsys):
     """Each bad memory flag: exit 2, one line naming it and what is allowed."""
-    from core.cli import main
+    from core.cli.commands import main
 
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -233,7 +233,7 @@ def test_simulate_json_reports_what_memory_decided(capsys):
     """--json adds the memory metrics, the pool, the blocks per step and the events; the kv column fits the pool."""
     import json
 
-    from core.cli import main
+    from core.cli.commands import main
 
     assert main(["simulate", "--kv-blocks", "40", "--block-size", "4", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -273,7 +273,7 @@ def test_a_preset_sizes_the_pool_from_the_accelerator_and_model(capsys):
     """--kv-preset h100-sxm:llama2-7b: the JSON's pool is kv_pool_blocks's 8,633 blocks of 16."""
     import json
 
-    from core.cli import main
+    from core.cli.commands import main
 
     assert main(["simulate", "--kv-preset", "h100-sxm:llama2-7b", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["memory"]["kv_blocks"] == 8633
@@ -281,7 +281,7 @@ def test_a_preset_sizes_the_pool_from_the_accelerator_and_model(capsys):
 
 def test_compare_takes_a_budget_only_for_a_budget_policy(capsys):
     """`compare --token-budget` is refused unless a compared policy has a budget, naming the ones that do."""
-    from core.cli import main
+    from core.cli.commands import main
 
     assert main(["compare", "--token-budget", "9"]) == 2
     assert "applies to a policy with a token budget (chunked, vllm, sglang)" in capsys.readouterr().err
@@ -301,7 +301,7 @@ def test_the_worked_examples_fixture_is_its_requests():
 
 def _memory_waits_reference(s):
     """memory_waits written plainly: every step of every wait scanned, the grid and the pool map read cell by cell."""
-    from core.waits import Wait
+    from core.sched.waits import Wait
 
     run = as_run(s)
     grid = run.grid(run.drain)
@@ -352,7 +352,7 @@ def test_memory_waits_equal_a_plain_scan(reqs, slots, policy, allocation, extra,
     memory = _pool_for(reqs, allocation, extra, block_size)
     budget = slots + 2 if policy == "chunked" else None
     s = schedule(reqs, slots, policy, memory, token_budget=budget, record_pool=True)
-    from core.engine import memory_waits
+    from core.sched.engine import memory_waits
 
     assert memory_waits(s) == _memory_waits_reference(s)
 
@@ -361,7 +361,7 @@ def test_memory_waits_equal_a_plain_scan(reqs, slots, policy, allocation, extra,
 @given(st.lists(st.integers(-1, 3), max_size=40))
 def test_longest_free_run_is_the_longest_stretch_of_free_blocks(owners):
     """The longest run of -1s in a block map, as splitting its picture at held blocks measures it."""
-    from core.memory import longest_free_run
+    from core.kv.memory import longest_free_run
 
     runs = "".join("." if o < 0 else "x" for o in owners).split("x")
     assert longest_free_run(owners) == max(len(r) for r in runs)
@@ -414,7 +414,7 @@ def test_token_blocks_are_each_cells_tokens_pass_by_pass(reqs, slots, policy, al
     """The blocks that hold tokens, summed cell by cell and pass by pass: prompt, tokens so far, plus one."""
     memory = _pool_for(reqs, allocation, extra, block_size)
     s = schedule(reqs, slots, policy, memory, token_budget=slots + 1 if policy == "chunked" else None)
-    from core.states import GENERATING, PADDING, RECOMPUTE
+    from core.sched.states import GENERATING, PADDING, RECOMPUTE
 
     expected = [0] * s.passes
     cells = s.cells.tolist()

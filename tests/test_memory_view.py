@@ -4,12 +4,13 @@ import re
 
 import pytest
 
-from app.memory_view import MAX_BLOCKS, MIN_BLOCKS, MemoryView, lesson_html, runs_for
-from app.memory_view import figures as _figures
-from core.engine import as_run, memory_waits, schedule
-from core.memory import MemoryConfig
-from core.memory_example import BLOCK_SIZE, SLOTS, memory_requests
-from core.states import PREFILL
+from app.memory.lesson import MAX_BLOCKS, MIN_BLOCKS, lesson_html, runs_for
+from app.memory.lesson import figures as _figures
+from app.memory.view import MemoryView
+from core.chapter.memory_example import BLOCK_SIZE, SLOTS, memory_requests
+from core.kv.memory import MemoryConfig
+from core.sched.engine import as_run, memory_waits, schedule
+from core.sched.states import PREFILL
 from tests.oracles.memory_view import events_text, mode_html
 
 
@@ -148,10 +149,10 @@ def test_a_deep_link_sets_the_pool_and_a_bad_one_is_named():
 
 def check_chunk_claims(budget: int) -> None:
     """The huge-prompt sentences state the core's passes: the one long pass, and the chunks that replace it."""
-    from app.memory_view import chunked_html
-    from core.chunked_example import SLOTS as CHUNK_SLOTS
-    from core.chunked_example import huge_prompt_requests
-    from core.hardware import cost_model
+    from app.memory.view import chunked_html
+    from core.chapter.chunked_example import SLOTS as CHUNK_SLOTS
+    from core.chapter.chunked_example import huge_prompt_requests
+    from core.clock.hardware import cost_model
 
     reqs, cost = huge_prompt_requests(), cost_model()
     plain = schedule(reqs, CHUNK_SLOTS, "continuous", cost=cost)
@@ -266,8 +267,8 @@ def test_the_log_speaks_at_every_step_a_request_waits_with_its_reason():
 
 def test_the_page_says_why_its_two_block_sizes_differ():
     """Item 8: 8-token blocks on the simulator tab and 4-token ones here, with no word on why."""
-    from app.memory_view import INTRO
-    from app.state import BLOCK_SIZE as SIMULATOR_BLOCK_SIZE
+    from app.memory.view import INTRO
+    from app.simulator.state import BLOCK_SIZE as SIMULATOR_BLOCK_SIZE
 
     assert SIMULATOR_BLOCK_SIZE != BLOCK_SIZE
     assert f"Blocks here hold {BLOCK_SIZE} tokens ({SIMULATOR_BLOCK_SIZE} on the simulator tab)" in INTRO
@@ -275,7 +276,7 @@ def test_the_page_says_why_its_two_block_sizes_differ():
 
 def test_the_server_sends_the_pools_runs_once_and_a_step_is_one_number():
     """The tab's modes are drawn in the browser: a step changes one number, a new pool sends that pool's JSON."""
-    from app.memory_data import memory_json
+    from app.memory.data import memory_json
 
     view = MemoryView()
     view.__panel__()

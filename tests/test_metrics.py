@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import GENERATING, PADDING, Request, Run, compare, compute_metrics, simulate
-from core.metrics import weighted_percentiles
-from core.run import PREFILL, RECOMPUTE
+from core.sched.run import PREFILL, RECOMPUTE
+from core.stats import weighted_percentiles
 
 from .helpers import make_requests, request_label, requests_strategy
 
@@ -157,8 +157,8 @@ RUN_SHAPES = (  # a memory run of every policy shape: requests (arrival, output,
 
 def _memory_run(rows, slots, policy, extra):
     """Return the memory engine's run of `rows` on a pool `extra` blocks above the least that fits."""
-    from core.engine import as_run, schedule
-    from core.memory import MemoryConfig
+    from core.kv.memory import MemoryConfig
+    from core.sched.engine import as_run, schedule
 
     reqs = [Request(f"r{i}", a, o, p) for i, (a, o, p) in enumerate(rows)]
     need = max(-(-(max(1, r.prompt_tokens) + max(o for _, o, _ in rows)) // 4) for r in reqs)
@@ -182,8 +182,8 @@ def test_counts_per_step_are_the_grids_columns(rows, slots, policy, extra, width
 @given(*RUN_SHAPES)
 def test_losses_equal_the_per_step_counts(rows, slots, policy, extra, width):
     """The event sweep of losses (no per-step array) equals the counts per step, memory runs and short windows too."""
-    from core.losses import losses, waiting_per_step
-    from core.states import IDLE, PADDING
+    from core.measure.losses import losses, waiting_per_step
+    from core.sched.states import IDLE, PADDING
 
     run = _memory_run(rows, slots, policy, extra)
     for window in (width, run.drain, None):
@@ -202,7 +202,7 @@ def test_compare_measures_a_trace_spanning_a_billion_steps(capsys, tmp_path):
     Round 4, defect 7's fix counted per step and refused it after 15.6 s ("the per-step counts would run
     1,000,000,000 steps"); the worst-input benchmark's compare case caught it.
     """
-    from core.cli import main
+    from core.cli.commands import main
 
     trace = tmp_path / "span.csv"
     trace.write_text("arrival,output_tokens\n0,5\n999999999,3\n")
@@ -214,7 +214,7 @@ def test_compare_measures_a_trace_spanning_a_billion_steps(capsys, tmp_path):
 
 def test_compare_measures_a_long_drain_without_its_dense_grid(capsys):
     """Round 4, defect 7: one million-token request on 32 slots is compared (losses per step, not per slot-step)."""
-    from core.cli import main
+    from core.cli.commands import main
 
     argv = ["compare", "--requests", "1", "--lengths", "fixed", "--mean-tokens", "1000000", "--max-tokens", "1000000"]
     assert main([*argv, "--slots", "32", "--json"]) == 0

@@ -2,8 +2,8 @@
 
 Every step's readout, stats and log (playbackHtml), lit loop (loopHtml), compact head-to-head (h2hCompactHtml) and
 batch at the cursor (batchHtml), for every mode, on seeds 0-30, slots 1, 2, 3, 4, 5 and 8, the chapter's traffic,
-the worked example, each lesson, limited pools (paged and contiguous) and the clock: what assets/renderer.js and
-assets/batch.js compute in node equals tests/oracles/'s Python. No browser: node imports the modules as they are.
+the worked example, each lesson, limited pools (paged and contiguous) and the clock: what app/web/renderer.js and
+app/web/batch.js compute in node equals tests/oracles/'s Python. No browser: node imports the modules as they are.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from pathlib import Path
 import param
 import pytest
 
-from app import story
-from app.batch_data import batch_config
-from app.state import SimState
-from app.story import clock_loop_texts, loop_texts
-from app.widget import view_key
-from app.widget_data import compact_pair, h2h_compact, view_json
-from core import worked_example as worked
-from core.chapter_traffic import chapter_traffic
-from core.policies import get_policy
+from app.simulator import story
+from app.simulator.batch_data import batch_config
+from app.simulator.state import SimState
+from app.simulator.story import clock_loop_texts, loop_texts
+from app.simulator.widget import view_key
+from app.simulator.widget_data import compact_pair, h2h_compact, view_json
+from core.chapter import worked_example as worked
+from core.chapter.chapter_traffic import chapter_traffic
+from core.sched.policies import get_policy
 from tests.oracles.batch_view import BatchView
 from tests.oracles.progress import clock_playback_texts, clock_times, playback_texts
 
@@ -91,7 +91,7 @@ def node():
 
 
 def test_the_modules_texts_equal_their_oracles_over_the_grid(node, tmp_path):
-    """Every case, every mode, every step: node's texts from assets/ equal tests/oracles/'s Python, to the character."""
+    """Every case, every mode, every step: node's app/web/ texts equal tests/oracles/'s Python, to the character."""
     cases, wanted = [], []
     for name, settings in _grid():
         state = SimState(**settings)
@@ -145,9 +145,9 @@ def test_the_harness_fails_on_a_wrong_text(node, tmp_path):
 
 
 def test_the_memory_tabs_modes_equal_their_oracle_at_every_pool_and_step(node, tmp_path):
-    """The Memory tab at every pool size its slider offers and every step: assets/memory.js's HTML is the oracle's."""
-    from app.memory_data import memory_json
-    from app.memory_view import MAX_BLOCKS, MIN_BLOCKS, MODES, runs_for
+    """The Memory tab at every pool size its slider offers and every step: app/web/memory.js's HTML is the oracle's."""
+    from app.memory.data import memory_json
+    from app.memory.lesson import MAX_BLOCKS, MIN_BLOCKS, MODES, runs_for
     from tests.oracles.memory_view import mode_html
 
     cases, wanted = [], []

@@ -11,10 +11,10 @@ from nbclient import NotebookClient
 
 from app.exercises.knee_words import PAGE_RATE_PER_S
 from core import TrafficConfig, compare, generate, simulate
-from core.hardware import cost_model
-from core.spread import spread_study
-from core.step_batch import ContinuousBatches
-from core.sweep import decode_knee, knee, sweep
+from core.batch.step_batch import ContinuousBatches
+from core.chapter.spread import spread_study
+from core.clock.hardware import cost_model
+from core.measure.sweep import decode_knee, knee, sweep
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "assets" / "simulator.ipynb"
 CELL_TIMEOUT_S = 120

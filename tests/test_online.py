@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from core import Request, TrafficConfig, generate
-from core.cost import Fitted
-from core.timed import simulate_timed
+from core.clock.cost import Fitted
+from core.sched.timed import simulate_timed
 from replay import Cancelled, Engine
 from replay import online as online_mod
 from replay.engine import StaticBatch
@@ -177,9 +177,9 @@ def test_cli_online_prints_predicted_beside_measured(tmp_path, capsys):
 
 def test_app_online_job_reports_every_figure(monkeypatch):
     """The app's real-time replay: a profile per server, both policies online, a table row per figure."""
-    from app import replay_view
-    from app.replay_view import ReplayJob, ReplayView
-    from app.state import SimState
+    from app.real_replay import view as replay_view
+    from app.real_replay.view import ReplayJob, ReplayView
+    from app.simulator.state import SimState
 
     axes = ((0, 1, 8, 64), (0, 64, 512), (0, 1024, 4096))
     grid = tuple(tuple(tuple(_known_ms(r, p, c) for c in axes[2]) for p in axes[1]) for r in axes[0])

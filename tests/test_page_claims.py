@@ -5,13 +5,14 @@ from dataclasses import replace
 
 import pytest
 
-from app import chapter, story
-from app.memory_view import BUDGETS, MAX_BLOCKS, MIN_BLOCKS, chunked_html, lesson_html
-from app.state import SimState
+from app.memory.lesson import MAX_BLOCKS, MIN_BLOCKS, lesson_html
+from app.memory.view import BUDGETS, chunked_html
+from app.simulator import chapter, story
+from app.simulator.state import SimState
 from core import TrafficConfig, compute_metrics, generate, simulate
-from core.chapter_traffic import chapter_traffic
-from core.losses import losses
-from core.worked_example import BATCH_TIMEOUT, SLOTS, worked_example, worked_figures
+from core.chapter.chapter_traffic import chapter_traffic
+from core.chapter.worked_example import BATCH_TIMEOUT, SLOTS, worked_example, worked_figures
+from core.measure.losses import losses
 
 from .test_memory_view import check_chunk_claims, check_memory_claims
 
@@ -95,8 +96,8 @@ def check_latency_lower():
     request to its finish, and on a clock the mean end-to-end latency: over the grid, the chapter's traffic and
     compare's. The card used to count the completed only, and favoured static at `?slots=3&seed=7`.
     """
-    from core.metrics import latency_so_far
-    from core.timed import timed_metrics
+    from core.measure.metrics import latency_so_far
+    from core.sched.timed import timed_metrics
 
     states = list(_grid_states())
     for state in states:
@@ -213,7 +214,7 @@ def test_the_here_line_states_what_holds_on_every_view_of_the_grid(clock):
     The sentences-true issue, items 4 and 5: "static still falls behind" stood beside identical timelines at
     `?lengths=fixed&arrival_window=18&slots=2&seed=0`, and "identical" beside a clock where static finishes later.
     """
-    from core.timed import timed_metrics
+    from core.sched.timed import timed_metrics
 
     for state in _grid_states(clock):
         words = _here_words(state)
@@ -261,9 +262,9 @@ def test_the_reproductions_of_the_lesson_claims_read_true():
 
 def test_static_rows_reservation_is_said_one_way_and_is_what_the_engine_reserves():
     """Every sentence on static's KV says STATIC_ROW, and the engine's static strip holds exactly that per row."""
-    from app.memory_lesson import lesson_html as memory_lesson_html
-    from app.state import pool_memory
-    from core.policies import STATIC_ROW, get_policy
+    from app.simulator.memory_lesson import lesson_html as memory_lesson_html
+    from app.simulator.state import pool_memory
+    from core.sched.policies import STATIC_ROW, get_policy
 
     texts = [story.ONE_SLOT_KV, lesson_html(MIN_BLOCKS), get_policy("static").caption_memory, memory_lesson_html()]
     for text in texts:
@@ -289,7 +290,7 @@ def test_the_three_average_latencies_are_told_apart_with_the_figures_on_screen()
     the page offers a lesson at: each card's figure is the oracle's playback card, the other two are the table's own
     cells; where every request of a mode finishes inside the window the note says its three agree.
     """
-    from app.views import h2h_full
+    from app.simulator.views import h2h_full
 
     from .oracles.progress import playback_texts
 

@@ -10,14 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import Request, compare, simulate
-from core.cost import UnitCost
-from core.engine import as_run, schedule
-from core.memory import MemoryConfig
-from core.policies import REGISTRY, Policy, get_policy, register, unregister
-from core.reference import simulate_memory_per_step
-from core.states import STATE_NUMBERS
-from core.timed import simulate_timed
-from core.traffic import TrafficConfig, generate
+from core.chapter.reference import simulate_memory_per_step
+from core.clock.cost import UnitCost
+from core.kv.memory import MemoryConfig
+from core.sched.engine import as_run, schedule
+from core.sched.policies import REGISTRY, Policy, get_policy, register, unregister
+from core.sched.states import STATE_NUMBERS
+from core.sched.timed import simulate_timed
+from core.workload.traffic import TrafficConfig, generate
 
 from .test_memory import _pool_for
 
@@ -52,8 +52,8 @@ TOY_TRAFFIC = [Request("A", 0, 2, 3), Request("B", 0, 5, 1), Request("C", 0, 3, 
 
 def test_a_toy_policy_runs_end_to_end_from_one_file(toy, tmp_path, capsys):
     """Registered here only: both clocks, a limited pool, the CLI's JSON, the view data, the head-to-head."""
-    from app.widget_data import run_arrays
-    from core.cli import main
+    from app.simulator.widget_data import run_arrays
+    from core.cli.commands import main
 
     # One slot: B (5) first, then D (9, arrived at 1) ahead of C (3) and A (2): the longest waiting answer each time.
     run = simulate(TOY_TRAFFIC, 1, toy)
@@ -90,7 +90,7 @@ def test_a_toy_policy_runs_end_to_end_from_one_file(toy, tmp_path, capsys):
 
 def test_a_name_not_registered_is_refused_on_every_path(capsys):
     """Python, both clocks and the CLI refuse an unknown name, listing the registered ones; none runs as another."""
-    from core.cli import main
+    from core.cli.commands import main
 
     listed = ", ".join(REGISTRY)
     for call in (
@@ -240,7 +240,7 @@ def test_the_generator_draws_two_classes_without_moving_the_traffic():
 def test_a_trace_may_carry_a_priority_column(tmp_path):
     """`priority` is optional (default 0), any integer in range; a bad one names the line and column."""
     from core import load_trace
-    from core.traces import TraceError
+    from core.workload.traces import TraceError
 
     good = tmp_path / "p.csv"
     good.write_text("arrival,output_tokens,priority\n0,4,1\n0,3,-2\n")
@@ -260,9 +260,9 @@ COMPARISON = re.compile(
 
 
 def test_nobody_outside_the_registry_compares_a_policy_name():
-    """core, app, replay and the JS read traits: no `== "static"`-style comparison outside core/policies.py."""
+    """core, app, replay and the JS read traits: no `== "static"`-style comparison outside core/sched/policies.py."""
     found = []
-    for folder, pattern in (("core", "*.py"), ("app", "*.py"), ("replay", "*.py"), ("assets", "*.js")):
+    for folder, pattern in (("core", "*.py"), ("app", "*.py"), ("replay", "*.py"), ("app/web", "*.js")):
         for path in sorted((ROOT / folder).rglob(pattern)):
             if path.name == "policies.py" and folder == "core":
                 continue
@@ -274,8 +274,8 @@ def test_nobody_outside_the_registry_compares_a_policy_name():
 
 def test_compare_says_slower_when_slower_and_shows_each_class(tmp_path, capsys):
     """A ratio below 1 reads "slower", never "0.96x faster"; two priority classes get a latency row each."""
-    from core.cli import main
-    from core.report import how_much_sooner
+    from core.cli.commands import main
+    from core.cli.report import how_much_sooner
 
     assert how_much_sooner(2.0) == "2.00x faster" and how_much_sooner(0.8) == "1.25x slower"
     assert how_much_sooner(1.0) == "as fast (1.00x)" and how_much_sooner(0.5, "sooner", "later") == "2.00x later"
@@ -300,7 +300,7 @@ def test_ordered_policies_on_a_clock_admit_in_their_order_and_cost_each_pass(req
     """
     from dataclasses import replace as with_
 
-    from core.hardware import cost_model
+    from core.clock.hardware import cost_model
 
     cost = cost_model()
     in_ms = [with_(r, arrival=r.arrival * 7) for r in reqs]
@@ -321,7 +321,7 @@ def test_ordered_policies_on_a_clock_admit_in_their_order_and_cost_each_pass(req
 @given(traffic, st.integers(1, 5), st.integers(0, 6), st.sampled_from([1, 4, 16]))
 def test_guaranteed_no_evict_never_preempts(reqs, slots, extra, block_size):
     """TensorRT-LLM's GUARANTEED_NO_EVICT on any pool that fits the largest reservation: not one preemption."""
-    from core.fits import smallest_pool
+    from core.sched.fits import smallest_pool
 
     least = smallest_pool(reqs, MemoryConfig(block_size=block_size), "trtllm-no-evict")
     s = schedule(reqs, slots, "trtllm-no-evict", MemoryConfig(kv_blocks=least + extra, block_size=block_size))
@@ -334,7 +334,7 @@ def test_no_evict_runs_fewer_at_once_and_max_util_recomputes(capsys):
     No-evict reserves 3 blocks each, so two run at once and none is evicted; max-util admits by current need
     (2 blocks), runs three, and must pause one. On the CLI, compare's traffic on a pool that fits: no-evict pauses none.
     """
-    from core.cli import main
+    from core.cli.commands import main
 
     reqs = [Request(k, 0, 8, 4) for k in "ABCD"]
     memory = MemoryConfig(kv_blocks=6, block_size=4)
@@ -364,7 +364,7 @@ def test_vllm_with_its_settings_equals_the_oracle(reqs, slots, order, threshold,
 
     And no pass holds more than the budget (max_num_batched_tokens).
     """
-    from core.policies import VLLM
+    from core.sched.policies import VLLM
 
     pol = VLLM(order, threshold)
     memory = _pool(reqs, "paged", extra, 4)
@@ -378,8 +378,8 @@ def test_vllm_with_its_settings_equals_the_oracle(reqs, slots, order, threshold,
 
 def test_the_long_prefill_threshold_caps_one_prompt_per_pass(capsys):
     """A 100-token prompt under a 64-token budget: two passes without a threshold, seven of at most 16 with one."""
-    from core.cli import main
-    from core.policies import VLLM
+    from core.cli.commands import main
+    from core.sched.policies import VLLM
 
     reqs = [Request("A", 0, 3, 100)]
     plain = schedule(reqs, 1, "vllm", token_budget=64)

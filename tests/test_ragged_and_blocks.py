@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.kv_blocks import BlockAllocator
-from core.ragged import build_batch
-from core.sequence import Sequence
+from core.batch.kv_blocks import BlockAllocator
+from core.batch.ragged import build_batch
+from core.batch.sequence import Sequence
 
 
 def _make_seq(index: int, prompt: int, computed: int = 0, generated: int = 0) -> Sequence:
@@ -167,8 +167,9 @@ def test_the_batch_view_s_row_colours_mean_nothing_else_on_the_page():
     """The sentences-true issue, item 8: C was drawn in static's pink, A in generating's blue, D in the prefill blue."""
     import re
 
-    from app import memory_view, palette
-    from core.policies import REGISTRY
+    from app.memory import view as memory_view
+    from app.page import palette
+    from core.sched.policies import REGISTRY
     from tests.oracles.batch_view import ROW_COLORS
 
     meanings = {c for _words, c in palette.LEGEND.values()}

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from core import Request, TrafficConfig, generate
-from core.kv_blocks import BlockAllocator
-from core.ragged import build_batch
-from core.sampling import SamplingParams
-from core.sequence import Sequence
-from core.sweep import SWEEP_TRAFFIC
+from core.batch.kv_blocks import BlockAllocator
+from core.batch.ragged import build_batch
+from core.batch.sampling import SamplingParams
+from core.batch.sequence import Sequence
+from core.measure.sweep import SWEEP_TRAFFIC
 from replay import PRESETS, Engine, Transformer, resolve_device
 from replay.attention import (
     DenseKVCache,
@@ -53,8 +53,8 @@ def test_batch_invariance_greedy(engine, seed, slots):
 
 def test_sjf_and_priority_replay_their_own_schedules_with_the_same_tokens(engine):
     """The replay follows sjf and priority (unlimited, and a tight paged pool): their schedules, continuous's tokens."""
-    from core.engine import as_run, schedule
-    from core.memory import MemoryConfig
+    from core.kv.memory import MemoryConfig
+    from core.sched.engine import as_run, schedule
 
     config = TrafficConfig(seed=3, requests=9, mean_prompt_tokens=10, mean_tokens=8, max_tokens=20)
     requests = generate(replace(config, high_priority_share=0.4))
@@ -245,7 +245,7 @@ def test_bad_device_and_model_names():
 def test_calibrate_writes_a_profile_that_compare_reads(tmp_path, capsys):
     """`batchviz calibrate` times the tiny model on its grid; the profile grows with the pass and drives compare."""
     from batchviz.cli import main
-    from core.cost import Fitted
+    from core.clock.cost import Fitted
 
     out = tmp_path / "tiny.json"
     assert main(["calibrate", "--model", "tiny", "--device", "cpu", "--out", str(out), "--no-progress"]) == 0
@@ -267,8 +267,8 @@ def test_calibrate_writes_a_profile_that_compare_reads(tmp_path, capsys):
 def test_the_sweep_runs_on_a_measured_profile(tmp_path, capsys):
     """`sweep --cost FILE.json` uses the profile's decode times; roofline flags beside a profile are refused."""
     from batchviz.cli import main
-    from core.cost import Fitted
-    from core.sweep import sweep
+    from core.clock.cost import Fitted
+    from core.measure.sweep import sweep
 
     out = tmp_path / "tiny.json"
     assert main(["calibrate", "--model", "tiny", "--device", "cpu", "--out", str(out), "--no-progress"]) == 0
@@ -380,7 +380,7 @@ def test_the_synthetic_pass_times_on_the_engines_public_clock(engine, monkeypatc
 
 def test_gpu_check_and_the_online_table_say_what_happened():
     """No divergence reads "none diverged", not "token None"; two profiles are named per policy, not "the a, b cost"."""
-    from core.cost import Fitted
+    from core.clock.cost import Fitted
     from replay.gpu_check import invariance_line
     from replay.online import _cost_words
 

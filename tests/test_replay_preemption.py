@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from core import Request, TrafficConfig, generate
-from core.engine import schedule
-from core.memory import MemoryConfig
+from core.kv.memory import MemoryConfig
+from core.sched.engine import schedule
 from replay import Engine
 from replay.engine import BLOCK_SIZE
 

@@ -5,9 +5,9 @@ import time
 
 import numpy as np
 
-from app import replay_view
-from app.replay_view import ReplayJob, ReplayView, wallclock_data
-from app.state import SimState
+from app.real_replay import view as replay_view
+from app.real_replay.view import ReplayJob, ReplayView, wallclock_data
+from app.simulator.state import SimState
 from core import TrafficConfig, generate
 
 SMALL = generate(TrafficConfig(seed=3, requests=6, mean_prompt_tokens=4))
@@ -131,7 +131,7 @@ def test_a_request_past_the_context_is_refused_with_a_message():
 
 def test_the_replay_and_the_knee_share_one_store_not_each_other():
     """The page's replay writes its step times to the Measurements store; the knee view reads the same store."""
-    from app.simulator import App
+    from app.shell import App
 
     app = App()
     assert app.replay.measurements is app.knee.measurements

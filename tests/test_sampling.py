@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from core.sampling import SamplingParams, filtered_probs, prepare, sample
+from core.batch.sampling import SamplingParams, filtered_probs, prepare, sample
 
 
 def _logits(rows: int, vocab: int = 50, seed: int = 0) -> np.ndarray:

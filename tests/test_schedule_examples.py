@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from core import simulate
-from core.run import Run
+from core.sched.run import Run
 
 from .helpers import make_requests
 

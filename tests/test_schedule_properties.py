@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import GENERATING, IDLE, PADDING, TrafficConfig, generate, simulate
-from core.reference import simulate_per_step
+from core.chapter.reference import simulate_per_step
 
 from .helpers import requests_strategy
 

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from app import builder, server_gc
+from app import server_gc
+from app.server import builder
 
 
 def test_the_serve_setup_freezes_the_shared_heap_spaces_whole_heap_passes_and_takes_panels_collection():
@@ -24,7 +25,7 @@ doc = Document()
 doc.destroy = types.MethodType(panel_document._destroy_document, doc)  # as Panel sets it on a served document
 doc.destroy(None)  # what a dropped session runs
 scheduled = [cb for _, cb in state._scheduled.values()]
-loaded = "app.simulator" in sys.modules
+loaded = "app.shell" in sys.modules
 ours = server_gc.collect_when_quiet in scheduled
 print(json.dumps({"frozen": gc.get_freeze_count(), "threshold": gc.get_threshold(), "ours": ours, "loaded": loaded,
                   "switch": sys.getswitchinterval()}))

@@ -6,11 +6,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import Request
-from core.cost import UnitCost
-from core.engine import schedule
-from core.memory import MemoryConfig
-from core.serving import emitting_passes, jain_index, per_request, serving_metrics
-from core.timed import as_timed, simulate_timed
+from core.clock.cost import UnitCost
+from core.kv.memory import MemoryConfig
+from core.measure.serving import emitting_passes, jain_index, per_request, serving_metrics
+from core.sched.engine import schedule
+from core.sched.timed import as_timed, simulate_timed
 
 # One slot, first come first served: A (3 tokens) runs passes 0-2, B (2 tokens) passes 3-4; a pass lasts 1.
 A_THEN_B = [Request("A", 0, 3), Request("B", 0, 2)]
@@ -78,7 +78,7 @@ def test_compare_prints_and_writes_the_serving_figures(tmp_path, capsys):
     """
     import json
 
-    from core.cli import main
+    from core.cli.commands import main
 
     trace = tmp_path / "ab.csv"
     trace.write_text("arrival,output_tokens\n0,3\n0,2\n")

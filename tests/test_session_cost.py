@@ -8,8 +8,8 @@ import logging
 import panel as pn
 from bokeh.document import Document
 
-from app.simulator import App
-from app.widget_data import view_json
+from app.shell import App
+from app.simulator.widget_data import view_json
 
 MAX_MODELS = 40  # the target: the Bokeh models a new session builds and sends, the page's real widgets
 

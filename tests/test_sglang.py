@@ -6,12 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import Request
-from core.cli import main
-from core.engine import as_run, schedule
-from core.memory import MemoryConfig
-from core.policies import SGLang
-from core.reference import simulate_memory_per_step
-from core.traces import parse_trace
+from core.chapter.reference import simulate_memory_per_step
+from core.cli.commands import main
+from core.kv.memory import MemoryConfig
+from core.sched.engine import as_run, schedule
+from core.sched.policies import SGLang
+from core.workload.traces import parse_trace
 
 from .test_policies import _pool
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app import memory_lesson
-from app.state import BLOCK_SIZE, CHAPTER_NAME, SimState, least_pool, pool_memory, shared_runs
-from app.story import loop_texts
-from app.url import parse_query
+from app.page.url import parse_query
+from app.simulator import memory_lesson
+from app.simulator.state import BLOCK_SIZE, CHAPTER_NAME, SimState, least_pool, pool_memory, shared_runs
+from app.simulator.story import loop_texts
 from core import Request, TrafficConfig, generate, simulate
-from core.chapter_traffic import chapter_traffic
-from core.engine import as_run, memory_waits, schedule
-from core.memory import MemoryConfig
+from core.chapter.chapter_traffic import chapter_traffic
+from core.kv.memory import MemoryConfig
+from core.sched.engine import as_run, memory_waits, schedule
 from tests.oracles.progress import progress_table
 
 TRAFFICS = [TrafficConfig(seed=seed) for seed in (0, 4, 37)] + [tuple(chapter_traffic())]

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from core import PADDING, TrafficConfig, generate, simulate
-from core.step_batch import BLOCK_SIZE, ContinuousBatches, pool_size, prompt_length, static_step
-from core.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
+from core.batch.step_batch import BLOCK_SIZE, ContinuousBatches, pool_size, prompt_length, static_step
+from core.chapter.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
 
 CASES = [(seed, slots) for seed in (0, 4, 11) for slots in (1, 3, 8)]
 

@@ -2,8 +2,8 @@
 
 import re
 
-from app.state import SimState
-from app.story import loop_texts
+from app.simulator.state import SimState
+from app.simulator.story import loop_texts
 from core import compute_metrics
 from tests.oracles.batch_view import BatchView
 from tests.oracles.progress import progress_table

@@ -8,14 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import Request
-from core.cli import main
-from core.cost import Roofline
-from core.engine import as_run, schedule
-from core.memory import MemoryConfig
-from core.policies import TGI
-from core.reference import simulate_memory_per_step
-from core.states import PAUSED
-from core.timed import simulate_timed
+from core.chapter.reference import simulate_memory_per_step
+from core.cli.commands import main
+from core.clock.cost import Roofline
+from core.kv.memory import MemoryConfig
+from core.sched.engine import as_run, schedule
+from core.sched.policies import TGI
+from core.sched.states import PAUSED
+from core.sched.timed import simulate_timed
 
 from .test_policies import _pool, traffic
 from .test_sglang import capped_traffic

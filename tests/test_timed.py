@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import Request, simulate
-from core.cost import Fitted, Roofline, UnitCost
-from core.reference import simulate_per_pass
-from core.timed import simulate_timed, timed_metrics
+from core.chapter.reference import simulate_per_pass
+from core.clock.cost import Fitted, Roofline, UnitCost
+from core.sched.timed import simulate_timed, timed_metrics
 
 from .helpers import check_timed_invariants
 
@@ -154,7 +154,7 @@ def test_static_s_own_profile_prices_a_prompt_pass_by_the_rows_it_holds(tmp_path
     Every loop asks the same (the fast loop, the memory engine, the per-pass oracle); a decode pass is unchanged, and
     the profile keeps the flag through a save and a load.
     """
-    from core.memory import MemoryConfig
+    from core.kv.memory import MemoryConfig
 
     one = [Request("A", 0, 3, prompt_tokens=256)]
     plain, rect = (simulate_timed(one, 4, "static", cost) for cost in (FITTED, RECTANGLES))
@@ -178,7 +178,7 @@ def test_a_pass_after_an_idle_gap_pays_the_profile_s_wake(tmp_path):
     back-to-back passes pay nothing. Every loop agrees (the fast loops, the memory engine, the per-pass oracle), and
     a profile keeps its wake through a save and a load; one written before the wake was measured has none.
     """
-    from core.memory import MemoryConfig
+    from core.kv.memory import MemoryConfig
 
     reqs = [Request("A", 0, 2, prompt_tokens=64), Request("B", 1, 1, prompt_tokens=64), Request("C", 100, 1)]
     for policy in ("continuous", "static"):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from core.traces import TraceError, TraceOptions, load_trace, parse_trace
+from core.workload.traces import TraceError, TraceOptions, load_trace, parse_trace
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -78,7 +78,7 @@ def test_bad_config_names_the_field(field, value, message):
 
 def test_the_default_traffic_has_the_chapters_shape():
     """Over seeds 0-99 on 4 slots and 64 steps: continuous 75-90% busy, static 40-55%, and visibly behind."""
-    from core.chapter_default import default_shape
+    from core.chapter.chapter_default import default_shape
 
     shape = default_shape()
     assert 0.75 <= shape.continuous_utilisation_median <= 0.90

@@ -1,21 +1,21 @@
-"""The view's JSON contract (assets/view.schema.json): every view the pages draw from holds to it, and it can fail."""
+"""The view's JSON contract (app/web/view.schema.json): every view the pages draw from holds to it, and it can fail."""
 
 from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
 
-from app.state import SimState
-from app.widget import view_key
-from app.widget_data import view_json
-from core import worked_example as worked
-from core.chapter_traffic import chapter_traffic
+from app.simulator.state import SimState
+from app.simulator.widget import view_key
+from app.simulator.widget_data import view_json
+from app.web.bundle import ASSETS
+from core.chapter import worked_example as worked
+from core.chapter.chapter_traffic import chapter_traffic
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "assets" / "view.schema.json").read_text(encoding="utf-8"))
+SCHEMA = json.loads((ASSETS / "view.schema.json").read_text(encoding="utf-8"))
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 CASES = {  # SimState settings a learner reaches: traffic, slots, pools, clocks, priority classes
     "chapter": {"trace": chapter_traffic(), "trace_name": "the chapter's traffic"},
@@ -81,7 +81,7 @@ def test_every_view_holds_to_the_contract(name):
 
 def test_the_exported_pages_views_hold_to_it_too():
     """The exported page embeds the same views: a lesson's and a memory lesson's from its packs validate."""
-    from app.export_views import served_key
+    from app.export.views import served_key
 
     for place, seed in (("fixed-spread", 3), ("memory-tight", None), ("generated", 99)):
         assert _check(json.loads(view_json(served_key(place, 5, seed)))) == [], place

@@ -1,7 +1,7 @@
 """The chapter's worked example: each figure it quotes, from the core's schedules."""
 
 from core import compute_metrics, simulate
-from core.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
+from core.chapter.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
 
 
 def _runs():
@@ -30,7 +30,7 @@ def test_continuous_idles_16_slot_steps_and_starts_e_f_earlier():
 
 def test_the_figures_the_page_states_are_the_chapters():
     """worked_figures (what the page prints beside the timelines) gives the chapter's eight caption figures."""
-    from core.worked_example import worked_figures
+    from core.chapter.worked_example import worked_figures
 
     assert worked_figures(*_runs()) == {
         "static_padding": 30,

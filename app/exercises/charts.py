@@ -1,6 +1,6 @@
-"""The exercises' figures as chart specs (data only), drawn in the browser by assets/chart.js on both pages.
+"""The exercises' figures as chart specs (data only), drawn in the browser by app/web/chart.js on both pages.
 
-A spec names its axes, ranges, series (lines, dots, bars), reference lines and marks; assets/chart.js documents
+A spec names its axes, ranges, series (lines, dots, bars), reference lines and marks; app/web/chart.js documents
 the fields. The served page sends specs to `Charts`; the exported page embeds the same specs and draws them with the
 same module.
 """
@@ -12,8 +12,8 @@ import json
 import param
 from panel.custom import JSComponent
 
-from ..bundle import bundle
-from ..style import CSS
+from app.web.bundle import bundle
+from app.web.style import CSS
 
 BAR_COLOR = "#0072B2"
 REFERENCE_COLOR = "#767676"  # 4.5:1 on white, readable on the dark theme too

@@ -10,25 +10,8 @@ from functools import lru_cache
 import panel as pn
 import param
 
-from core.cost import ROOFLINE_FIELDS, ROOFLINE_RANGES
-from core.hardware import (
-    ACCELERATOR_OPTIONS,
-    ACCELERATORS,
-    DEFAULT_ACCELERATOR,
-    DEFAULT_MODEL_SHAPE,
-    MODEL_OPTIONS,
-    MODEL_SHAPES,
-    cost_model,
-)
-from core.sweep import DEFAULT_BATCHES, CostModel, SweepPoint, decode_knee, knee, retarget, sweep
-
-from ..loop import on_document
-from ..server_log import follow_widget
-from ..stores import Measurements
-from ..views import Messages
-from .common import LazyViewer, query_number, text_pane
-from .knee_plots import KneeCharts, knee_payload, points_data
-from .knee_words import (
+from app.exercises.knee_plots import KneeCharts, knee_payload, points_data
+from app.exercises.knee_words import (
     PAGE_RATE_PER_S,
     keeps_up_html,
     kept_full,
@@ -38,6 +21,22 @@ from .knee_words import (
     moves_html,
     offered_tokens_per_s,
 )
+from app.page.stores import Measurements
+from app.page.tabs import LazyViewer, query_number, text_pane
+from app.server.loop import on_document
+from app.server.server_log import follow_widget
+from app.simulator.views import Messages
+from core.clock.cost import ROOFLINE_FIELDS, ROOFLINE_RANGES
+from core.clock.hardware import (
+    ACCELERATOR_OPTIONS,
+    ACCELERATORS,
+    DEFAULT_ACCELERATOR,
+    DEFAULT_MODEL_SHAPE,
+    MODEL_OPTIONS,
+    MODEL_SHAPES,
+    cost_model,
+)
+from core.measure.sweep import DEFAULT_BATCHES, CostModel, SweepPoint, decode_knee, knee, retarget, sweep
 
 __all__ = ["EXPLAIN", "KneeCharts", "KneeView", "cached_sweep", "knee_payload", "points_data"]
 
@@ -51,7 +50,7 @@ LABELS = {
     "tflops": "Peak dense compute, TFLOP/s",
     "overhead_ms": "Per-step overhead, ms",
 }
-FIELDS = {name: (LABELS[name], *ROOFLINE_RANGES[name]) for name in LABELS}  # the CLI's ranges (core/cost.py)
+FIELDS = {name: (LABELS[name], *ROOFLINE_RANGES[name]) for name in LABELS}  # the CLI's ranges (core/clock/cost.py)
 INTRO = (
     "<h3>Exercise 1: find the knee</h3><p>2,000 heavy-tailed chat requests (answers of 193.3 output tokens and "
     "prompts of 1,011 tokens on average, the prompts from 18 to 16,000 tokens; Poisson arrivals) under "

@@ -1,4 +1,4 @@
-"""Exercise 1's figures: the sweep's columns, drawn in the browser (assets/knee_charts.js, assets/chart.js).
+"""Exercise 1's figures: the sweep's columns, drawn in the browser (app/web/knee_charts.js, app/web/chart.js).
 
 The server sends the sweep's columns, the target, whether the learner has guessed and the replay's step times; the
 browser finds both knees for the target and draws inter-token latency against it, throughput and p99 latency. The
@@ -12,10 +12,9 @@ import json
 import param
 from panel.custom import JSComponent
 
-from core.sweep import SweepPoint
-
-from ..bundle import bundle
-from ..style import CSS
+from app.web.bundle import bundle
+from app.web.style import CSS
+from core.measure.sweep import SweepPoint
 
 # The modules that draw the figures, in the order a bundle needs them.
 CHART_MODULES = ("words.js", "chart.js", "knee_charts.js")

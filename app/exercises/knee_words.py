@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from core.sweep import SWEEP_TRAFFIC, CostModel, SweepPoint, capacities, knee, mean_context, retarget
-from core.traffic import generate
+from core.measure.sweep import SWEEP_TRAFFIC, CostModel, SweepPoint, capacities, knee, mean_context, retarget
+from core.workload.traffic import generate
 
 # The page opens below capacity: 14 requests/s of the sweep's traffic offer about 2,700 tokens/s, which batch 64 and
 # up serve kept full (the CLI's default, 80/s, offers about 3.5 times what any batch size serves: a queue that grows).

@@ -9,15 +9,14 @@ import numpy as np
 import panel as pn
 import param
 
-from core.spread import SIGMA_RANGE, SPREAD_SLOTS, SPREAD_TRAFFIC, SpreadCase, spread_case
-from core.traffic import LENGTH_KINDS
-
-from .. import palette
-from ..loop import on_document
-from ..server_log import follow_widget
-from ..style import CHOICE_CSS
-from .charts import BAR_COLOR, REFERENCE_COLOR, Charts, bars_series, charts_payload
-from .common import LazyViewer, query_number, text_pane
+from app.exercises.charts import BAR_COLOR, REFERENCE_COLOR, Charts, bars_series, charts_payload
+from app.page import palette
+from app.page.tabs import LazyViewer, query_number, text_pane
+from app.server.loop import on_document
+from app.server.server_log import follow_widget
+from app.web.style import CHOICE_CSS
+from core.chapter.spread import SIGMA_RANGE, SPREAD_SLOTS, SPREAD_TRAFFIC, SpreadCase, spread_case
+from core.workload.traffic import LENGTH_KINDS
 
 SIGMAS = tuple(round(x, 1) for x in np.arange(SIGMA_RANGE[0], SIGMA_RANGE[1] + 0.05, 0.1))
 BINS = 24

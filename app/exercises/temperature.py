@@ -8,13 +8,12 @@ import numpy as np
 import panel as pn
 import param
 
-from core.temperature_bug import DRAWS, ROWS, VOCAB, TemperatureResult, row_logits, run_rows
-
-from ..loop import on_document
-from ..style import CHOICE_CSS
-from ..url import BOOLEANS, query_value
-from .charts import BAR_COLOR, Charts, bars_series, charts_payload
-from .common import LazyViewer, text_pane
+from app.exercises.charts import BAR_COLOR, Charts, bars_series, charts_payload
+from app.page.tabs import LazyViewer, text_pane
+from app.page.url import BOOLEANS, query_value
+from app.server.loop import on_document
+from app.web.style import CHOICE_CSS
+from core.chapter.temperature_bug import DRAWS, ROWS, VOCAB, TemperatureResult, row_logits, run_rows
 
 CORRECT, BUGGY = run_rows(bug=False), run_rows(bug=True)  # fixed logits and seeds: the same for every session
 WHY = (
@@ -57,7 +56,7 @@ def assertion_html(code: str) -> str:
         f'<tr><th scope="row">{name}</th><td data-sampler="{key}" data-pass="{int(ok)}">'
         f"{'passes' if ok else 'fails'}</td></tr>"
         for key, name, ok in (
-            ("fixed", "fixed sampler (core/sampling.py, each row its own temperature)", run_assertion(code, False)),
+            ("fixed", "fixed sampler (core/batch/sampling.py, each row its temperature)", run_assertion(code, False)),
             ("buggy", "buggy sampler (the first row's temperature for all)", run_assertion(code, True)),
         )
     )

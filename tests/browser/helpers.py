@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs
 
-from app.simulator import TABS
+from app.shell import TABS
 from core import TrafficConfig, compute_metrics, generate, simulate
-from core.losses import losses
-from core.metrics import latency_so_far
+from core.measure.losses import losses
+from core.measure.metrics import latency_so_far
 
 from .pixels import read_timeline
 
@@ -25,7 +25,7 @@ def open_app(page, url: str, query: str = "", canvas: bool = True) -> None:
         page.locator(".bv-tab").first.wait_for(state="attached", timeout=30_000)
         return
     tab = (parse_qs(query.lstrip("?")).get("tab") or ["simulator"])[0]
-    if tab not in TABS or tab == "simulator":  # the widget has drawn its timelines (assets/renderer.js)
+    if tab not in TABS or tab == "simulator":  # the widget has drawn its timelines (app/web/renderer.js)
         page.wait_for_function("window.__bvPaints > 0", polling=50, timeout=30_000)
     elif tab in ("knee", "spread", "temperature"):  # the exercises' figures: SVG drawn in the browser (chart.js)
         page.locator("svg.bv-chart").first.wait_for(state="attached", timeout=30_000)
@@ -78,7 +78,7 @@ def assert_numbers_match_core(page, mode: str, slots: int, seed: int) -> None:
             assert text_of(page, f"[data-h2h={policy}-{key}]") == str(getattr(loss, key))
 
 
-# What an SVG chart (assets/chart.js) drew, read back from its geometry: each drawn series' points and each vertical
+# What an SVG chart (app/web/chart.js) drew, read back from its geometry: each drawn series' points and each vertical
 # mark, in data units. The axes' own ticks invert the scales (log where the chart says so), so a wrong scale, a
 # misplaced point or a mark on the wrong batch reads back wrong.
 CHART_JS = """(id) => {

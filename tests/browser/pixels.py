@@ -7,7 +7,7 @@ import io
 import numpy as np
 from PIL import Image
 
-from app import palette
+from app.page import palette
 
 # The legend's colours, plus the playback curtain ("-": not yet played).
 STATE_COLOURS = {
@@ -17,7 +17,7 @@ STATE_COLOURS = {
     "-": palette.FUTURE_COLOR,
 }
 
-# The renderer (assets/renderer.js) says where each cell's centre lies on its canvas, as Bokeh's scales did.
+# The renderer (app/web/renderer.js) says where each cell's centre lies on its canvas, as Bokeh's scales did.
 CELL_CENTRES_JS = """
 ([name, slots, steps]) => {
   const tl = window.__bvWidget.timelines[name === "timeline" ? 0 : 1];

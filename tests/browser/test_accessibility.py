@@ -8,8 +8,8 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
-from app.palette import THEMES
-from app.quiz import QUESTIONS
+from app.page.palette import THEMES
+from app.quiz.view import QUESTIONS
 
 from .helpers import open_app
 
@@ -174,7 +174,7 @@ def _lab(css: str) -> tuple[float, float, float]:
 
 def test_one_colour_means_one_thing():
     """The modes' colours are none of the timeline's state colours, and look clearly different from each."""
-    from app import palette
+    from app.page import palette
 
     states = [colour for _words, colour in palette.LEGEND.values()] + [palette.PADDING_HATCH]
     for mode in (palette.STATIC_COLOR, palette.CONTINUOUS_COLOR):

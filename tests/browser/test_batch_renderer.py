@@ -1,16 +1,16 @@
-"""The batch at the cursor drawn in the browser (assets/batch.js) against app/batch_view.py, its oracle."""
+"""The batch at the cursor drawn in the browser (app/web/batch.js) against app/batch_view.py, its oracle."""
 
 from __future__ import annotations
 
 import param
 import pytest
 
-from app.batch_data import batch_config
-from app.state import SimState
-from app.widget import RENDERER_JS
-from app.widget_data import ViewKey, view_json
-from core import worked_example as worked
-from core.chapter_traffic import chapter_traffic
+from app.simulator.batch_data import batch_config
+from app.simulator.state import SimState
+from app.simulator.widget import RENDERER_JS
+from app.simulator.widget_data import ViewKey, view_json
+from core.chapter import worked_example as worked
+from core.chapter.chapter_traffic import chapter_traffic
 from tests.oracles.batch_view import BatchView
 
 EXPOSE = "\nwindow.__B = { batchHtml };"

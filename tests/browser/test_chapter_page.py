@@ -6,10 +6,10 @@ from urllib.parse import parse_qs
 import numpy as np
 from playwright.sync_api import expect
 
-from app.quiz import QUESTIONS
+from app.quiz.view import QUESTIONS
 from core import TrafficConfig, generate, simulate
-from core.step_batch import ContinuousBatches
-from core.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
+from core.batch.step_batch import ContinuousBatches
+from core.chapter.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
 
 from .helpers import core_run, open_app, wait_for_timeline
 from .pixels import read_timeline, timeline_point

@@ -7,10 +7,10 @@ import numpy as np
 from PIL import Image
 from playwright.sync_api import expect
 
-from app import palette
+from app.page import palette
 from core import TrafficConfig, generate
-from core.hardware import cost_model
-from core.timed import simulate_timed, timed_metrics
+from core.clock.hardware import cost_model
+from core.sched.timed import simulate_timed, timed_metrics
 
 from .helpers import open_app
 from .pixels import nearest_state

@@ -10,7 +10,7 @@ import threading
 import pytest
 from playwright.sync_api import expect
 
-from app.simulator import TABS
+from app.shell import TABS
 
 from .helpers import READY_JS, open_app
 from .test_embed import served_app  # noqa: F401 - the real `batchviz serve`, a fixture
@@ -35,8 +35,8 @@ TIMELINE_BOX_JS = """() => {
 
 @pytest.fixture
 def course_url(served_app, course_port, tmp_path):  # noqa: F811 - pytest's fixture by name
-    """Serve the example course page (assets/course_page.template.html around the served app); yield its URL."""
-    from app.embed import course_page
+    """Serve the example course page (app/web/course_page.template.html around the served app); yield its URL."""
+    from app.server.embed import course_page
 
     (tmp_path / "index.html").write_text(course_page(served_app))
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))

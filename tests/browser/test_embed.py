@@ -10,9 +10,9 @@ import threading
 
 import pytest
 
-from app.embed import course_page
+from app.server.embed import course_page
 from core import simulate
-from core.chapter_traffic import chapter_traffic
+from core.chapter.chapter_traffic import chapter_traffic
 
 from .conftest import _free_port, wait_until_up
 from .helpers import READY_JS

@@ -9,10 +9,10 @@ from app.exercises.knee import guess_html
 from app.exercises.knee_words import PAGE_RATE_PER_S
 from app.exercises.spread import GUESSES, best_guess, guess_ratios
 from app.exercises.temperature import ASSERTIONS, catches_bug, run_assertion
-from core.hardware import cost_model
-from core.spread import spread_study
-from core.sweep import DEFAULT_BATCHES, CostModel, decode_knee, knee, sweep
-from core.temperature_bug import ROWS
+from core.chapter.spread import spread_study
+from core.chapter.temperature_bug import ROWS
+from core.clock.hardware import cost_model
+from core.measure.sweep import DEFAULT_BATCHES, CostModel, decode_knee, knee, sweep
 
 from .helpers import CHART_JS, open_app
 

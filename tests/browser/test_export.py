@@ -12,23 +12,23 @@ import param
 import pytest
 from playwright.sync_api import expect
 
-from app import memory_lesson, story
 from app.exercises.knee import verdict_html
 from app.exercises.knee_words import keeps_up_html, kept_full, load_html, offered_tokens_per_s
 from app.exercises.spread import GUESSES, best_guess
-from app.export import LINK_KEYS, SERVED_ONLY, export_story
-from app.export_views import served_key
-from app.quiz import QUESTIONS, explanation_html, progress_html, summary_html
-from app.simulator import CHAPTER_BUTTON, App
-from app.state import CHAPTER_NAME, SimState, shared_runs
-from app.widget_data import view_json
+from app.export.page import LINK_KEYS, SERVED_ONLY, export_story
+from app.export.views import served_key
+from app.quiz.view import QUESTIONS, explanation_html, progress_html, summary_html
+from app.shell import CHAPTER_BUTTON, App
+from app.simulator import memory_lesson, story
+from app.simulator.state import CHAPTER_NAME, SimState, shared_runs
+from app.simulator.widget_data import view_json
 from core import TrafficConfig, compute_metrics, generate, simulate
-from core import worked_example as worked
-from core.chapter_traffic import chapter_traffic
-from core.hardware import cost_model
-from core.policies import get_policy
-from core.spread import spread_study
-from core.sweep import DEFAULT_BATCHES, decode_knee, knee, sweep
+from core.chapter import worked_example as worked
+from core.chapter.chapter_traffic import chapter_traffic
+from core.chapter.spread import spread_study
+from core.clock.hardware import cost_model
+from core.measure.sweep import DEFAULT_BATCHES, decode_knee, knee, sweep
+from core.sched.policies import get_policy
 from tests.oracles.batch_view import BatchView
 
 from .helpers import CHART_JS, assert_numbers_match_core, core_run, text_of
@@ -99,7 +99,7 @@ def _normalised(page, fragment: str) -> str:
 
 
 def lesson_config(key: str, seed: int = TrafficConfig.seed) -> TrafficConfig:
-    """Return a lesson's traffic: the served page's default traffic with the lesson's settings (app/story.py)."""
+    """Return a lesson's traffic: the served page's default traffic with the lesson's settings (simulator/story.py)."""
     return replace(TrafficConfig(seed=seed), **story.LESSONS[key][1])
 
 
@@ -233,7 +233,7 @@ def test_export_has_the_worked_example(page, page_errors, offline, exported):
 
 
 def test_export_views_are_the_served_pages_views(page, page_errors, offline, exported):
-    """Every view the page draws is app/widget_data.py view_json for the served page's same settings, whole."""
+    """Every view the page draws is simulator/widget_data.py view_json for the served page's same settings, whole."""
     _open(page, exported)
     cases = [
         ("chapter", 4, 4),
@@ -365,7 +365,7 @@ def test_export_tabs_are_a_keyboard_tablist(page, page_errors, offline, exported
 
 
 def test_export_quiz_scores_and_explains_offline(page, page_errors, offline, exported):
-    """One question at a time: each verdict, the progress and the result are app/quiz.py's own markup."""
+    """One question at a time: each verdict, the progress and the result are app/quiz/view.py's own markup."""
     _open(page, exported + "?tab=quiz")
     quiz = page.locator("#bv-quiz")
     answers: list[int | None] = [None] * len(QUESTIONS)
@@ -542,9 +542,9 @@ def test_export_dark_theme_is_the_served_pages_and_stays_in_the_address(page, pa
 
 def test_export_schedulers_tab_guesses_then_shows_the_cores_lineups(page, page_errors, offline, exported):
     """From file://: each carried lineup draws every scheduler, asks first, then its table and lesson are the core's."""
-    from app.export_lineup import lineup_keys
-    from app.lineup_data import shared_lineup
-    from app.lineup_words import ROWS, lessons_html, shown_best
+    from app.export.schedulers import lineup_keys
+    from app.schedulers.data import shared_lineup
+    from app.schedulers.words import ROWS, lessons_html, shown_best
 
     _open(page, exported + "?tab=schedulers")
     page.wait_for_function("window.__bvLineup && window.__bvLineup.timelines.length === 4", timeout=15_000)
@@ -637,7 +637,8 @@ def test_export_address_follows_and_opens_what_it_says(page, page_errors, offlin
 
 def test_export_memory_tab_is_the_served_tabs(page, page_errors, offline, exported):
     """From file://: the pool and step from the address, the buttons and the budget draw what the oracle writes."""
-    from app.memory_view import MIN_BLOCKS, MODES, chunked_html, lesson_html, runs_for
+    from app.memory.lesson import MIN_BLOCKS, MODES, lesson_html, runs_for
+    from app.memory.view import chunked_html
     from tests.oracles.memory_view import mode_html
 
     _open(page, exported + "?tab=memory&blocks=7&budget=1024")
@@ -662,7 +663,7 @@ def test_export_memory_tab_is_the_served_tabs(page, page_errors, offline, export
 
 def test_export_clock_on_the_chapters_generated_and_worked_traffic(page, page_errors, offline, exported):
     """On a clock as served: its buttons, the worked example kept on the clock, the address, and what it lacks named."""
-    from app.export import clock_buttons
+    from app.export.page import clock_buttons
 
     to_clock, to_steps = clock_buttons()
     _open(page, exported + "?clock=ms")  # a link on a clock opens there, with nothing to say about it

@@ -10,8 +10,8 @@ import pytest
 from playwright.sync_api import expect
 
 from core import simulate
-from core.chapter_traffic import chapter_traffic
-from core.traces import parse_trace
+from core.chapter.chapter_traffic import chapter_traffic
+from core.workload.traces import parse_trace
 
 from .helpers import core_run, open_app, wait_for_timeline
 from .pixels import read_timeline
@@ -129,7 +129,7 @@ def test_a_refused_exercise_value_shows_on_its_tab(page, page_errors, server_log
 
 def test_a_clamped_pool_is_written_back_to_the_address(page, page_errors, server_log, app_url):
     """Round 4, also: `?tab=memory&blocks=-5` is clamped to the least pool, and the address says so."""
-    from app.memory_view import MIN_BLOCKS
+    from app.memory.lesson import MIN_BLOCKS
 
     open_app(page, app_url, "?tab=memory&blocks=-5", canvas=False)
     expect(page).to_have_url(re.compile(rf"blocks={MIN_BLOCKS}(&|$)"), timeout=15_000)
@@ -217,7 +217,7 @@ def test_a_widget_value_from_the_socket_is_refused_as_a_url_value_is(caplog):
     """Round 4, defect 14: a Memory-tab pool of -3 blocks from the socket: one line, the widget put back, state kept."""
     import param
 
-    from app.memory_view import MemoryView
+    from app.memory.view import MemoryView
 
     view = MemoryView()
     view._build()

@@ -5,7 +5,7 @@ import re
 from playwright.sync_api import expect
 
 from core import simulate
-from core.traces import parse_trace
+from core.workload.traces import parse_trace
 
 from .helpers import core_run, open_app, text_of, wait_for_timeline
 from .pixels import read_timeline

@@ -2,9 +2,9 @@
 
 from playwright.sync_api import expect
 
-from app.simulator import TABS
+from app.shell import TABS
 from core import simulate
-from core.chapter_traffic import chapter_traffic
+from core.chapter.chapter_traffic import chapter_traffic
 
 from .helpers import open_app, wait_for_timeline
 from .pixels import read_timeline

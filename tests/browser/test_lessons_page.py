@@ -4,12 +4,12 @@ from dataclasses import replace
 
 from playwright.sync_api import expect
 
-from app import chapter, story
+from app.simulator import chapter, story
 from core import TrafficConfig, compute_metrics, generate, simulate
-from core.chapter_traffic import CHAPTER_FIGURES, chapter_traffic
-from core.losses import losses
-from core.metrics import latency_so_far
-from core.worked_example import BATCH_TIMEOUT, SLOTS, WINDOW, worked_example, worked_figures
+from core.chapter.chapter_traffic import CHAPTER_FIGURES, chapter_traffic
+from core.chapter.worked_example import BATCH_TIMEOUT, SLOTS, WINDOW, worked_example, worked_figures
+from core.measure.losses import losses
+from core.measure.metrics import latency_so_far
 
 from .helpers import open_app, text_of, wait_for_timeline
 from .pixels import read_timeline

@@ -2,9 +2,9 @@
 
 from playwright.sync_api import expect
 
-from core.engine import as_run, schedule
-from core.memory import MemoryConfig
-from core.memory_example import BLOCK_SIZE, MODES, SLOTS, memory_requests
+from core.chapter.memory_example import BLOCK_SIZE, MODES, SLOTS, memory_requests
+from core.kv.memory import MemoryConfig
+from core.sched.engine import as_run, schedule
 
 from .helpers import open_app
 
@@ -109,8 +109,8 @@ def test_a_deep_link_opens_a_tight_pool_where_paged_preempts(page, page_errors, 
 
 def test_the_budget_choice_redraws_the_huge_prompt_lesson(page, page_errors, app_url):
     """Choosing 1,024 tokens: the claim states that budget's chunk count, the strip has that many prompt passes."""
-    from app.memory_view import STRIP_MS
-    from core.chunked_example import huge_prompt_runs
+    from app.memory.view import STRIP_MS
+    from core.chapter.chunked_example import huge_prompt_runs
 
     open_app(page, app_url, "?tab=memory", canvas=False)
     page.get_by_role("button", name="1,024", exact=True).click()

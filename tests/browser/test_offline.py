@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from app.simulator import TABS
+from app.shell import TABS
 
 from .helpers import open_app
 

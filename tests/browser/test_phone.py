@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.simulator import TABS
+from app.shell import TABS
 
 from .helpers import open_app
 
@@ -87,7 +87,7 @@ def test_nothing_runs_off_the_screen_at_1280_800_and_390(page, page_errors, app_
 
 def test_the_worked_example_leaves_your_own_trace_shut():
     """Item 9: `?preset=worked` opened the "Your own trace" card by itself; only an upload opens it."""
-    from app.simulator import App
+    from app.shell import App
 
     app = App(query={"preset": "worked"})
     assert "trace" not in app.chapter_widget.opened

@@ -4,7 +4,7 @@ import pytest
 from playwright.sync_api import expect
 
 from core import TrafficConfig, compute_metrics, generate, simulate
-from core.timed import simulate_timed
+from core.sched.timed import simulate_timed
 
 from .helpers import open_app
 from .pixels import read_timeline
@@ -54,8 +54,8 @@ def test_an_ordered_mode_gets_its_own_pairs_axis_and_kv_scale(page, page_errors,
     """
     from dataclasses import replace
 
-    from app.state import arrival_step_ms, shared_runs
-    from core.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, cost_model
+    from app.simulator.state import arrival_step_ms, shared_runs
+    from core.clock.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, cost_model
 
     requests = generate(TrafficConfig(seed=4))
     step = arrival_step_ms(DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE)

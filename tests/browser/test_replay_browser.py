@@ -70,7 +70,7 @@ def test_closing_the_page_frees_the_replay_at_once(browser, app_url):
     """Close the tab during a long replay: the server's one replay slot is free again within seconds, not at expiry."""
     import time
 
-    from app.replay_view import _SERVER_LOCK
+    from app.real_replay.view import _SERVER_LOCK
 
     page = browser.new_page()
     open_app(page, app_url, "?mode=continuous&slots=1&seed=4&requests=1000")
@@ -100,8 +100,8 @@ def test_the_knee_view_overlays_the_replays_step_times(page, page_errors, app_ur
 
 def test_online_replay_shows_predicted_beside_measured(page, page_errors, app_url, monkeypatch):
     """The real-time option: a predicted / measured / error row per figure, both wall-clock timelines drawn."""
-    from app import replay_view
-    from core.cost import Fitted
+    from app.real_replay import view as replay_view
+    from core.clock.cost import Fitted
     from replay.online import FIGURES
 
     axes = ((0, 1, 8, 64), (0, 64, 512), (0, 1024, 4096))

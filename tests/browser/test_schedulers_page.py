@@ -8,12 +8,12 @@ import pytest
 from PIL import Image
 from playwright.sync_api import expect
 
-from app import palette
-from app.lineup_data import LineupKey, drawn_cells, shared_lineup
-from app.lineup_words import ROWS, lessons_html, shown_best
-from core.hardware import cost_model
-from core.lineup import parse_entries
-from core.states import GENERATING, PAUSED
+from app.page import palette
+from app.schedulers.data import LineupKey, drawn_cells, shared_lineup
+from app.schedulers.words import ROWS, lessons_html, shown_best
+from core.clock.hardware import cost_model
+from core.measure.lineup import parse_entries
+from core.sched.states import GENERATING, PAUSED
 
 from .helpers import open_app
 from .pixels import nearest_state

@@ -5,8 +5,8 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 from core import TrafficConfig, generate, simulate
-from core.chapter_traffic import chapter_traffic
-from core.traces import parse_trace
+from core.chapter.chapter_traffic import chapter_traffic
+from core.workload.traces import parse_trace
 
 from .helpers import open_app, wait_for_timeline
 from .pixels import read_timeline

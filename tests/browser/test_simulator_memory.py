@@ -8,12 +8,13 @@ import numpy as np
 from PIL import Image
 from playwright.sync_api import expect
 
-from app import memory_lesson, palette
-from app.state import CHAPTER_NAME, SimState
-from app.story import loop_texts
-from core.chapter_traffic import chapter_traffic
-from core.engine import memory_waits
-from core.run import STATE_CHARS
+from app.page import palette
+from app.simulator import memory_lesson
+from app.simulator.state import CHAPTER_NAME, SimState
+from app.simulator.story import loop_texts
+from core.chapter.chapter_traffic import chapter_traffic
+from core.sched.engine import memory_waits
+from core.sched.run import STATE_CHARS
 from tests.oracles.progress import playback_texts
 
 from .helpers import open_app
@@ -31,7 +32,7 @@ CENTRES_JS = """([name, slots, steps]) => {
   const tl = window.__bvWidget.timelines[name === "timeline" ? 0 : 1];
   return [...Array(slots).keys()].map((s) => [...Array(steps).keys()].map((t) => tl.cellCentre(s, t)));
 }"""
-BARS = 26  # assets/renderer.js KV.bars
+BARS = 26  # app/web/renderer.js KV.bars
 
 
 def _page_state(**settings) -> SimState:

@@ -6,7 +6,7 @@ import numpy as np
 from PIL import Image
 from playwright.sync_api import expect
 
-from app.palette import THEMES
+from app.page.palette import THEMES
 
 from .helpers import core_run, open_app
 from .pixels import read_timeline

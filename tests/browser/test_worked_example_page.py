@@ -5,7 +5,7 @@ import re
 from playwright.sync_api import expect
 
 from core import simulate
-from core.worked_example import BATCH_TIMEOUT, SLOTS, WINDOW, worked_example
+from core.chapter.worked_example import BATCH_TIMEOUT, SLOTS, WINDOW, worked_example
 
 from .helpers import open_app, wait_for_timeline
 

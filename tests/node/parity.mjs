@@ -2,11 +2,11 @@
 // texts as JSON on stdout. A case: {view (JSON text), config, modes, steps, what: ["panel", "loop", "h2h", "batch"]},
 // or the Memory tab's: {memory (JSON text), steps}.
 import { readFileSync } from "node:fs";
-import { batchHtml } from "../../assets/batch.js";
-import { memoryModesHtml } from "../../assets/memory.js";
+import { batchHtml } from "../../app/web/batch.js";
+import { memoryModesHtml } from "../../app/web/memory.js";
 import {
   clockLoopHtml, clockPlaybackHtml, h2hCompactHtml, loopHtml, playbackHtml, timeoutNote,
-} from "../../assets/renderer.js";
+} from "../../app/web/renderer.js";
 
 const cases = JSON.parse(readFileSync(process.argv[2], "utf-8"));
 const out = cases.map(({ view, config, modes, steps, what, memory }) => {

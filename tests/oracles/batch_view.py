@@ -1,4 +1,4 @@
-"""The batch at the playback cursor in Python: the oracle assets/batch.js is tested against (no page uses it).
+"""The batch at the playback cursor in Python: the oracle app/web/batch.js is tested against (no page uses it).
 
 Continuous's ragged batch and block tables, static's padded rectangle.
 """
@@ -11,15 +11,15 @@ import panel as pn
 import param
 from bokeh.models import Div
 
-from app.batch_data import CLOCK_HTML, INTRO, LIST_LIMIT, MAX_CELLS, MAX_POOL, MAX_ROWS, ROW_COLORS
-from app.chapter import build_batch_at
-from app.loop import on_document
-from app.pool_at import owners_by_step, pools_html
-from app.state import SimState
-from app.style import CSS
-from app.words import plural
+from app.page.words import plural
+from app.server.loop import on_document
+from app.simulator.batch_data import CLOCK_HTML, INTRO, LIST_LIMIT, MAX_CELLS, MAX_POOL, MAX_ROWS, ROW_COLORS
+from app.simulator.chapter import build_batch_at
+from app.simulator.pool_at import owners_by_step, pools_html
+from app.simulator.state import SimState
+from app.web.style import CSS
 from core import Run
-from core.step_batch import BLOCK_SIZE, ContinuousBatches, ContinuousStep, StaticStep, static_step
+from core.batch.step_batch import BLOCK_SIZE, ContinuousBatches, ContinuousStep, StaticStep, static_step
 
 __all__ = ["BatchView", "INTRO", "MAX_CELLS", "MAX_POOL", "MAX_ROWS", "ROW_COLORS"]
 
@@ -188,9 +188,9 @@ def static_html(run: Run, step: StaticStep) -> str:
 
 
 class BatchView(pn.viewable.Viewer):
-    """The ragged batch (continuous) and the padded rectangle (static) at the cursor: the oracle of assets/batch.js.
+    """The ragged batch (continuous) and the padded rectangle (static) at the cursor: the oracle of app/web/batch.js.
 
-    The page draws the batch in the browser (assets/batch.js); this view builds the same HTML in Python.
+    The page draws the batch in the browser (app/web/batch.js); this view builds the same HTML in Python.
     """
 
     state = param.ClassSelector(class_=SimState)

@@ -1,20 +1,20 @@
-"""The Memory tab's three runs at a step in Python: the oracle assets/memory.js is tested against (no page uses it).
+"""The Memory tab's three runs at a step in Python: the oracle app/web/memory.js is tested against (no page uses it).
 
-Each mode's timeline as a table, the pool box by box, memory's decisions in words (app/memory_view.py's runs).
+Each mode's timeline as a table, the pool box by box, memory's decisions in words (app/memory/view.py's runs).
 """
 
 from __future__ import annotations
 
 import html
 
-from app.memory_view import CELL, TITLES, _step_run, _waits
-from app.pool_at import pool_boxes, pool_words
-from app.words import plural
-from core.policies import get_policy
-from core.run import GENERATING, IDLE, Run
-from core.schedule_record import Schedule
-from core.states import PADDING
-from core.waits import Wait
+from app.memory.lesson import CELL, TITLES, step_run, waits_of
+from app.page.words import plural
+from app.simulator.pool_at import pool_boxes, pool_words
+from core.sched.policies import get_policy
+from core.sched.run import GENERATING, IDLE, Run
+from core.sched.schedule_record import Schedule
+from core.sched.states import PADDING
+from core.sched.waits import Wait
 
 
 def _label(run: Run, i: int) -> str:
@@ -43,9 +43,9 @@ def _cells_by_step(run: Run, width: int) -> list[list[tuple[int, int]]]:
 
 def timeline_html(mode: str, s: Schedule, step: int, width: int, blocks: int) -> str:
     """Return one mode's timeline as a table: a letter per cell, blocked admissions dashed, KV use underneath."""
-    run = _step_run(s)
+    run = step_run(s)
     grid = _cells_by_step(run, width)
-    waits = {(w.slot, w.step): w for w in _waits(s)}
+    waits = {(w.slot, w.step): w for w in waits_of(s)}
     rows = []
     for slot in range(run.slots):
         tds = []
@@ -80,7 +80,7 @@ def timeline_html(mode: str, s: Schedule, step: int, width: int, blocks: int) ->
 
 def pool_html(mode: str, s: Schedule, step: int) -> str:
     """Return the pool during the pass at `step`: one box per block, its owner's letter, free blocks solid-edged."""
-    run = _step_run(s)
+    run = step_run(s)
     passes = [p for p, start in enumerate(s.pass_start.tolist()) if int(start) == step]
     owners = s.pool_maps[passes[0]] if passes else (-1,) * s.memory.kv_blocks
     boxes = pool_boxes(owners, [_label(run, i) for i in range(len(run.requests))], "held", "free")
@@ -133,7 +133,7 @@ def events_text(s: Schedule, step: int) -> list[str]:
             f"{plural(e.tokens, 'token')} it had generated"
         )
     spoken = set()
-    for w in _waits(s):
+    for w in waits_of(s):
         if w.step == step and w.request not in spoken:  # static waits per empty slot: one line per request
             spoken.add(w.request)
             out.append(f"step {step}: {wait_words(s, w)}")

@@ -1,4 +1,4 @@
-"""Per-step text for playback in Python: the oracle assets/renderer.js's texts are tested against (no page uses it)."""
+"""Per-step text for playback in Python: the oracle app/web/renderer.js's texts are tested against (no page uses it)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from app.words import plural
+from app.page.words import plural
 from core import GENERATING, IDLE, PADDING, Run
-from core.metrics import latency_so_far
-from core.states import RECOMPUTE
-from core.timed import TimedRun
+from core.measure.metrics import latency_so_far
+from core.sched.states import RECOMPUTE
+from core.sched.timed import TimedRun
 
 
 def _cumulative_cells(grid: np.ndarray, state: int) -> np.ndarray:
@@ -99,7 +99,7 @@ def playback_texts(run: Run, window: int, pool: int | None = None) -> tuple[str,
 def playback_panel(table: dict[str, list[str]]) -> list[str]:
     """Return, per step, the readout, stats, waste meter and decision log as one HTML block.
 
-    assets/renderer.js's playbackHtml writes the same block at each step (tests/browser/test_renderer.py).
+    app/web/renderer.js's playbackHtml writes the same block at each step (tests/browser/test_renderer.py).
     """
     kv = table.get("kv") or [""] * len(table["log"])
     return [

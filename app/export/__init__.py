@@ -1,0 +1,1 @@
+"""`batchviz export`: the served page as one self-contained offline HTML page."""

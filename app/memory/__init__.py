@@ -1,0 +1,1 @@
+"""The Memory tab: one traffic on one KV pool, paged against contiguous against static."""

@@ -1,0 +1,61 @@
+"""What the exercise views share: building a view when first opened, number parsing for deep links, the text pane."""
+
+from __future__ import annotations
+
+import panel as pn
+
+from app.page.url import query_value
+from app.web.style import CSS
+from core.limits import plain_float, plain_int
+
+MAX_SHOWN = 40
+
+
+class LazyViewer(pn.viewable.Viewer):
+    """A view built the first time it is shown: a new session pays nothing for a tab it never opens.
+
+    Subclasses build their figures and watchers in `_build` and return their layout from `_compose`.
+    """
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._layout = None
+
+    def _build(self) -> None:
+        raise NotImplementedError
+
+    def _compose(self) -> pn.viewable.Viewable:
+        raise NotImplementedError
+
+    def __panel__(self):
+        if self._layout is None:
+            self._build()
+            self._layout = self._compose()
+        return self._layout
+
+
+def text_pane(text: str) -> pn.pane.HTML:
+    """Return an HTML pane in the app's style."""
+    return pn.pane.HTML(text, sizing_mode="stretch_width", stylesheets=[CSS])
+
+
+def query_number(
+    query: dict, key: str, low: float, high: float, current: float, integer: bool = False
+) -> tuple[float | None, str]:
+    """Return (a number from the URL, or None, and a message): within [low, high], or refused and named.
+
+    One parser for every URL number (core.limits's plain_int and plain_float): ASCII digits only, no `2_0`; an
+    `integer` key takes whole numbers only (no `7.9`, no `1e1`).
+    """
+    if key not in query:
+        return None, ""
+    text = query_value(query[key]).strip()
+    shown = repr(text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "...")
+    value = plain_int(text) if integer else plain_float(text)
+    if value is None:
+        what = "a whole number" if integer else "a number"
+        return None, f"URL: {key}={shown} is not {what} (allowed {low:g}..{high:g}); kept {current:g}."
+    if not low <= value <= high:
+        clamped = min(max(value, low), high)
+        return clamped, f"URL: {key}={value:g} is out of range {low:g}..{high:g}; using {clamped:g}."
+    return value, ""

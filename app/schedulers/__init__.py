@@ -1,0 +1,1 @@
+"""The Schedulers tab: real engines' schedulers on one traffic, pool and clock, guessed, then compared."""

@@ -1,0 +1,407 @@
+"""The Schedulers tab: real engines' admission rules on one traffic, pool and clock, guessed, then compared."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import panel as pn
+import param
+from panel.custom import JSComponent
+
+from app.page import palette
+from app.page.tabs import LazyViewer, query_number, text_pane
+from app.page.url import query_choice, query_value
+from app.schedulers.data import LineupKey, budget_of, lineup_json, shared_lineup
+from app.schedulers.words import QUESTIONS, guess_html, lessons_html, load_html, table_html
+from app.server.loop import on_document
+from app.simulator.state import SimState
+from app.simulator.views import Messages
+from app.web.bundle import bundle
+from app.web.style import CSS
+from core.clock.hardware import ACCELERATOR_OPTIONS, ACCELERATORS, MODEL_OPTIONS, MODEL_SHAPES, cost_model
+from core.limits import LimitError
+from core.measure.lineup import MAX_ENTRIES, MIN_ENTRIES, parse_entries, parse_entry, registered_presets
+
+DEFAULT_ENTRIES = ("vllm", "tgi", "sglang", "trtllm-no-evict")
+SOURCES = {  # ?s_source= -> the traffic choice's words (short: a phone shows them side by side)
+    "chat": "Chat traffic",
+    "page": "The simulator's traffic",
+}
+SOURCE_WORDS = (
+    "<p><b>Traffic:</b> the tab's chat traffic (set below), or the simulator's: the chapter's, generated, or your "
+    "upload (an Azure-format trace too), its first <i>Requests</i>, arrivals on the clock as the simulator's clock "
+    "view places them.</p>"
+)
+KEY = LineupKey  # the settings' defaults are the shared key's, in one place
+NONE = "none"
+# URL key -> (parameter, low, high, whole number)
+NUMBERS = {
+    "s_seed": ("seed", 0, 99, True),
+    "s_requests": ("requests", 8, 256, True),
+    "s_rate": ("rate_per_s", 1.0, 200.0, False),
+    "s_share": ("priority_share", 0, 100, True),
+    "s_slots": ("slots", 1, 64, True),
+    "s_kv": ("kv_blocks", 0, 100_000, True),
+    "s_budget": ("token_budget", 64, 8192, True),
+    "s_ttft": ("ttft_ms", 1.0, 60_000.0, False),
+    "s_itl": ("itl_ms", 1.0, 1_000.0, False),
+}
+INTRO = (
+    "<h3>Schedulers: real engines side by side</h3><p>The chapter ends on a question: we admit requests every "
+    "step, but on what basis, and how many? Each engine answers it with settings engineers change every day. Here "
+    "they run on the same requests, slots, KV pool and clock (a roofline of the model on the accelerator): vLLM "
+    "mixes prompt chunks into decoding passes under a token budget; TGI (its router without chunked prefill) "
+    "pauses its running batch for a prefill pass, and only once enough requests wait (waiting_served_ratio) or the "
+    "wait ran long (max_waiting_tokens); SGLang prefills first, in chunks, while the batch waits; TensorRT-LLM puts "
+    "whole prompts into its passes (no token budget) and admits only what fits for its whole life "
+    "(GUARANTEED_NO_EVICT: on an unlimited pool that never binds) or packs the pool and pauses the newest when it "
+    "runs out (MAX_UTILIZATION). The slots stand for each engine's cap on running requests (max_num_seqs, "
+    "max_batch_size). Each scheduler's rules and what we simplify are in docs/simulator.md.</p>"
+    "<p><b>Terms.</b> TTFT: time to first token, from arrival (most of it, under load, is the wait for a slot). "
+    "ITL: inter-token latency, the gap between one token and the next. p99: the value 99% of requests (or gaps) "
+    "stay under. Prefill: the pass that computes a prompt; a chunk is part of one. Preempt: evict a running "
+    "request's KV cache; it later recomputes it. Goodput: requests per second that met both targets.</p>"
+)
+# Lesson -> (button, the settings it loads): each lesson's sentence under the table is computed from the runs.
+LESSONS = {
+    "ratio": (
+        "TGI's waiting_served_ratio: 0.3 against 1.2",
+        {
+            "entries": ["tgi", "tgi:waiting_served_ratio=1.2"],
+            "rate_per_s": 40.0,
+            "kv_blocks": 0,
+            "priority_share": 0,
+            "question": "itl_p99",
+        },
+    ),
+    "evict": (
+        "TensorRT-LLM on a tight pool: no-evict against max-util",
+        {
+            "entries": ["trtllm-no-evict", "trtllm-max-util"],
+            "rate_per_s": 40.0,
+            "kv_blocks": 300,
+            "priority_share": 0,
+            "question": "throughput",
+        },
+    ),
+    "priority": (
+        "vLLM's priority queue on two classes",
+        {
+            "entries": ["vllm", "vllm:scheduling_policy=priority"],
+            "rate_per_s": 40.0,
+            "kv_blocks": 0,
+            "priority_share": 30,
+            "question": "goodput",
+        },
+    ),
+    "sjf": (
+        "Shortest first against arrival order",
+        {
+            "entries": ["continuous", "sjf"],
+            "rate_per_s": 40.0,
+            "kv_blocks": 0,
+            "priority_share": 0,
+            "question": "latency_p50",
+        },
+    ),
+}
+LEGEND = (
+    ("generating (its prompt, then a token a pass; a prompt chunk too)", palette.GENERATING_COLOR, ""),
+    ("paused while a pass prefills others' prompts (TGI, SGLang)", palette.PAUSED_COLOR, "···"),
+    ("recomputing its KV after a preemption", palette.RECOMPUTE_COLOR, ""),
+    ("idle slot", palette.IDLE_COLOR, ""),
+    ("a white edge: one request's stay ends and the next begins", "#FFFFFF", "|"),
+)
+
+
+class LineupTimelines(JSComponent):
+    """Every scheduler's timeline on one time axis, drawn in the browser by the page's renderer."""
+
+    config = param.Dict(default={}, constant=True, doc="The renderer's colours")
+    payload = param.String(default="{}", doc="JSON: the lineup's view (app/lineup_data.lineup_json)")
+
+    _esm = bundle("words.js", "renderer.js", "batch.js", "lineup_host.js")
+    _stylesheets = [CSS]
+
+
+def legend_html() -> str:
+    """Return the states the lineup's timelines draw, as swatches with their words."""
+    items = [
+        f'<span class="bv-legend-item"><span class="bv-swatch" style="background:{colour};color:'
+        f'{palette.GENERATING_COLOR}">{mark}</span>{words}</span>'
+        for words, colour, mark in LEGEND
+    ]
+    return '<div class="bv-legend">' + "".join(items) + "</div>"
+
+
+class LineupView(LazyViewer):
+    """Pick two to four schedulers; guess which has the lowest p99 TTFT; then the table, the lessons, the runs."""
+
+    entries = param.List(default=list(DEFAULT_ENTRIES), item_type=str, doc="The schedulers, as a link writes them")
+    seed = param.Integer(default=KEY.seed, bounds=(0, 99), doc="Traffic seed")
+    requests = param.Integer(default=KEY.requests, bounds=(8, 256), doc="Requests")
+    rate_per_s = param.Number(default=KEY.rate_per_s, bounds=(1.0, 200.0), doc="Poisson arrivals, requests per second")
+    priority_share = param.Integer(
+        default=KEY.priority_share, bounds=(0, 100), doc="Requests in the high priority class, %"
+    )
+    slots = param.Integer(default=KEY.slots, bounds=(1, 64), doc="Batch slots (max_num_seqs, max_batch_size)")
+    kv_blocks = param.Integer(
+        default=KEY.kv_blocks, bounds=(0, 100_000), doc="KV pool in 16-token blocks (0: unlimited)"
+    )
+    token_budget = param.Integer(
+        default=KEY.token_budget, bounds=(64, 8192), doc="vLLM's max_num_batched_tokens, SGLang's chunk"
+    )
+    ttft_ms = param.Number(default=KEY.ttft_ms, bounds=(1.0, 60_000.0), doc="TTFT target, ms")
+    itl_ms = param.Number(default=KEY.itl_ms, bounds=(1.0, 1_000.0), doc="ITL target (each request's p99), ms")
+    guess = param.Integer(default=None, allow_None=True, doc="The scheduler the learner picked (index), asked first")
+    question = param.Selector(default="ttft_p99", objects=list(QUESTIONS), doc="The figure the guess is about")
+    accelerator = param.Selector(default=KEY.accelerator, objects=list(ACCELERATORS), doc="The clock's accelerator")
+    model = param.Selector(default=KEY.model, objects=list(MODEL_SHAPES), doc="The clock's model")
+    theme = param.Selector(default="light", objects=list(palette.THEMES), doc="The page's colours")
+    source = param.Selector(default="chat", objects=list(SOURCES), doc="Whose traffic: the tab's chat, or the page's")
+    state = param.ClassSelector(class_=SimState, default=None, allow_None=True, doc="The simulator's settings")
+
+    def key(self) -> LineupKey:
+        """Return the lineup's settings as the shared cache's key."""
+        page = self.state.traffic_key() if self.source == "page" and self.state is not None else None
+        return LineupKey(
+            tuple(parse_entry(text) for text in self.entries), self.seed, self.requests, self.rate_per_s,
+            self.priority_share, self.slots, self.kv_blocks, self.token_budget, self.ttft_ms, self.itl_ms,
+            self.accelerator, self.model, page_traffic=page,
+        )  # fmt: skip
+
+    def apply_query(self, query: dict) -> list[str]:
+        """Set the tab from its URL keys (`schedulers=tgi,vllm`, `s_rate=40`, ...); return messages for refusals."""
+        messages = []
+        choices = (
+            ("s_accel", "accelerator", ACCELERATORS),
+            ("s_model", "model", MODEL_SHAPES),
+            ("s_question", "question", QUESTIONS),
+            ("s_source", "source", SOURCES),
+        )
+        for key, name, allowed in choices:
+            value, message = query_choice(query, key, allowed, f"kept {getattr(self, name)}")
+            if value is not None:
+                setattr(self, name, value)
+            messages += [message] if message else []
+        if "schedulers" in query:
+            text = query_value(query["schedulers"])
+            try:
+                self.entries = [e.text() for e in parse_entries(text)]
+            except ValueError as exc:
+                messages.append(f"URL: schedulers={text[:60]!r}: {exc}; kept {','.join(self.entries)}.")
+        for key, (name, low, high, whole) in NUMBERS.items():
+            value, message = query_number(query, key, low, high, getattr(self, name), integer=whole)
+            if value is not None:
+                setattr(self, name, int(value) if whole else value)
+            messages += [message] if message else []
+        refused = _refusal(self.key())  # a pool too small for this traffic, say: named, and the defaults kept
+        if refused:
+            self.param.update(**{name: self.param[name].default for name, *_ in NUMBERS.values()})
+            messages.append(f"URL: the schedulers' settings were not run: {refused}; showing the defaults.")
+        value, message = query_number(query, "s_guess", 0, MAX_ENTRIES - 1, 0, integer=True)
+        if value is not None and value < len(self.entries) and not message:
+            self.guess = int(value)
+        elif "s_guess" in query:
+            messages.append(f"URL: s_guess is the index of a scheduler shown, 0..{len(self.entries) - 1}; asking.")
+        return messages
+
+    def query(self) -> dict[str, str]:
+        """Return the tab's URL arguments that differ from their defaults."""
+        out = {}
+        if self.entries != list(DEFAULT_ENTRIES):
+            out["schedulers"] = ",".join(self.entries)
+        for key, (name, *_) in NUMBERS.items():
+            value = getattr(self, name)
+            if value != self.param[name].default:
+                out[key] = f"{value:g}"
+        if self.source != "chat":
+            out["s_source"] = self.source
+        if self.question != self.param.question.default:
+            out["s_question"] = self.question
+        for key, name in (("s_accel", "accelerator"), ("s_model", "model")):
+            if getattr(self, name) != self.param[name].default:
+                out[key] = getattr(self, name)
+        if self.guess is not None:
+            out["s_guess"] = str(self.guess)
+        return out
+
+    def _build(self) -> None:
+        self.messages = Messages()
+        self.timelines = LineupTimelines(
+            config={"colours": _colours(self.theme)}, payload="{}", sizing_mode="stretch_width"
+        )
+        self.verdict, self.table, self.lessons, self.load = text_pane(""), text_pane(""), text_pane(""), text_pane("")
+        self._good = self.key()
+        self._syncing = False
+        self.pickers = [pn.widgets.Select(label=f"Scheduler {k + 1}", width=250) for k in range(MAX_ENTRIES)]
+        for picker in self.pickers:
+            picker.param.watch(self._picked, "value")
+        self._show_pickers()
+        self.guesses = pn.widgets.RadioButtonGroup(
+            label="Your guess", color="primary", variant="outline", sizing_mode="stretch_width",
+            stylesheets=[".bk-btn-group { flex-wrap: wrap; row-gap: 4px; }"],
+        )  # fmt: skip
+        self._show_guesses()
+        self.guesses.param.watch(self._guessed, "value")
+        self.lesson_buttons = []
+        for label, values in LESSONS.values():
+            button = pn.widgets.Button(label=label)
+            button.on_click(lambda _e, values=values: self.param.update(guess=None, **values))
+            self.lesson_buttons.append(button)
+        self._refresh()
+        changes = [name for name in self.param if name not in ("name", "guess", "question", "theme", "state")]
+        self.param.watch(lambda *_e: on_document(self._changed), changes)
+        if self.state is not None:  # the simulator's traffic changed: a lineup on it follows
+            self.state.param.watch(lambda *_e: self.source == "page" and on_document(self._changed), "runs")
+        self.param.watch(lambda *_e: on_document(self._reveal), ["guess", "question"])
+
+    def _show_pickers(self) -> None:
+        """Set the four pickers to the entries (the registered presets and any variant on screen as options)."""
+        options = {_label(name): name for name in registered_presets()}
+        options.update({_label(text): text for text in self.entries})
+        self._syncing = True  # the pickers' own watchers wait until all four are set
+        try:
+            for k, picker in enumerate(self.pickers):
+                picker.options = options if k < MIN_ENTRIES else {NONE: NONE, **options}
+                picker.value = self.entries[k] if k < len(self.entries) else NONE
+        finally:
+            self._syncing = False
+
+    def _picked(self, _event) -> None:
+        if self._syncing:
+            return
+        chosen = [p.value for p in self.pickers if p.value and p.value != NONE]
+        if chosen == self.entries:
+            return
+        if len(set(chosen)) != len(chosen):
+            self.messages.text = "Each scheduler once: that one is already shown."
+            pn.state.execute(self._show_pickers, schedule=True)
+            return
+        self.messages.text = ""
+        self.param.update(entries=chosen, guess=None)
+
+    def _show_guesses(self) -> None:
+        self.guesses.options = {_label(text): k for k, text in enumerate(self.entries)}
+        self.guesses.value = self.guess
+
+    def _guessed(self, event) -> None:
+        if event.new != self.guess:
+            self.guess = event.new
+
+    def _changed(self) -> None:
+        """Recompute the lineup; a setting the core refuses is named and undone."""
+        key = self.key()
+        if key == self._good:  # nothing that shows changed (a refused value put back, say): keep its message
+            return
+        refused = _refusal(key)
+        if refused:
+            self.messages.text = f"Not run: {refused}. Kept the last lineup."
+            good = self._good
+            self.param.update(
+                entries=[e.text() for e in good.entries], seed=good.seed, requests=good.requests,
+                rate_per_s=good.rate_per_s, priority_share=good.priority_share, slots=good.slots,
+                kv_blocks=good.kv_blocks, token_budget=good.token_budget,
+            )  # fmt: skip
+            return
+        self.messages.text = ""
+        # Any change but the targets changes the runs: a new question, guessed again before the table shows.
+        new_question = replace(key, ttft_ms=0, itl_ms=0) != replace(self._good, ttft_ms=0, itl_ms=0)
+        self._good = key
+        if new_question:
+            self.guess = None  # a new question: guess again before the table shows
+        self._show_pickers()
+        self._show_guesses()
+        self._refresh()
+
+    def _reveal(self) -> None:
+        self.guesses.value = self.guess
+        self._refresh()
+
+    def _refresh(self) -> None:
+        key = self._good  # the lineup on screen: the last settings the core ran
+        lines = shared_lineup(key)
+        self.timelines.payload = lineup_json(key)
+        self.load.object = load_html(lines, *budget_of(key))
+        self.verdict.object = guess_html(lines, self.guess, self.question)
+        revealed = self.guess is not None
+        self.table.object = table_html(lines, key.ttft_ms, key.itl_ms) if revealed else ""
+        self.lessons.object = lessons_html(lines, cost_model(key.accelerator, key.model)) if revealed else ""
+
+    def _compose(self):
+        number = lambda name, label, **kw: pn.widgets.IntSlider.from_param(  # noqa: E731
+            self.param[name], label=label, width=200, **kw
+        )
+        traffic = pn.FlexBox(
+            number("seed", "Traffic seed"),
+            number("requests", "Requests"),
+            pn.widgets.FloatSlider.from_param(self.param.rate_per_s, label="Arrivals, requests/s", step=1, width=200),
+            number("priority_share", "High priority class, %"),
+            sizing_mode="stretch_width",
+        )
+        engine = pn.FlexBox(
+            number("slots", "Slots"),
+            pn.widgets.IntInput.from_param(
+                self.param.kv_blocks, label="KV pool, 16-token blocks (0: unlimited)", width=270
+            ),
+            pn.widgets.IntInput.from_param(self.param.token_budget, label="Token budget (vLLM, SGLang)", width=200),
+            pn.widgets.FloatInput.from_param(self.param.ttft_ms, label="TTFT target, ms", width=160),
+            pn.widgets.FloatInput.from_param(self.param.itl_ms, label="ITL target, ms", width=160),
+            pn.widgets.Select.from_param(self.param.accelerator, label="Accelerator", options=ACCELERATOR_OPTIONS),
+            pn.widgets.Select.from_param(self.param.model, label="Model", options=MODEL_OPTIONS),
+            sizing_mode="stretch_width",
+        )
+        source = pn.widgets.RadioButtonGroup.from_param(
+            self.param.source, options={words: key for key, words in SOURCES.items()}, color="primary",
+            variant="outline", label="Traffic", stylesheets=[".bk-btn-group { flex-wrap: wrap; row-gap: 4px; }"],
+        )  # fmt: skip
+        for widget in traffic.objects[:1] + traffic.objects[2:]:  # the chat traffic's own settings
+            widget.visible = self.source == "chat"
+        self.param.watch(
+            lambda e: [setattr(w, "visible", e.new == "chat") for w in traffic.objects[:1] + traffic.objects[2:]],
+            "source",
+        )
+        return pn.Column(
+            text_pane(INTRO),
+            self.messages,
+            pn.FlexBox(*self.pickers, sizing_mode="stretch_width"),
+            text_pane(SOURCE_WORDS),
+            source,
+            traffic,
+            engine,
+            text_pane(
+                "<p><b>Lessons</b> (each loads its settings; its sentence under the table is computed from "
+                "the runs):</p>"
+            ),
+            pn.FlexBox(*self.lesson_buttons, sizing_mode="stretch_width"),
+            self.load,
+            self.verdict,
+            self.guesses,
+            self.table,
+            self.lessons,
+            text_pane(legend_html()),
+            self.timelines,
+            sizing_mode="stretch_width",
+            css_classes=["bv-story"],
+        )
+
+
+def _refusal(key: LineupKey) -> str:
+    """Return why the core refuses to run `key` (in the page's words), or "" when it runs."""
+    try:
+        shared_lineup(key)
+    except (ValueError, LimitError) as exc:
+        return str(exc).replace("give --kv-blocks", "give the KV pool")
+    return ""
+
+
+def _label(text: str) -> str:
+    """Return an entry's words from its link text."""
+    return parse_entry(text).label()
+
+
+def _colours(theme: str) -> dict:
+    """Return the renderer's colours in the page's theme."""
+    from app.simulator.widget_data import renderer_config
+
+    return renderer_config(palette.THEMES[theme], 120)["colours"]

@@ -1,0 +1,338 @@
+"""The schedulers tab's words: its table with the best of each row marked, the guess, and the lessons' sentences.
+
+Every sentence that claims a relation is computed from the runs on screen: its numbers are theirs and its verbs
+follow the numbers ("lowers" only where it is lower), and a lesson's sentence shows only where its pair is on screen.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from app.page.words import plural
+from core.clock.cost import StepCost
+from core.measure.lineup import Line, best
+from core.measure.serving import per_request
+from core.sched.states import PAUSED
+
+# (figure, words, format): the table's rows, in the order an engineer reads them.
+ROWS = (
+    ("ttft_p50", "TTFT p50 (ms)", "{:,.1f}"),
+    ("ttft_p99", "TTFT p99 (ms)", "{:,.1f}"),
+    ("itl_p50", "ITL p50 (ms)", "{:,.1f}"),
+    ("itl_p99", "ITL p99 (ms)", "{:,.1f}"),
+    ("latency_p50", "End-to-end p50 (ms)", "{:,.0f}"),
+    ("latency_p99", "End-to-end p99 (ms)", "{:,.0f}"),
+    ("wait_mean", "Queue wait, mean (ms)", "{:,.1f}"),
+    ("throughput", "Throughput (tokens/s)", "{:,.0f}"),
+    ("preemptions", "Preemptions", "{:,}"),
+    ("slo_attainment", "Met both targets", "{:.0%}"),
+    ("goodput", "Goodput (requests/s)", "{:,.2f}"),
+    ("fairness", "Fairness (Jain, slowdown)", "{:.3f}"),
+)
+# The question a lineup asks before its table: figure -> (its words, its unit, its format).
+QUESTIONS = {
+    "ttft_p99": ("the lowest p99 TTFT", " ms", "{:,.1f}"),
+    "itl_p99": ("the lowest p99 ITL", " ms", "{:,.1f}"),
+    "latency_p50": ("the lowest median end-to-end latency", " ms", "{:,.0f}"),
+    "throughput": ("the highest throughput", " tokens/s", "{:,.0f}"),
+    "goodput": ("the highest goodput", " requests/s", "{:,.2f}"),
+}
+
+
+def shown_best(lines: Sequence[Line], field: str, fmt: str) -> set[int]:
+    """Return the lines a row stars: the leaders of `field`, and any that reads the same as a leader once shown.
+
+    None where every entry reads the same on the page (a star there would mark a difference nobody can see).
+    """
+    texts = [fmt.format(getattr(line.figures, field)) for line in lines]
+    leaders = best(lines, field)
+    if len(set(texts)) == 1 or not leaders:
+        return set()
+    shown = {texts[i] for i in leaders}
+    return {i for i, text in enumerate(texts) if text in shown}
+
+
+def table_html(lines: Sequence[Line], ttft_ms: float, itl_ms: float) -> str:
+    """Return the figures side by side, each row's best marked (a star and bold) where the entries differ."""
+    head = "".join(f'<th scope="col">{html.escape(line.entry.label())}</th>' for line in lines)
+    body = []
+    for field, words, fmt in ROWS:
+        leaders = shown_best(lines, field, fmt)
+        cells = []
+        for i, line in enumerate(lines):
+            text = fmt.format(getattr(line.figures, field))
+            lead = i in leaders
+            mark = f"<b>{text} ★</b>" if lead else text
+            cells.append(f'<td data-col="{i}" data-best="{int(lead)}">{mark}</td>')
+        body.append(f'<tr data-row="{field}"><th scope="row">{words}</th>{"".join(cells)}</tr>')
+    caption = (
+        f"Each scheduler on the same requests, slots, KV pool and clock. ★: the best of the row. Targets: TTFT at "
+        f"most {ttft_ms:g} ms and each request's own ITL p99 at most {itl_ms:g} ms (goodput: the requests that met "
+        "both, per second, DistServe's). Fairness: Jain's index over each request's latency divided by its latency "
+        "alone on the same engine (1: everyone slowed alike)."
+    )
+    return (
+        '<div style="overflow-x: auto; max-width: 100%" tabindex="0" role="region" aria-label="The schedulers side '
+        'by side">'
+        f'<table class="bv-h2h bv-lineup-table"><thead><tr><th></th>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div><p>{caption}</p>"
+    )
+
+
+def load_html(lines: Sequence[Line], budget: int | None = None, unlimited: bool = False) -> str:
+    """Return the traffic against the schedulers (arrivals, drains, TTFT), and which entries look alike on it."""
+    run = lines[0].run
+    n, span = len(run.requests), float(run.arrival_ms.max() - run.arrival_ms.min()) / 1e3
+    drains = [float(line.run.drain_ms) / 1e3 for line in lines]
+    waits = [line.figures.wait_mean for line in lines]
+    ttfts = [float(np.mean(line.run.first_token_ms - line.run.arrival_ms)) for line in lines]
+    share = min(w / t for w, t in zip(waits, ttfts) if t > 0) if any(t > 0 for t in ttfts) else 0.0
+    most = "most" if share > 0.5 else "part" if share > 0.05 else "little"
+    return (
+        f'<p data-claim="load">{n} requests arrive over {span:,.1f} s on {run.slots} slots; the schedulers finish them '
+        f"in {min(drains):,.1f} to {max(drains):,.1f} s. The mean wait for a slot is {min(waits):,.0f} to "
+        f"{max(waits):,.0f} ms of a mean TTFT of {min(ttfts):,.0f} to {max(ttfts):,.0f} ms: {most} of the time to "
+        "first token here is the wait for a slot.</p>" + alike_html(lines, budget, unlimited)
+    )
+
+
+# Two timelines whose every start, first token and finish lie within this share of the run of each other look the
+# same on the page (half a percent: a few pixels at most): the page says so, with the largest difference.
+ALIKE = 0.005
+TIMES = ("start_ms", "first_token_ms", "finish_ms")
+
+
+def gap_ms(a: Line, b: Line) -> float | None:
+    """Return the largest difference between two entries' starts, first tokens and finishes (None: other slots)."""
+    ra, rb = a.run, b.run
+    if not np.array_equal(ra.slot, rb.slot) or paused_passes(a) != paused_passes(b):
+        return None
+    return max(float(np.abs(getattr(ra, c) - getattr(rb, c)).max(initial=0.0)) for c in TIMES)
+
+
+def _split_words(a: Line, b: Line, budget: int | None) -> str:
+    """Return the prompts one entry splits over passes (over its token budget) and the other computes in one."""
+    split = [line.entry.policy().has_token_budget for line in (a, b)]
+    if budget is None or split[0] == split[1] or a.figures.preemptions or b.figures.preemptions:
+        return ""
+    over = sorted(r.prompt_tokens for r in a.run.requests if r.prompt_tokens > budget)
+    if not over:
+        return ""
+    chunks, whole = (a, b) if split[0] else (b, a)
+    return (
+        f"; where they part: {plural(len(over), 'prompt')} of these requests "
+        f"({', '.join(f'{t:,}' for t in over[:3])}{', ...' if len(over) > 3 else ''} tokens) "
+        f"{'is' if len(over) == 1 else 'are'} over the {budget:,}-token budget, which "
+        f"{html.escape(chunks.entry.label())} computes over more than one pass and "
+        f"{html.escape(whole.entry.label())} in one"
+    )
+
+
+def alike_html(lines: Sequence[Line], budget: int | None = None, unlimited: bool = False) -> str:
+    """Return which entries on screen draw the same timeline, or one the eye cannot tell apart, and by how much.
+
+    `budget` is the budgeted presets' tokens a pass; the split prompts are named as the difference only on an
+    unlimited pool without preemptions (elsewhere memory can part two entries too).
+    """
+    said = []
+    span = max((float(line.run.drain_ms) for line in lines), default=0.0)
+    for i, j in itertools.combinations(range(len(lines)), 2):
+        gap = gap_ms(lines[i], lines[j])
+        if gap is None or gap > ALIKE * span:
+            continue
+        names = f"{html.escape(lines[i].entry.label())} and {html.escape(lines[j].entry.label())}"
+        if gap == 0:
+            said.append(
+                f'<p data-claim="same-timeline" data-alike="{i},{j}" data-gap-ms="0">Here {names} draw the same '
+                "timeline: every request takes the same slot and starts, gets its first token and finishes at the "
+                "same moment under each, so their columns in the table match: their rules differ, but not in any "
+                "choice these requests put to them.</p>"
+            )
+            continue
+        why = _split_words(lines[i], lines[j], budget if unlimited else None)
+        said.append(
+            f'<p data-claim="same-timeline" data-alike="{i},{j}" data-gap-ms="{gap:.1f}">Here {names} look alike: '
+            f"every request takes the same slot, and no start, first token or finish differs by more than "
+            f"{gap:,.1f} ms ({gap / span:.2%} of the {span / 1e3:,.1f} s run){why}.</p>"
+        )
+    return "".join(said)
+
+
+def guess_html(lines: Sequence[Line], guess: int | None, field: str = "ttft_p99") -> str:
+    """Return the question before the guess; after it, whether it was right, with the figures that decide it."""
+    words, unit, fmt = QUESTIONS[field]
+    show = lambda k: fmt.format(values[k]) + unit  # noqa: E731
+    if guess is None:
+        return (
+            '<p class="bv-lineup-guess" data-lineup-guess="ask"><b>Your guess first.</b> On this traffic, which '
+            f"scheduler will have {words}? The table shows once you pick.</p>"
+        )
+    values = [getattr(line.figures, field) for line in lines]
+    leaders = shown_best(lines, field, fmt)  # a tie on the page is a tie
+    picked = lines[guess].entry.label()
+    if not leaders:
+        verdict = f'all read {show(0)}: <b data-lineup-guess="right">any pick is right</b>.'
+    elif guess in leaders:
+        verdict = f'<b data-lineup-guess="right">right</b>: {show(guess)}.'
+    else:
+        lead = min(leaders)
+        verdict = (
+            f'<b data-lineup-guess="wrong">not quite</b>: {html.escape(lines[lead].entry.label())} has {words}, '
+            f"{show(lead)} against {show(guess)}."
+        )
+    return f'<p class="bv-lineup-guess">You picked {html.escape(picked)}: {verdict}</p>'
+
+
+def paused_passes(line: Line) -> int:
+    """Return how many passes paused the running requests for others' prompts (TGI, SGLang)."""
+    s = line.run.schedule
+    if s is None or not len(s.cells):
+        return 0
+    paused = s.cells[s.cells[:, 4] == PAUSED]
+    return len({p for lo, hi in paused[:, 2:4].tolist() for p in range(lo, hi)})
+
+
+def _than(a: float, b: float, lower: str, higher: str, same: str) -> str:
+    """Return the verb a comparison of a with b earns."""
+    return lower if a < b else higher if a > b else same
+
+
+def _knob(line: Line, name: str):
+    return getattr(line.entry.policy(), name, None)
+
+
+def ratio_html(lines: Sequence[Line]) -> str:
+    """TGI at two waiting_served_ratios: what the higher one does to the decoders' ITL and the waiting's TTFT."""
+    tgis = [line for line in lines if "waiting_served_ratio" in line.entry.policy().knobs]
+    ratios = {_knob(line, "waiting_served_ratio") for line in tgis}
+    if len(tgis) < 2 or len(ratios) < 2:
+        return ""
+    low = min(tgis, key=lambda line: _knob(line, "waiting_served_ratio"))
+    high = max(tgis, key=lambda line: _knob(line, "waiting_served_ratio"))
+    a, b = high.figures, low.figures
+    rh, rl = _knob(high, "waiting_served_ratio"), _knob(low, "waiting_served_ratio")
+    itl = _than(a.itl_p99, b.itl_p99, "lowers", "raises", "leaves")
+    ttft = _than(a.ttft_p99, b.ttft_p99, "lowers", "raises", "leaves")
+    trades = a.itl_p99 < b.itl_p99 and a.ttft_p99 > b.ttft_p99
+    verdict = (
+        "the waiting requests pay for the decoders' steadier tokens: that is the trade the ratio sets."
+        if trades
+        else "here the ratio does not trade one for the other."
+    )
+    return (
+        f'<p data-claim="tgi-ratio">Here TGI at waiting_served_ratio {rh:g} pauses its running batch for '
+        f"{paused_passes(high)} prefill passes against {paused_passes(low)} at {rl:g}: it {itl} the ITL p99 "
+        f"({a.itl_p99:,.1f} ms against {b.itl_p99:,.1f}) and {ttft} the TTFT p99 ({a.ttft_p99:,.1f} ms against "
+        f"{b.ttft_p99:,.1f}); {verdict}</p>"
+    )
+
+
+def _rows(line: Line) -> tuple[float, int]:
+    """Return the decoding rows a pass held: the mean over time, and the most."""
+    run = line.run
+    if not run.passes:
+        return 0.0, 0
+    spans = run.pass_end_ms - run.pass_start_ms
+    return float((run.pass_rows * spans).sum() / spans.sum()), int(run.pass_rows.max())
+
+
+def _whole_life(line: Line) -> bool:
+    """Return whether the line's policy reserves each request's prompt and answer cap at admission."""
+    pol = line.entry.policy()
+    return not pol.forms_batches and pol.reserves_whole_life("paged")
+
+
+def _plain(line: Line) -> bool:
+    """Return whether the line's policy is continuous batching in arrival order, nothing added."""
+    p = line.entry.policy()
+    return not (p.forms_batches or p.ordered or p.has_token_budget or p.pauses_decoders or p.engine)
+
+
+def evict_html(lines: Sequence[Line]) -> str:
+    """An engine's two capacity schedulers (TensorRT-LLM's): never preempting against running more at once."""
+    # One engine's two capacity schedulers: one reserves each request's whole life, the other admits by need.
+    reserving = [line for line in lines if line.entry.policy().engine and _whole_life(line)]
+    engines = {line.entry.policy().engine for line in reserving}
+    packing = [line for line in lines if not _whole_life(line) and line.entry.policy().engine in engines]
+    if not packing:
+        return ""
+    mu = packing[0]
+    ne = next(line for line in reserving if line.entry.policy().engine == mu.entry.policy().engine)
+    (ne_mean, ne_max), (mu_mean, mu_max) = _rows(ne), _rows(mu)
+    recomputed = mu.run.schedule.recomputed_tokens if mu.run.schedule is not None else 0
+    s = ne.run.schedule
+    cap = (s.memory.reserve_tokens or max(r.output_tokens for r in s.requests)) if s is not None else 0
+    capped = any(r.max_tokens for r in ne.run.requests)
+    holds = "its prompt plus its max_tokens" if capped else f"its prompt plus {cap:,} tokens (the longest answer here)"
+    more = _than(mu_mean, ne_mean, "fewer", "more", "as many")
+    return (
+        f'<p data-claim="trtllm">Here GUARANTEED_NO_EVICT, each request holding {holds} from its admission, '
+        f"preempted {ne.figures.preemptions} times and decoded {ne_mean:.1f} rows a pass on average (at most "
+        f"{ne_max}); MAX_UTILIZATION decoded {more} at once, "
+        f"{mu_mean:.1f} on average (at most {mu_max}), preempted {mu.figures.preemptions} times and recomputed "
+        f"{recomputed:,} tokens. TTFT p99 {ne.figures.ttft_p99:,.1f} ms against {mu.figures.ttft_p99:,.1f}; "
+        f"throughput {ne.figures.throughput:,.0f} tokens/s against {mu.figures.throughput:,.0f}.</p>"
+    )
+
+
+def class_figures(line: Line, cost: StepCost) -> dict[int, tuple[int, float]]:
+    """Return each priority class's size and mean TTFT (ms)."""
+    ttft = per_request(line.run, cost).ttft
+    classes = np.array([r.priority for r in line.run.requests])
+    return {int(c): (int((classes == c).sum()), float(ttft[classes == c].mean())) for c in np.unique(classes)}
+
+
+def priority_html(lines: Sequence[Line], cost: StepCost) -> str:
+    """A queue by priority against arrival order on two classes: the high class's TTFT, the low's, and fairness."""
+    ordered = [line for line in lines if line.entry.policy().orders_by_class]
+    plain = [line for line in lines if not line.entry.policy().ordered]
+    if not ordered or not plain or len({r.priority for r in lines[0].run.requests}) < 2:
+        return ""
+    pri, fcfs = ordered[0], plain[0]
+    a, b = class_figures(pri, cost), class_figures(fcfs, cost)
+    high, low = min(a), max(a)
+    hi_verb = _than(a[high][1], b[high][1], "lowers", "raises", "leaves")
+    lo_verb = _than(a[low][1], b[low][1], "lowers", "raises", "leaves")
+    fair = _than(pri.figures.fairness, fcfs.figures.fairness, "falls", "rises", "stays")
+    return (
+        f'<p data-claim="priority">Here {html.escape(pri.entry.label())} against {html.escape(fcfs.entry.label())}: '
+        f"it {hi_verb} the high class's mean TTFT ({a[high][0]} requests: {a[high][1]:,.1f} ms against "
+        f"{b[high][1]:,.1f}) and {lo_verb} the low class's ({a[low][0]}: {a[low][1]:,.1f} ms against "
+        f"{b[low][1]:,.1f}); fairness over every request's slowdown {fair} ({pri.figures.fairness:.3f} against "
+        f"{fcfs.figures.fairness:.3f}).</p>"
+    )
+
+
+def longest_mean(line: Line, share: float = 0.1) -> tuple[int, float]:
+    """Return how many requests are the longest `share` of answers, and their mean end-to-end latency (ms)."""
+    run = line.run
+    n = max(1, int(round(share * len(run.requests))))
+    longest = np.argsort([-r.output_tokens for r in run.requests], kind="stable")[:n]
+    return n, float((run.finish_ms - run.arrival_ms)[longest].mean())
+
+
+def sjf_html(lines: Sequence[Line]) -> str:
+    """A queue by answer length against arrival order: the mean latency, and the longest answers' latency."""
+    by_length = [line for line in lines if line.entry.policy().order_field == "output"]
+    by_arrival = [line for line in lines if _plain(line)]
+    if not by_length or not by_arrival:
+        return ""
+    s, c = by_length[0], by_arrival[0]
+    mean_s = float((s.run.finish_ms - s.run.arrival_ms).mean())
+    mean_c = float((c.run.finish_ms - c.run.arrival_ms).mean())
+    (n, long_s), (_, long_c) = longest_mean(s), longest_mean(c)
+    return (
+        f'<p data-claim="sjf">Here shortest-first {_than(mean_s, mean_c, "lowers", "raises", "leaves")} the mean '
+        f"end-to-end latency ({mean_s:,.0f} ms against {mean_c:,.0f} in arrival order) while the {n} longest answers "
+        f"{_than(long_s, long_c, 'finish sooner', 'wait longer', 'take as long')} ({long_s:,.0f} ms against "
+        f"{long_c:,.0f} on average).</p>"
+    )
+
+
+def lessons_html(lines: Sequence[Line], cost: StepCost) -> str:
+    """Return every lesson's sentence that applies to the lineup on screen (none where no pair applies)."""
+    return "".join((ratio_html(lines), evict_html(lines), priority_html(lines, cost), sjf_html(lines)))

@@ -1,0 +1,1 @@
+"""The server's plumbing: the session builder, shared byte-bounded caches, the event loop and the log."""

@@ -1,0 +1,328 @@
+"""The chapter's story beside the widget: why static wastes, the scheduling loop at the cursor, spread, limits."""
+
+from __future__ import annotations
+
+import html
+from functools import lru_cache
+
+import numpy as np
+
+from app.page.words import plural
+from core import Run
+from core.sched.policies import STATIC_ROW, get_policy
+from core.sched.timed import TimedRun
+
+WHY = (
+    "<h3>Why static batching wastes, and what continuous batching changes</h3>"
+    "<p><b>Static batching</b> takes a group of requests and runs it until its longest member has finished. A member "
+    "that finishes early keeps its slot anyway, and the GPU keeps computing a row for it that nobody reads: that is "
+    "<i>padding</i>. A request that arrives meanwhile waits for the whole batch, however short it is.</p>"
+    "<p><b>Continuous batching</b> (iteration-level scheduling) looks at the batch between every two forward passes: "
+    "finished requests leave at once and waiting ones take their slots. There is no batch boundary any more; the "
+    "batch is simply whoever is running now. It does not make one forward pass any faster. It removes the gaps, the "
+    "padding and the wait for the next batch, and on real traffic, where a few answers are many times longer than "
+    'most, that is worth <span data-claim="gain-2-4x">2-4x the throughput</span> '
+    '<span data-claim="latency-lower">with lower latency at the same time</span>.</p>'
+)
+
+SPREAD = (
+    "<h3>The gain comes from the spread of lengths, once requests queue</h3>"
+    "<p>Static batching loses slot-time three ways, each counted in the head-to-head: <b>padding</b> (a finished "
+    "member keeps its slot until the longest one ends), <b>empty slots while requests wait</b> (a batch that formed "
+    "partly filled), and the <b>wait for the next batch boundary</b>. Each button below loads a lesson's traffic on "
+    "4 slots, counted in steps. "
+    '<span data-claim="fixed-queued-identical">Queue every request at step 0 with equal lengths, and all three '
+    "vanish: every batch is full and finishes together, so the two timelines and the head-to-head bars are "
+    "identical.</span> "
+    '<span data-claim="heavy-queued-gap">Give the same queue heavy-tailed lengths and the padding comes back, and '
+    "with it the gap.</span> "
+    '<span data-claim="fixed-spread-boundary">Now let the equal-length requests arrive over 18 steps: on 4 slots '
+    "static pads nothing, yet it still falls behind, because a request that arrives while a batch runs waits for "
+    "the batch boundary with slots empty beside it.</span> That is the chapter's second gain: latency improves too, "
+    "because continuous batching has no boundary to wait for.</p>"
+)
+
+
+def _parts(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def here_html(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, TimedRun] | None = None) -> str:
+    """Return what holds on the view on screen, from its runs: identical or not, each loss, drains, latency.
+
+    The lessons' sentences are about their own settings; this line is about whatever the learner has set (any seed,
+    slots, lengths or clock), so no general sentence stands beside a view that contradicts it.
+    """
+    from core import compute_metrics
+    from core.measure.losses import losses
+    from core.sched.timed import timed_metrics
+
+    where = f"{plural(static.slots, 'slot')}, " + ("on a clock" if timed else f"steps 0–{window - 1}")
+    same = (
+        np.array_equal(static.start, continuous.start)
+        and np.array_equal(static.finish, continuous.finish)
+        and np.array_equal(static.release, static.finish)
+    )
+    if timed is not None:
+        same = (
+            np.array_equal(timed[0].start_pass, timed[1].start_pass)
+            and np.array_equal(timed[0].finish_pass, timed[1].finish_pass)
+            and np.array_equal(timed[0].release_pass, timed[0].finish_pass)
+        )
+        ts, tc = (timed_metrics(run) for run in timed)
+        ds, dc = float(timed[0].drain_ms), float(timed[1].drain_ms)
+        prompts = [int(run.pass_prefill.sum()) for run in timed]
+        text = f"static finishes at {ds:,.1f} ms against continuous's {dc:,.1f}"
+        if same and ds != dc:
+            text = (
+                f"the two schedules are the same pass for pass, yet {text}: static's prompt pass computes every "
+                f"prompt padded to its batch's longest ({prompts[0]:,} prompt tokens against {prompts[1]:,}) and its "
+                "decode passes read the padded rows' KV too"
+            )
+        elif same:
+            text = f"the two schedules are identical, and both finish at {ds:,.1f} ms"
+        latency = f"mean latency over every request {ts.e2e_ms['mean']:,.1f} ms against {tc.e2e_ms['mean']:,.1f}"
+        return f'<p class="bv-here" data-here="clock"><b>Here</b> ({where}): {text}; {latency}.</p>'
+    if same:
+        kv = [run.schedule.blocks_by_step() if run.schedule is not None else None for run in (static, continuous)]
+        strips = ""
+        if kv[0] is not None and kv[1] is not None and not np.array_equal(kv[0], kv[1]):
+            strips = (
+                f" Their KV strips still differ: each static row reserves {STATIC_ROW} when its batch starts, "
+                "the paged cache a block as its tokens need one (memory, not scheduling)."
+            )
+        return (
+            f'<p class="bv-here" data-here="identical"><b>Here</b> ({where}): the two timelines are identical and '
+            f"both finish at step {static.drain}: static pads nothing, no slot stands empty while a request waits, "
+            f"and nobody waits for a batch boundary.{strips}</p>"
+        )
+    loss = losses(static, window)
+    items = [
+        f"pads {plural(loss.padding, 'slot-step')}" if loss.padding else "pads nothing",
+        f"leaves slots empty for {plural(loss.idle_while_waiting, 'slot-step')} while requests wait"
+        if loss.idle_while_waiting
+        else "never leaves a slot empty while a request waits",
+        f"keeps requests waiting {plural(loss.boundary_wait, 'request-step')} for a batch boundary"
+        if loss.boundary_wait
+        else "keeps nobody waiting for a boundary",
+    ]
+    ms, mc = compute_metrics(static, window), compute_metrics(continuous, window)
+    drains = (
+        f"both finish at step {static.drain}"
+        if static.drain == continuous.drain
+        else f"static finishes at step {static.drain} against continuous's {continuous.drain}"
+    )
+    latency = f"mean latency over every request {ms.avg_latency_all:.1f} steps against {mc.avg_latency_all:.1f}"
+    return (
+        f'<p class="bv-here" data-here="steps"><b>Here</b> ({where}): static {_parts(items)}; {drains}; {latency}.</p>'
+    )
+
+
+# One click each: the settings that make the lesson's sentence true (tested in tests/test_page_claims.py), on
+# LESSON_SLOTS slots: with as many slots as requests every batch holds the whole queue and the gap closes.
+LESSON_SLOTS = 4
+LESSONS = {
+    "fixed-queued": ("Fixed lengths, all queued at step 0", {"lengths": "fixed", "arrival_window": 1}),
+    "heavy-queued": ("Heavy-tailed, all queued at step 0", {"lengths": "heavy", "arrival_window": 1}),
+    "fixed-spread": ("Fixed lengths, arriving over 18 steps", {"lengths": "fixed", "arrival_window": 18}),
+}
+
+
+def worked_html(figures: dict[str, int]) -> str:
+    """Return the worked example's caption, every figure from the core's schedules of A-F (`worked_figures`)."""
+    f = {k: f'<b data-worked="{k}">{v}</b>' for k, v in figures.items()}
+    return (
+        '<div class="bv-worked" data-claim="worked-figures"><h3>The chapter\'s worked example: six requests, four '
+        "slots</h3><p><b>Static</b> pads "
+        f"{f['static_padding']} slot-steps and makes E and F wait {f['static_wait_e']} and {f['static_wait_f']} "
+        f"steps for the first batch to end; everything is done at t={f['static_drain']}. <b>Continuous</b> leaves "
+        f"{f['continuous_idle']} slot-steps idle (spare capacity: nobody was waiting), starts E and F "
+        f"{f['continuous_earlier_e']} and {f['continuous_earlier_f']} steps earlier, and is done at "
+        f"t={f['continuous_drain']}. Both complete all six: what differs is when (the drain and the waits "
+        "below).</p></div>"
+    )
+
+
+ONE_SLOT = (
+    "<h3>Try slots = 1</h3>"
+    '<p><span data-claim="one-slot-identical">With one slot, both schedulers run one request at a time in arrival '
+    "order, and the two timelines are identical</span>: there is no padding to remove. Continuous batching is an "
+    "occupancy optimisation, not a faster kernel.</p>"
+)
+# The served page draws a KV strip under each timeline (the exported page has none: memory needs the server).
+ONE_SLOT_KV = (
+    '<p><span data-claim="one-slot-kv">The KV strips under the two timelines still differ: each static row reserves '
+    f"{STATIC_ROW} when its batch starts, while the paged cache takes a block as "
+    "the tokens need one, so static holds at least as many blocks at every step. That difference is memory "
+    "allocation, not scheduling.</span></p>"
+)
+
+NOT_FIXED = (
+    "<h3>What batching does not fix</h3>"
+    "<p>Here every forward pass costs one step, whatever it holds (switch the time axis to ms to see each pass "
+    'take what a real GPU would: <a href="?clock=ms">on a clock</a>). On a real GPU a small batch is memory-bound: '
+    "reading the weights dominates, so more rows are nearly free. Past a point the batch becomes compute-bound, each "
+    "step gets slower as rows are added, and every request in the batch feels it: a single request's latency gets "
+    "worse, not better. Batching raises throughput; it never makes one request faster than running it alone. "
+    "Choosing the batch size, the largest one whose step time still meets the latency target, is the next "
+    'problem: <a href="?tab=knee">Exercise 1, find the knee</a>.</p>'
+)
+
+
+def _code(statement: str, comment: str = "") -> str:
+    return f"    {statement:<38}# {comment}" if comment else f"    {statement}"
+
+
+LOOPS = {
+    "continuous": (
+        ("head", "while serving:"),
+        ("retire", _code("retire the finished", "their slots and KV blocks are free now")),
+        ("admit", _code("admit waiting into free slots", "a newcomer's prompt joins as prefill")),
+        ("build", _code("batch = build_batch(running)", "ragged: only each row's new tokens")),
+        ("forward", _code("forward(batch)", "one new token for every row")),
+    ),
+    "static": (
+        ("head", "while serving:"),
+        ("retire", _code("if every member finished: retire all", "the whole batch leaves at once")),
+        ("admit", _code("if every slot is free: admit a batch", "up to one waiting request per slot")),
+        ("build", _code("batch = pad(members)", "finished members stay as padding")),
+        ("forward", _code("forward(batch)", "one token per row, padding included")),
+    ),
+}
+
+
+# On a limited KV pool memory decides too: admission waits for the head's KV, and a row short of a block preempts.
+ADMIT_WHILE_FITS = (
+    "admit",
+    _code("admit waiting while their KV fits", "in arrival order: a head that does not fit waits"),
+)
+LOOPS_MEMORY = {  # keyed by policy, and "contiguous" for continuous batching's contiguous reservations
+    "continuous": (
+        LOOPS["continuous"][0],
+        LOOPS["continuous"][1],
+        ("preempt", _code("preempt the last admitted", "when a row needs a block and none is free")),
+        ADMIT_WHILE_FITS,
+        *LOOPS["continuous"][3:],
+    ),
+    "contiguous": (*LOOPS["continuous"][:2], ADMIT_WHILE_FITS, *LOOPS["continuous"][3:]),  # reserved: no growth
+    "static": (
+        *LOOPS["static"][:2],
+        ("admit", _code("if every slot is free: admit a batch", "as many rows as whole rectangles fit")),
+        *LOOPS["static"][3:],
+    ),
+}
+
+
+def loop_lines(policy: str, allocation: str | None = None) -> tuple:
+    """Return the loop a policy follows, from its traits and words; `allocation` given: with memory's lines.
+
+    A batch policy runs static's loop; the others continuous's, admitting in their own order, preempting whom they
+    preempt when blocks grow one by one, and without the preempt line when a request reserves its whole life.
+    """
+    rules = get_policy(policy)
+    if rules.forms_batches:
+        return LOOPS_MEMORY["static"] if allocation else LOOPS["static"]
+    head, retire, admit, *rest = LOOPS["continuous"]
+    if rules.ordered:
+        admit = ("admit", _code("admit waiting into free slots", f"{rules.queue_words}; prompts join as prefill"))
+    if allocation is None:
+        return (head, retire, admit, *rest)
+    fits = ("admit", _code("admit waiting while their KV fits", f"{rules.queue_words}: a head that does not fit waits"))
+    if rules.reserves_whole_life(allocation):
+        return (head, retire, fits, *rest)  # reserved: nobody grows, nobody is preempted
+    preempt = ("preempt", _code(f"preempt {rules.victim_words}", "when a row needs a block and none is free"))
+    return (head, retire, preempt, fits, *rest)
+
+
+def _verb(subjects: list, verb: str) -> str:
+    return verb + "s" if len(subjects) == 1 else verb
+
+
+def _names(run: Run, indices: list[int]) -> str:
+    names = [run.requests[i].id for i in indices]
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return html.escape(shown)
+
+
+def _loop_html(
+    run, start, finish, release, t: int, index: int, title: str, who=None, last=None, lines=None, waiting=()
+) -> str:
+    """Return the loop at step (or pass) t: start/finish/release are per-stay indices on the same axis as t.
+
+    A stay is a request's time in a slot (`who` names its request; None: one stay per request, in order); a stay
+    that is not its request's `last` ended in a preemption, and the loop says so when it has a preempt line;
+    `waiting` names the requests that waited for memory at t (the admit line says so).
+    """
+    lines = loop_lines(run.policy) if lines is None else lines
+    who = np.arange(len(start)) if who is None else who
+    last = np.ones(len(start), dtype=bool) if last is None else last
+    leaving = release == t
+    retired, admitted = who[leaving & last].tolist(), who[start == t].tolist()
+    preempted = who[leaving & ~last].tolist()
+    running = int(((start <= t) & (t < release)).sum())
+    padding = int(((finish <= t) & (t < release)).sum())
+    notes = {
+        "retire": f"← {_names(run, retired)} {_verb(retired, 'leave')}" if retired else "",
+        "admit": "; ".join(
+            ([f"← {_names(run, admitted)} {_verb(admitted, 'join')}"] if admitted else [])
+            + ([f"← {_names(run, list(waiting))} {_verb(list(waiting), 'wait')} for memory"] if waiting else [])
+        ),
+        "preempt": f"← {_names(run, preempted)} preempted" if preempted else "",
+        "build": f"← {plural(running, 'row')}" + (f", {padding} of them padding" if padding else "") if running else "",
+        "forward": "← nothing to run: the slots are idle" if not running else "",
+    }
+    lit = {
+        "head": True,
+        "retire": bool(retired),
+        "preempt": bool(preempted),
+        "admit": bool(admitted) or bool(waiting),
+        "build": running > 0,
+        "forward": running > 0,
+    }
+    lines = "".join(
+        f'<div class="bv-code-line{" bv-lit" if lit[key] else ""}" data-line="{key}">'
+        f'<span class="bv-code">{html.escape(code)}</span><span class="bv-note">{notes.get(key, "")}</span></div>'
+        for key, code in lines
+    )
+    return (
+        f'<div class="bv-loop" data-loop-step="{index}"><div class="bv-loop-title">{title} ({run.policy})</div>'
+        f"{lines}</div>"
+    )
+
+
+@lru_cache(maxsize=256)
+def loop_texts(run: Run, window: int, limited: bool = False) -> tuple[str, ...]:
+    """Return, for each step t = 0..window-1 at the cursor, the scheduling loop with the lines step t executed lit.
+
+    The retire and admit lines light only when that step retired or admitted someone, the batch lines whenever
+    anything runs. On a `limited` KV pool the loop has memory's lines: admission while the KV fits, preemption.
+    """
+    stays = run.stays  # a preempted request leaves at its preemption and joins again when readmitted
+    who, start, finish, release = stays[:, 0], stays[:, 2], stays[:, 3], stays[:, 4]
+    last = np.append(who[1:] != who[:-1], True) if len(who) else np.ones(0, dtype=bool)  # stays run by request
+    if not limited:
+        lines, waits = loop_lines(run.policy), {}
+    else:
+        lines, waits = loop_lines(run.policy, run.schedule.memory.allocation), {}
+        for d in run.log:
+            if d.kind == "wait":
+                waits.setdefault(d.step, []).append(d.request)
+    return tuple(
+        _loop_html(
+            run, start, finish, release, t, t, f"The scheduling loop, step {t}", who, last, lines, waits.get(t, ())
+        )
+        for t in range(window)
+    )
+
+
+def clock_loop_texts(run: TimedRun, times: list[float]) -> tuple[str, ...]:
+    """Return, per time cursor on a clock, the loop at the last pass begun by then (lit as that pass ran)."""
+    texts = []
+    for k, t in enumerate(times):
+        p = int(np.searchsorted(run.pass_start_ms, t, side="left")) - 1
+        if p < 0 or t > run.pass_end_ms[p]:  # between passes, or past this mode's drain: nothing runs at t
+            title, p = f"The scheduling loop at {t:,.1f} ms, between passes", -1
+        else:
+            title = f"The scheduling loop, pass {p} ({run.pass_start_ms[p]:,.1f}-{run.pass_end_ms[p]:,.1f} ms)"
+        texts.append(_loop_html(run, run.start_pass, run.finish_pass, run.release_pass, p, k, title))
+    return tuple(texts)

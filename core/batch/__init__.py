@@ -1,0 +1,1 @@
+"""The token-level batch an engine runs: sequences, the ragged flattened batch, per-request sampling."""

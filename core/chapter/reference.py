@@ -1,0 +1,348 @@
+"""The chapter's straightforward per-step simulator: visits every slot at every step. A test oracle and a baseline."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+import numpy as np
+
+from core.batch.step_batch import prompt_length
+from core.clock.cost import StepCost, prices_rectangles, wake_of
+from core.sched.policies import Policy, get_policy
+from core.sched.run import Run
+from core.sched.timed import TimedRun
+from core.workload.request import Request
+
+
+def _admits_between_passes(policy: str | Policy) -> bool:
+    """Return whether the policy admits between passes; refuse one whose rules the chapter's loops do not follow."""
+    pol = get_policy(policy)
+    if pol.has_token_budget or pol.ordered:
+        raise ValueError(
+            f"the chapter's loop follows first come, first served without a token budget, not {pol.name}; "
+            "simulate_memory_per_step follows every policy"
+        )
+    return not pol.forms_batches
+
+
+def simulate_per_step(requests: Sequence[Request], slots: int, policy: str, batch_timeout: int = 0) -> Run:
+    """Return the same Run as `simulate`, computed one step at a time (slow; for tests and benchmarks)."""
+    continuous = _admits_between_passes(policy)  # static batching is the same loop with admission closed
+    requests = tuple(requests)
+    n = len(requests)
+    order = sorted(range(n), key=lambda i: (requests[i].arrival, i))
+    start, finish, slot_of, release = ([-1] * n for _ in range(4))
+    occupant: list[int | None] = [None] * slots  # request index holding each slot
+    remaining = [r.output_tokens for r in requests]
+    waiting: deque[int] = deque()
+    arrived, done, t = 0, 0, 0
+    while done < n:
+        while arrived < n and requests[order[arrived]].arrival <= t:
+            waiting.append(order[arrived])
+            arrived += 1
+        batch_over = all(o is None or remaining[o] == 0 for o in occupant)
+        for s, o in enumerate(occupant):  # retire
+            if o is not None and remaining[o] == 0 and (continuous or batch_over):
+                release[o], occupant[s] = t, None
+        if continuous or all(o is None for o in occupant):
+            can_form = (
+                continuous
+                or len(waiting) >= slots
+                or (waiting and t - requests[waiting[0]].arrival >= batch_timeout)
+                or (waiting and arrived == n)
+            )
+            for s in range(slots):  # admit, lowest slot first
+                if can_form and occupant[s] is None and waiting:
+                    i = waiting.popleft()
+                    occupant[s], start[i], slot_of[i] = i, t, s
+        for o in occupant:  # one forward pass
+            if o is not None and remaining[o] > 0:
+                remaining[o] -= 1
+                if remaining[o] == 0:
+                    finish[o], done = t + 1, done + 1
+        t += 1
+    drain = max(finish, default=0)
+    for o in occupant:  # the last batch's members release at the drain
+        if o is not None:
+            release[o] = finish[o] if continuous else drain
+    as_array = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
+    return Run(requests, slots, policy, batch_timeout, *map(as_array, (start, finish, slot_of, release)))
+
+
+def simulate_per_pass(
+    requests: Sequence[Request], slots: int, policy: str, cost: StepCost, batch_timeout_ms: float = 0.0
+):
+    """Return the same TimedRun as `simulate_timed`, one pass at a time over every slot (the oracle for timed runs).
+
+    Each iteration either runs a pass at the clock, costed by what its slots hold, or, when nothing can run, moves
+    the clock to the next event: an arrival, or the moment the oldest waiting request has waited the timeout.
+    """
+    continuous = _admits_between_passes(policy)
+    requests = tuple(requests)
+    n = len(requests)
+    order = sorted(range(n), key=lambda i: (requests[i].arrival, i))
+    prompt = [prompt_length(r.prompt_tokens) for r in requests]
+    start, finish, slot_of, release = ([-1] * n for _ in range(4))
+    occupant: list[int | None] = [None] * slots
+    remaining = [r.output_tokens for r in requests]
+    waiting: deque[int] = deque()
+    arrived, done, p, clock, last_end = 0, 0, 0, 0.0, 0.0
+    starts, ends, rows_l, prefill_l, context_l = [], [], [], [], []
+    while done < n:
+        while arrived < n and requests[order[arrived]].arrival <= clock:
+            waiting.append(order[arrived])
+            arrived += 1
+        batch_over = all(o is None or remaining[o] == 0 for o in occupant)
+        for s, o in enumerate(occupant):  # retire
+            if o is not None and remaining[o] == 0 and (continuous or batch_over):
+                release[o], occupant[s] = p, None
+        if continuous or all(o is None for o in occupant):
+            can_form = (
+                continuous
+                or len(waiting) >= slots
+                # Compared as the jump below computes it: (arrival + timeout) - arrival can round below the timeout.
+                or (waiting and clock >= requests[waiting[0]].arrival + batch_timeout_ms)
+                or (waiting and arrived == n)
+            )
+            for s in range(slots):  # admit, lowest slot first
+                if can_form and occupant[s] is None and waiting:
+                    i = waiting.popleft()
+                    occupant[s], start[i], slot_of[i] = i, p, s
+        held = [o for o in occupant if o is not None]
+        if not held:  # nothing can run: jump to the next arrival, or to when the oldest has waited the timeout
+            events = [requests[order[arrived]].arrival] if arrived < n else []
+            if waiting:
+                events.append(requests[waiting[0]].arrival + batch_timeout_ms)
+            clock = float(max(clock, min(events)))
+            continue
+        if not continuous:
+            width = max(prompt[o] for o in held)
+            first = all(start[o] == p for o in held)
+            rows, prefill = (0, len(held) * width) if first else (len(held), 0)
+            context = 0 if first else sum(width + p - start[o] for o in held)
+        else:
+            rows = sum(1 for o in held if start[o] != p)
+            prefill = sum(prompt[o] for o in held if start[o] == p)
+            context = sum(prompt[o] + p - start[o] for o in held if start[o] != p)
+        starts.append(clock)
+        # A profile timed as rectangles prices a static prompt pass by the rows it holds (recorded as 0 decoding).
+        priced = len(held) if not continuous and first and prices_rectangles(cost) else rows
+        wake = wake_of(cost)(clock - last_end) if wake_of(cost) is not None and clock > last_end else None
+        price = float(cost.pass_ms(priced, prefill, context))
+        clock += price if wake is None else price + wake  # the pass after an idle gap pays the profile's wake
+        ends.append(last_end := clock)
+        rows_l.append(rows)
+        prefill_l.append(prefill)
+        context_l.append(context)
+        for o in held:  # one forward pass
+            if remaining[o] > 0:
+                remaining[o] -= 1
+                if remaining[o] == 0:
+                    finish[o], done = p + 1, done + 1
+        p += 1
+    for o in occupant:  # the last batch's members release at the end of its last pass
+        if o is not None:
+            release[o] = finish[o] if continuous else p
+    as_array = lambda xs, kind=np.int64: np.array(xs, dtype=kind)  # noqa: E731
+    return TimedRun(
+        requests,
+        slots,
+        policy,
+        float(batch_timeout_ms),
+        cost.name,
+        *map(as_array, (slot_of, start, finish, release)),
+        as_array(starts, float),
+        as_array(ends, float),
+        *map(as_array, (rows_l, prefill_l, context_l)),
+    )
+
+
+def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, token_budget=None):
+    """Return (timeline strings, events, recomputed tokens, peak blocks) one step at a time: the engine's oracle.
+
+    DESIGN.md's "Memory" rules written plainly: every slot visited at every step, the pool a list of block owners
+    (contiguous runs found by scanning it), nothing jumped. Events are (step, kind, request index). The policy is
+    asked only for its rules: its waiting order (`queue_key`), its victims (`victim_rank`), what a request reserves,
+    whether it forms batches; the loop that follows them is written here again, plainly, for every policy.
+    """
+    pol = get_policy(policy)
+    requests = tuple(requests)
+    n = len(requests)
+    order = sorted(range(n), key=lambda i: (requests[i].arrival, i))
+    prompt = [prompt_length(r.prompt_tokens) for r in requests]
+    out = [r.output_tokens for r in requests]
+    bs, pool = memory.block_size, memory.kv_blocks
+    blocks = lambda tokens: -(-tokens // bs)  # noqa: E731
+    reserve = memory.reserve_tokens or max(out, default=1)
+    res = [r.max_tokens or reserve for r in requests]  # a continuous reservation: the request's own cap if it has one
+    owner = [-1] * (pool or 0)  # contiguous: who holds each block
+    held = {}  # request -> blocks
+    generated, prefilled, target = [0] * n, [0] * n, [0] * n
+    occupant: list[int | None] = [None] * slots
+    admitted: list[int] = []  # running requests, oldest admission first
+    waiting: deque[int] = deque()
+    cols, events, recomputed, peak = [], [], 0, 0
+    arrived, done, t = 0, 0, 0
+    noted = set()
+
+    def free_blocks():
+        return None if pool is None else pool - sum(held.values())
+
+    def fits(i, tokens):
+        need = blocks(tokens)
+        if pool is None:
+            return True
+        if memory.allocation == "contiguous":
+            return any(all(o == -1 for o in owner[b : b + need]) for b in range(pool - need + 1))
+        return need <= free_blocks()
+
+    def take(i, tokens):
+        need = blocks(tokens)
+        if memory.allocation == "contiguous" and pool is not None:
+            b = next(b for b in range(pool - need + 1) if all(o == -1 for o in owner[b : b + need]))
+            owner[b : b + need] = [i] * need
+        held[i] = need
+
+    def drop(i):
+        del held[i]
+        for b, o in enumerate(owner):
+            if o == i:
+                owner[b] = -1
+
+    static = pol.forms_batches
+    reserving = pol.reserves_whole_life(memory.allocation)
+    keyed = pol.ordered
+    pauses, gated = pol.pauses_decoders, pol.gates_admission
+    pcap = pol.prompt_tokens_cap(prompt)
+    since, after_pause = 0, False  # decode steps since the last step with a prompt; that step paused the rows
+
+    def would_admit():  # how many waiting requests, from the head, a step would admit (tried on the pool, undone)
+        saved_owner, saved_held = owner[:], dict(held)
+        count = prompts = 0
+        for i in list(waiting):
+            if count == occupant.count(None) or (pcap and count and prompts + prompt[i] > pcap):
+                break
+            tokens = prompt[i] + res[i]
+            if not fits(i, tokens):
+                break
+            take(i, tokens)
+            count, prompts = count + 1, prompts + prompt[i]
+        owner[:] = saved_owner
+        held.clear()
+        held.update(saved_held)
+        return count
+
+    def head():  # the waiting request the policy serves next (a keyed queue: by key, then arrival and trace order)
+        if not keyed:
+            return 0
+        return min(range(len(waiting)), key=lambda j: (pol.queue_key(requests[waiting[j]]), order.index(waiting[j])))
+
+    while done < n:
+        while arrived < n and requests[order[arrived]].arrival <= t:
+            waiting.append(order[arrived])
+            arrived += 1
+        batch_over = all(o is None or generated[o] == out[o] for o in occupant)
+        for s, o in enumerate(occupant):  # retire
+            if o is not None and generated[o] == out[o] and (not static or batch_over):
+                occupant[s] = None
+                admitted.remove(o)
+                drop(o)
+        preempted = False
+        if not reserving and pool is not None:
+            for i in list(admitted):  # oldest first: a decoding request that outgrew its blocks takes one
+                if i not in admitted or prefilled[i] < target[i]:
+                    continue
+                while blocks(prompt[i] + generated[i] + 1) - held[i] > free_blocks():
+                    # The policy's least wanted, then the most recently admitted.
+                    victim = max(admitted, key=lambda j: (pol.victim_rank(requests[j]), admitted.index(j)))
+                    admitted.remove(victim)
+                    occupant[occupant.index(victim)] = None
+                    drop(victim)
+                    waiting.appendleft(victim)
+                    events.append((t, "preempt", victim))
+                    preempted = True
+                    if victim == i:
+                        break
+                if i in admitted:
+                    held[i] = blocks(prompt[i] + generated[i] + 1)
+        left = None if token_budget is None else token_budget
+        if left is not None and not pauses:  # a pausing policy's prompt step holds no decoding row
+            left -= sum(1 for i in admitted if prefilled[i] == target[i])
+        chunk = {}
+        for i in admitted:
+            if prefilled[i] < target[i]:
+                chunk[i] = min(target[i] - prefilled[i], left, pol.prefill_chunk_cap or left)
+                left -= chunk[i]
+        if static:
+            if all(o is None for o in occupant) and waiting:
+                can_form = len(waiting) >= slots or t - requests[waiting[0]].arrival >= batch_timeout or arrived == n
+                size = min(slots, len(waiting)) if can_form else 0
+                while pool is not None and size > 1:
+                    width = max(prompt[waiting[j]] for j in range(size))
+                    if size * blocks(width + reserve) <= pool:
+                        break
+                    size -= 1
+                if size:
+                    width = max(prompt[waiting[j]] for j in range(size))
+                for s in range(size):
+                    i = waiting.popleft()
+                    occupant[s] = i
+                    admitted.append(i)
+                    take(i, width + reserve)
+                    target[i] = prefilled[i] = 0
+        else:
+            limit = n
+            decoding = [i for i in admitted if prefilled[i] == target[i]]
+            if gated and decoding and waiting and None in occupant and not preempted:
+                if not pol.admits_now(would_admit(), len(decoding), since, after_pause):
+                    limit = 0
+            taken = prompts = 0
+            while not preempted and waiting and None in occupant and (left is None or left > 0) and taken < limit:
+                i = waiting[head()]
+                if pcap and taken and prompts + prompt[i] + generated[i] > pcap:
+                    break
+                tokens = prompt[i] + (res[i] if reserving else generated[i] + 1)
+                if not fits(i, tokens):
+                    if i not in noted:
+                        noted.add(i)
+                        events.append((t, "blocked", i))
+                    break
+                waiting.remove(i)
+                taken, prompts = taken + 1, prompts + prompt[i] + generated[i]
+                noted.discard(i)
+                take(i, tokens)
+                occupant[occupant.index(None)] = i
+                admitted.append(i)
+                recomputed += generated[i]
+                target[i], prefilled[i] = prompt[i] + generated[i], 0
+                chunk[i] = target[i] if left is None else min(target[i], left, pol.prefill_chunk_cap or left)
+                if left is not None:
+                    left -= chunk[i]
+        peak = max(peak, sum(held.values()))
+        col = []
+        paused = pauses and bool(chunk) and any(o is not None and o not in chunk for o in occupant)
+        since, after_pause = (0, paused) if chunk else (since + 1, False)
+        for o in occupant:  # one pass
+            if o is None:
+                col.append(".")
+            elif generated[o] == out[o]:
+                col.append("P")
+            elif paused and o not in chunk:
+                col.append("Z")
+            elif o in chunk:
+                prefilled[o] += chunk[o]
+                if prefilled[o] < target[o]:
+                    col.append("F")
+                    continue
+                col.append("R" if generated[o] else "G")
+                generated[o] += 1
+                done += generated[o] == out[o]
+            else:
+                col.append("G")
+                generated[o] += 1
+                done += generated[o] == out[o]
+        cols.append(col)
+        t += 1
+    strings = ["".join(col[s] for col in cols) for s in range(slots)]
+    return strings, events, recomputed, peak

@@ -1,0 +1,1 @@
+"""What arrives: the per-request record, seeded synthetic traffic and trace files."""
