@@ -146,6 +146,11 @@ def show_name(name) -> str:
     return text if text.isprintable() and text.strip() == text and text else repr(text)
 
 
+def show_text(text: str, limit: int = 40) -> str:
+    """Return `text` as a message echoes it: quoted on one line, cut to `limit` characters with an ellipsis."""
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
 def one_line(text: str) -> str:
     """Return `text` with every control or unprintable character escaped, so a message stays one line."""
     return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

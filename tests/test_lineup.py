@@ -90,3 +90,57 @@ def test_the_presets_offered_put_the_engines_first_and_every_registered_policy_a
 def test_targets_must_be_positive():
     with pytest.raises(ValueError, match="the targets must be positive"):
         lineup([Request("A", 0, 3)], 1, parse_entries("continuous,sjf"), cost_model(), 0.0, 50.0)
+
+
+def test_a_setting_given_twice_in_one_entry_is_refused():
+    """`tgi:waiting_served_ratio=1000;waiting_served_ratio=0.3` ran the last and was labelled with both: refused."""
+    with pytest.raises(ValueError) as exc:
+        parse_entry("tgi:waiting_served_ratio=1000;waiting_served_ratio=0.3")
+    assert str(exc.value) == "tgi: waiting_served_ratio is given twice; give each setting once"
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("tgi,tgi:waiting_served_ratio=0.3", "'tgi:waiting_served_ratio=0.3' runs as 'tgi'"),
+        ("vllm:scheduling_policy=fcfs,tgi,vllm", "'vllm' runs as 'vllm:scheduling_policy=fcfs'"),
+        (
+            "tgi:max_waiting_tokens=20,tgi:waiting_served_ratio=0.3",
+            "'tgi:waiting_served_ratio=0.3' runs as 'tgi:max_waiting_tokens=20'",
+        ),
+    ],
+)
+def test_an_entry_at_its_defaults_repeats_the_bare_one(text, words):
+    """The same policy with the same effective settings is one scheduler, however it is written."""
+    with pytest.raises(ValueError) as exc:
+        parse_entries(text)
+    assert str(exc.value) == f"each scheduler once: {words} (the same settings)"
+
+
+def test_a_repeated_entry_cannot_grow_a_label():
+    """1,800 repeats of a default made a 43,204-character picker label: refused, in one short message."""
+    with pytest.raises(ValueError) as exc:
+        parse_entries("tgi,tgi:" + ";".join(["waiting_served_ratio=0.3"] * 1800))
+    assert len(str(exc.value)) < 100
+
+
+LONG = "x" * 30_000
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        (LONG, "policy must be one of"),
+        (f"tgi:{LONG}=1", "tgi has no setting 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' (its settings:"),
+        (f"tgi:{LONG}", "tgi has no setting 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'"),
+        (f"tgi:waiting_served_ratio={LONG}", "waiting_served_ratio='xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' is not"),
+        (f"sglang:schedule_policy={LONG}", "schedule_policy must be fcfs or lof, got 'xxxxxxxxxxxxxxxxxxxxxxxxx"),
+        ("tgi:" + ";".join(f"k{i}=1" for i in range(500)), "tgi has no setting 'k0'"),
+    ],
+    ids=["name", "key", "key without a value", "number", "choice", "500 unknown keys"],
+)
+def test_a_value_echoed_in_a_refusal_is_cut_short(text, words):
+    """A refusal repeats at most 40 characters of what it refuses (a 30,000-character key made a 30,000 message)."""
+    with pytest.raises(ValueError) as exc:
+        parse_entries(f"{text},vllm")
+    assert words in str(exc.value) and len(str(exc.value)) < 250 and LONG[:41] not in str(exc.value)

@@ -15,7 +15,7 @@ import numpy as np
 
 from core.clock.cost import StepCost
 from core.kv.memory import UNLIMITED, MemoryConfig
-from core.limits import LimitError, plain_float, plain_int
+from core.limits import LimitError, plain_float, plain_int, show_text
 from core.measure.serving import Serving, serving_metrics
 from core.sched.policies import REGISTRY, Policy, get_policy
 from core.sched.timed import TimedRun, simulate_timed
@@ -44,6 +44,11 @@ class Entry:
         settings = ";".join(f"{k}={_shown(v)}" for k, v in self.knobs)
         return f"{self.name}:{settings}" if settings else self.name
 
+    def settings(self) -> tuple:
+        """Return what the entry runs: its policy's name and every one of its settings' values, defaults included."""
+        pol = self.policy()
+        return self.name, tuple(getattr(pol, key) for key in pol.knobs)
+
     def label(self) -> str:
         """Return the entry in words: the policy's label, then its changed settings."""
         base = get_policy(self.name).label
@@ -59,37 +64,69 @@ def _shown(value) -> str:
 def parse_entry(text: str) -> Entry:
     """Return the entry a link writes (`name` or `name:knob=value;knob=value`), or refuse it naming what is allowed."""
     name, _, rest = text.strip().partition(":")
-    pol = get_policy(name)  # refuses an unknown name with the registered ones
-    knobs = []
+    if name not in REGISTRY:  # the core's own refusal would repeat a name of any length
+        raise ValueError(f"policy must be one of {', '.join(REGISTRY)}, got {show_text(name)}")
+    pol, knobs = get_policy(name), {}
     for part in filter(None, rest.split(";")):
-        key, eq, raw = part.partition("=")
-        key = key.strip()
-        if not eq or key not in pol.knobs:
-            have = ", ".join(pol.knobs) or "none"
-            raise ValueError(f"{name} has no setting {key!r} (its settings: {have})")
-        default = getattr(pol, key)
-        if isinstance(default, str):
-            value: object = raw.strip()
-        elif isinstance(default, int):
-            value = plain_int(raw.strip())
-        else:
-            value = plain_float(raw.strip())
-        if value is None:
-            raise ValueError(f"{name}: {key}={raw[:40]!r} is not a number")
-        knobs.append((key, value))
-    entry = Entry(name, tuple(knobs))
-    entry.policy()  # refuses a value out of the engine's range, in its own words
+        key, value = _knob(name, pol, part)
+        if key in knobs:  # run as the last and labelled with both, it would show a setting that did not run
+            raise ValueError(f"{name}: {key} is given twice; give each setting once")
+        knobs[key] = value
+    entry = Entry(name, tuple(knobs.items()))
+    _check_range(entry)
     return entry
+
+
+def _knob(name: str, pol: Policy, part: str) -> tuple[str, object]:
+    """Return one `knob=value` of an entry as the setting and its value in the setting's own type, or refuse it."""
+    key, eq, raw = part.partition("=")
+    key = key.strip()
+    if not eq or key not in pol.knobs:
+        have = ", ".join(pol.knobs) or "none"
+        raise ValueError(f"{name} has no setting {show_text(key)} (its settings: {have})")
+    default = getattr(pol, key)
+    if isinstance(default, str):
+        value: object = raw.strip()
+    elif isinstance(default, int):
+        value = plain_int(raw.strip())
+    else:
+        value = plain_float(raw.strip())
+    if value is None:
+        raise ValueError(f"{name}: {key}={show_text(raw)} is not a number")
+    return key, value
+
+
+def _check_range(entry: Entry) -> None:
+    """Refuse a value out of the engine's range, in its own words, a long choice in them cut short."""
+    try:
+        entry.policy()
+    except ValueError as exc:
+        text = str(exc)
+        for _key, value in entry.knobs:
+            if isinstance(value, str):  # the engine repeats a refused choice whole
+                text = text.replace(repr(value), show_text(value))
+        raise type(exc)(text) from None
 
 
 def parse_entries(text: str) -> tuple[Entry, ...]:
     """Return 2-4 distinct entries from a comma-separated list, or refuse the list naming the count allowed."""
-    entries = tuple(parse_entry(part) for part in text.split(",") if part.strip())
-    if not MIN_ENTRIES <= len(entries) <= MAX_ENTRIES:
-        raise ValueError(f"pick {MIN_ENTRIES} to {MAX_ENTRIES} schedulers, got {len(entries)}")
-    if len(set(entries)) != len(entries):
-        raise ValueError("each scheduler once: the list repeats one")
+    parts = [part for part in text.split(",") if part.strip()]
+    if not MIN_ENTRIES <= len(parts) <= MAX_ENTRIES:  # counted before parsing: a long list is refused at once
+        raise ValueError(f"pick {MIN_ENTRIES} to {MAX_ENTRIES} schedulers, got {len(parts)}")
+    entries = tuple(parse_entry(part) for part in parts)
+    _refuse_repeats(entries)
     return entries
+
+
+def _refuse_repeats(entries: Sequence[Entry]) -> None:
+    """Refuse an entry that runs as an earlier one: the same policy with the same settings, defaults included."""
+    seen: dict[tuple, Entry] = {}
+    for entry in entries:
+        first = seen.setdefault(entry.settings(), entry)
+        if first is not entry:
+            shown, same = show_text(entry.text()), show_text(first.text())
+            how = "is listed twice" if shown == same else f"runs as {same} (the same settings)"
+            raise ValueError(f"each scheduler once: {shown} {how}")
 
 
 @dataclass(frozen=True)
