@@ -351,3 +351,36 @@ def test_entries_that_look_alike_are_named_with_their_largest_difference_and_whe
                 for column in ("slot", "start_ms", "first_token_ms", "finish_ms"):
                     assert (getattr(x, column) == getattr(y, column)).all(), (seed, rate, i, j, column)
     assert named and gaps  # both sentences are reached on this grid
+
+
+def test_each_lineup_is_run_once_per_process(monkeypatch):
+    """Opening the tab, a guess, a question, a slot move there and back, a second session alike: one run each.
+
+    The runs are shared by every session (docs/app.md): the core's lineup runs once per distinct setting.
+    """
+    from collections import Counter
+
+    from app.schedulers import data
+    from app.server.byte_cache import CACHES
+
+    for cache in CACHES:
+        cache.cache_clear()
+    runs, real = Counter(), data.lineup
+
+    def counted(requests, slots, entries, *args, **kwargs):
+        runs[(",".join(e.text() for e in entries), slots)] += 1
+        return real(requests, slots, entries, *args, **kwargs)
+
+    monkeypatch.setattr(data, "lineup", counted)
+    first = App({"tab": ["schedulers"]})
+    view = first.schedulers
+    view.__panel__()
+    view.guess = 1
+    view.question = "goodput"
+    view.slots = 9
+    view.slots = 8
+    second = App({"tab": ["schedulers"]})
+    second.schedulers.__panel__()
+    second.schedulers.guess = 0
+    default = ",".join(DEFAULT_ENTRIES)
+    assert runs == {(default, 8): 1, (default, 9): 1}
