@@ -1,5 +1,6 @@
 """The Schedulers tab without a browser: guess first, then the core's figures; lessons true over a grid; links."""
 
+import logging
 import re
 
 import pytest
@@ -351,6 +352,55 @@ def test_entries_that_look_alike_are_named_with_their_largest_difference_and_whe
                 for column in ("slot", "start_ms", "first_token_ms", "finish_ms"):
                     assert (getattr(x, column) == getattr(y, column)).all(), (seed, rate, i, j, column)
     assert named and gaps  # both sentences are reached on this grid
+
+
+REFUSED_LINK = "tgi:max_batch_prefill_tokens=2048,vllm"  # in TGI's range, but shorter than the traffic's longest prompt
+
+
+@pytest.mark.parametrize("opened", [True, False], ids=["opened by the link", "opened later"])
+def test_a_link_the_core_refuses_keeps_the_page_and_the_last_lineup(caplog, opened):
+    """The core refuses the link's schedulers on this traffic: one message names why, the page keeps its tabs.
+
+    The link's other settings run (its slots kept); the refused entries are dropped for the last lineup's (it showed
+    "The app could not be built" with no tabs, or later an empty tab and two tracebacks).
+    """
+    query = {"schedulers": [REFUSED_LINK], "s_slots": ["4"], **({"tab": ["schedulers"]} if opened else {})}
+    with caplog.at_level(logging.WARNING):
+        app = App(query)
+        app.tab = "schedulers"
+        app.schedulers.__panel__()
+    assert not [r for r in caplog.records if r.exc_info], "no traceback"
+    assert app.chapter_widget.tab == "schedulers" and app.chapter_widget.tab_body.objects
+    view = app.schedulers
+    assert view.entries == list(DEFAULT_ENTRIES) and view.slots == 4
+    assert '"order":["vllm","tgi","sglang","trtllm-no-evict"]' in view.timelines.payload
+    message = app.messages.text
+    assert message.count("URL:") == 1 and f"schedulers='{REFUSED_LINK}' was not run" in message
+    assert "longer than tgi's 2,048 prompt tokens a pass (max_batch_prefill_tokens): give at least" in message
+    assert message.endswith("; kept vllm,tgi,sglang,trtllm-no-evict.")
+
+
+def test_a_link_whose_settings_the_core_refuses_keeps_its_schedulers():
+    """A pool too small for the traffic: the settings are dropped, the link's schedulers kept, in one message."""
+    view = LineupView()
+    messages = view.apply_query({"schedulers": ["continuous,sjf"], "s_kv": ["3"], "s_rate": ["20"]})
+    assert view.entries == ["continuous", "sjf"] and view.kv_blocks == 0 and view.rate_per_s == KEY_RATE
+    [message] = messages
+    assert message.startswith("URL: the schedulers' settings were not run: request ")
+    assert message.endswith("; kept the last settings.")
+
+
+KEY_RATE = LineupKey.rate_per_s
+
+
+def test_a_refusal_of_any_length_is_one_short_message():
+    """A 30,000-character name or key, 500 unknown keys: one message, its echo cut short."""
+    long = "x" * 30_000
+    for text in (f"{long},vllm", f"tgi:{long}=1,vllm", "tgi:" + ";".join(f"k{i}=1" for i in range(500)) + ",vllm"):
+        view = LineupView()
+        [message] = view.apply_query({"schedulers": [text]})
+        assert len(message) < 400 and long[:41] not in message, message[:100]
+        assert view.entries == list(DEFAULT_ENTRIES)
 
 
 def test_each_lineup_is_run_once_per_process(monkeypatch):

@@ -19,7 +19,7 @@ from app.simulator.views import Messages
 from app.web.bundle import bundle
 from app.web.style import CSS
 from core.clock.hardware import ACCELERATOR_OPTIONS, ACCELERATORS, MODEL_OPTIONS, MODEL_SHAPES, cost_model
-from core.limits import LimitError
+from core.limits import LimitError, show_text
 from core.measure.lineup import MAX_ENTRIES, MIN_ENTRIES, parse_entries, parse_entry, registered_presets
 
 DEFAULT_ENTRIES = ("vllm", "tgi", "sglang", "trtllm-no-evict")
@@ -46,6 +46,9 @@ NUMBERS = {
     "s_ttft": ("ttft_ms", 1.0, 60_000.0, False),
     "s_itl": ("itl_ms", 1.0, 1_000.0, False),
 }
+# The view's parameters a lineup's key reads: what a refusal puts back together.
+SETTINGS = ("entries", *(name for name, *_ in NUMBERS.values()), "accelerator", "model", "source")
+MAX_REFUSAL = 300  # characters of a refusal's words in a message (they may repeat what was refused)
 INTRO = (
     "<h3>Schedulers: real engines side by side</h3><p>The chapter ends on a question: we admit requests every "
     "step, but on what basis, and how many? Each engine answers it with settings engineers change every day. Here "
@@ -161,18 +164,33 @@ class LineupView(LazyViewer):
     source = param.Selector(default="chat", objects=list(SOURCES), doc="Whose traffic: the tab's chat, or the page's")
     state = param.ClassSelector(class_=SimState, default=None, allow_None=True, doc="The simulator's settings")
 
-    def key(self) -> LineupKey:
-        """Return the lineup's settings as the shared cache's key."""
-        page = self.state.traffic_key() if self.source == "page" and self.state is not None else None
+    def key(self, **values) -> LineupKey:
+        """Return the lineup's settings as the shared cache's key (`values`: settings read instead of the view's)."""
+        v = {name: getattr(self, name) for name in SETTINGS} | values
+        page = self.state.traffic_key() if v["source"] == "page" and self.state is not None else None
         return LineupKey(
-            tuple(parse_entry(text) for text in self.entries), self.seed, self.requests, self.rate_per_s,
-            self.priority_share, self.slots, self.kv_blocks, self.token_budget, self.ttft_ms, self.itl_ms,
-            self.accelerator, self.model, page_traffic=page,
+            tuple(parse_entry(text) for text in v["entries"]), v["seed"], v["requests"], v["rate_per_s"],
+            v["priority_share"], v["slots"], v["kv_blocks"], v["token_budget"], v["ttft_ms"], v["itl_ms"],
+            v["accelerator"], v["model"], page_traffic=page,
         )  # fmt: skip
 
     def apply_query(self, query: dict) -> list[str]:
         """Set the tab from its URL keys (`schedulers=tgi,vllm`, `s_rate=40`, ...); return messages for refusals."""
-        messages = []
+        values, messages = self._query_values(query)
+        # Set together, once the core runs them: a built view recomputes once, never on half a link.
+        values, refused = self._runnable(values, query_value(query.get("schedulers", "")))
+        self.param.update(**values)
+        messages += [refused] if refused else []
+        value, message = query_number(query, "s_guess", 0, MAX_ENTRIES - 1, 0, integer=True)
+        if value is not None and value < len(self.entries) and not message:
+            self.guess = int(value)
+        elif "s_guess" in query:
+            messages.append(f"URL: s_guess is the index of a scheduler shown, 0..{len(self.entries) - 1}; asking.")
+        return messages
+
+    def _query_values(self, query: dict) -> tuple[dict, list[str]]:
+        """Return the settings the URL's keys ask for, each checked alone, and messages for those refused."""
+        values, messages = {}, []
         choices = (
             ("s_accel", "accelerator", ACCELERATORS),
             ("s_model", "model", MODEL_SHAPES),
@@ -182,29 +200,37 @@ class LineupView(LazyViewer):
         for key, name, allowed in choices:
             value, message = query_choice(query, key, allowed, f"kept {getattr(self, name)}")
             if value is not None:
-                setattr(self, name, value)
+                values[name] = value
             messages += [message] if message else []
         if "schedulers" in query:
             text = query_value(query["schedulers"])
             try:
-                self.entries = [e.text() for e in parse_entries(text)]
+                values["entries"] = [e.text() for e in parse_entries(text)]
             except ValueError as exc:
-                messages.append(f"URL: schedulers={text[:60]!r}: {exc}; kept {','.join(self.entries)}.")
+                said = _cut(str(exc))
+                messages.append(f"URL: schedulers={show_text(text)}: {said}; kept {','.join(self.entries)}.")
         for key, (name, low, high, whole) in NUMBERS.items():
             value, message = query_number(query, key, low, high, getattr(self, name), integer=whole)
             if value is not None:
-                setattr(self, name, int(value) if whole else value)
+                values[name] = int(value) if whole else value
             messages += [message] if message else []
-        refused = _refusal(self.key())  # a pool too small for this traffic, say: named, and the defaults kept
-        if refused:
-            self.param.update(**{name: self.param[name].default for name, *_ in NUMBERS.values()})
-            messages.append(f"URL: the schedulers' settings were not run: {refused}; showing the defaults.")
-        value, message = query_number(query, "s_guess", 0, MAX_ENTRIES - 1, 0, integer=True)
-        if value is not None and value < len(self.entries) and not message:
-            self.guess = int(value)
-        elif "s_guess" in query:
-            messages.append(f"URL: s_guess is the index of a scheduler shown, 0..{len(self.entries) - 1}; asking.")
-        return messages
+        return values, messages
+
+    def _runnable(self, values: dict, text: str) -> tuple[dict, str]:
+        """Return `values` if the core runs them, else them less what it refused (the schedulers first) and why."""
+        refused = _refusal(self.key(**values))
+        if not refused:
+            return values, ""
+        drops = (
+            (("entries",), f"URL: schedulers={show_text(text)} was not run: {refused}; kept {','.join(self.entries)}."),
+            (SETTINGS[1:], f"URL: the schedulers' settings were not run: {refused}; kept the last settings."),
+        )
+        for names, message in drops:
+            kept = {name: value for name, value in values.items() if name not in names}
+            if kept != values and not _refusal(self.key(**kept)):
+                return kept, message
+        kept = {name: value for name, value in values.items() if name not in SETTINGS}
+        return kept, f"URL: the schedulers' settings were not run: {refused}; kept the last lineup."
 
     def query(self) -> dict[str, str]:
         """Return the tab's URL arguments that differ from their defaults."""
@@ -232,6 +258,10 @@ class LineupView(LazyViewer):
             config={"colours": _colours(self.theme)}, payload="{}", sizing_mode="stretch_width"
         )
         self.verdict, self.table, self.lessons, self.load = text_pane(""), text_pane(""), text_pane(""), text_pane("")
+        refused = _refusal(self.key())
+        if refused:  # settings made before the tab opened (the simulator's traffic, say) that the core refuses
+            self.param.update(**_values_of(LineupKey(parse_entries(",".join(DEFAULT_ENTRIES)))))
+            self.messages.text = f"Not run: {refused}. Showing the default lineup."
         self._good = self.key()
         self._syncing = False
         self.pickers = [pn.widgets.Select(label=f"Scheduler {k + 1}", width=250) for k in range(MAX_ENTRIES)]
@@ -297,12 +327,7 @@ class LineupView(LazyViewer):
         refused = _refusal(key)
         if refused:
             self.messages.text = f"Not run: {refused}. Kept the last lineup."
-            good = self._good
-            self.param.update(
-                entries=[e.text() for e in good.entries], seed=good.seed, requests=good.requests,
-                rate_per_s=good.rate_per_s, priority_share=good.priority_share, slots=good.slots,
-                kv_blocks=good.kv_blocks, token_budget=good.token_budget,
-            )  # fmt: skip
+            self.param.update(**_values_of(self._good))
             return
         self.messages.text = ""
         # Any change but the targets changes the runs: a new question, guessed again before the table shows.
@@ -391,8 +416,20 @@ def _refusal(key: LineupKey) -> str:
     try:
         shared_lineup(key)
     except (ValueError, LimitError) as exc:
-        return str(exc).replace("give --kv-blocks", "give the KV pool")
+        return _cut(str(exc).replace("give --kv-blocks", "give the KV pool"))
     return ""
+
+
+def _values_of(key: LineupKey) -> dict:
+    """Return the view's settings that give `key`: its entries as a link writes them, its traffic's source."""
+    values = {name: getattr(key, name) for name in SETTINGS if name not in ("entries", "source")}
+    source = "chat" if key.page_traffic is None else "page"
+    return values | {"entries": [e.text() for e in key.entries], "source": source}
+
+
+def _cut(text: str) -> str:
+    """Return a refusal's words at most MAX_REFUSAL characters long, an ellipsis where they were cut."""
+    return text if len(text) <= MAX_REFUSAL else text[: MAX_REFUSAL - 3] + "..."
 
 
 def _label(text: str) -> str:
