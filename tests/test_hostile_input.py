@@ -464,7 +464,7 @@ def test_every_flag_of_every_subcommand_has_help_with_its_default():
 
 
 def test_load_trace_is_importable_from_core():
-    """DESIGN.md's Python contract: `from core import load_trace`."""
+    """docs/design.md's "Python contract": `from core import load_trace`."""
     assert core.load_trace.__module__ == "core.workload.traces"
 
 
@@ -791,3 +791,46 @@ def test_a_profile_prices_a_pass_on_python_floats_with_the_same_bits():
     points += [(rng.uniform(0, 300), rng.randint(0, 9000), rng.uniform(0, 30_000)) for _ in range(5000)]
     for rows, prefill, context in points:
         assert scalar(rows, prefill, context) == fitted.pass_ms(rows, prefill, context)
+
+
+# (the Schedulers tab's setting, its widget's label, a value out of its range); "guess": the guess's buttons
+LINEUP_WIDGETS = [
+    ("slots", "Slots", 200),
+    ("slots", "Slots", 0),
+    ("requests", "Requests", 10_000),
+    ("kv_blocks", "KV pool, 16-token blocks (0: unlimited)", -3),
+    ("token_budget", "Token budget (vLLM, SGLang)", None),
+    ("ttft_ms", "TTFT target, ms", 0.0),
+    ("guess", "Your guess", 7),
+]
+
+
+def _widget(layout, label: str):
+    """Return the widget labelled `label` in a view's layout."""
+    for item in layout.select(lambda o: getattr(o, "name", None) == label):
+        return item
+    raise AssertionError(f"no widget {label!r}")
+
+
+@pytest.mark.parametrize("name,label,bad", LINEUP_WIDGETS, ids=[f"{c[0]}={c[2]}" for c in LINEUP_WIDGETS])
+def test_a_schedulers_widget_value_out_of_range_is_one_line_and_kept(caplog, name, label, bad):
+    """A Schedulers-tab value from the socket out of range: one log line, no traceback, the last good value kept.
+
+    Its widgets skipped the guard the other tabs use (follow_widget): 200 bad slot values wrote 8,839 log lines.
+    """
+    import logging
+
+    from app.schedulers.view import LineupView
+
+    view = LineupView()
+    widget = _widget(view.__panel__(), label)
+    kept = getattr(view, name)
+    with caplog.at_level(logging.DEBUG):
+        if name == "guess":
+            widget.value = bad  # a button the page never drew
+        else:
+            widget._process_events({"value": bad})  # as Panel takes a value from the page
+    records = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(records) <= 1 and not [r for r in records if r.exc_info], [r.getMessage()[:200] for r in records]
+    assert getattr(view, name) == kept and widget.value == kept
+    assert view.messages.text == "" and "Not run" not in view.verdict.object

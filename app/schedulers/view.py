@@ -14,6 +14,7 @@ from app.page.url import query_choice, query_value
 from app.schedulers.data import LineupKey, budget_of, lineup_json, shared_lineup
 from app.schedulers.words import QUESTIONS, guess_html, lessons_html, load_html, table_html
 from app.server.loop import on_document
+from app.server.server_log import follow_widget
 from app.simulator.state import SimState
 from app.simulator.views import Messages
 from app.web.bundle import bundle
@@ -48,6 +49,21 @@ NUMBERS = {
 }
 # The view's parameters a lineup's key reads: what a refusal puts back together.
 SETTINGS = ("entries", *(name for name, *_ in NUMBERS.values()), "accelerator", "model", "source")
+# Parameter -> (widget, label, its own settings): the tab's settings under the pickers, in the page's order.
+INPUTS = {
+    "seed": (pn.widgets.IntSlider, "Traffic seed", {}),
+    "requests": (pn.widgets.IntSlider, "Requests", {}),
+    "rate_per_s": (pn.widgets.FloatSlider, "Arrivals, requests/s", {"step": 1}),
+    "priority_share": (pn.widgets.IntSlider, "High priority class, %", {}),
+    "slots": (pn.widgets.IntSlider, "Slots", {}),
+    "kv_blocks": (pn.widgets.IntInput, "KV pool, 16-token blocks (0: unlimited)", {"width": 270}),
+    "token_budget": (pn.widgets.IntInput, "Token budget (vLLM, SGLang)", {}),
+    "ttft_ms": (pn.widgets.FloatInput, "TTFT target, ms", {"width": 160}),
+    "itl_ms": (pn.widgets.FloatInput, "ITL target, ms", {"width": 160}),
+    "accelerator": (pn.widgets.Select, "Accelerator", {"options": ACCELERATOR_OPTIONS}),
+    "model": (pn.widgets.Select, "Model", {"options": MODEL_OPTIONS}),
+}
+CHAT_INPUTS = ("seed", "rate_per_s", "priority_share")  # the chat traffic's own settings: shown on it only
 MAX_REFUSAL = 300  # characters of a refusal's words in a message (they may repeat what was refused)
 INTRO = (
     "<h3>Schedulers: real engines side by side</h3><p>The chapter ends on a question: we admit requests every "
@@ -156,7 +172,9 @@ class LineupView(LazyViewer):
     )
     ttft_ms = param.Number(default=KEY.ttft_ms, bounds=(1.0, 60_000.0), doc="TTFT target, ms")
     itl_ms = param.Number(default=KEY.itl_ms, bounds=(1.0, 1_000.0), doc="ITL target (each request's p99), ms")
-    guess = param.Integer(default=None, allow_None=True, doc="The scheduler the learner picked (index), asked first")
+    guess = param.Integer(
+        default=None, allow_None=True, bounds=(0, MAX_ENTRIES - 1), doc="The scheduler the learner picked (index)"
+    )
     question = param.Selector(default="ttft_p99", objects=list(QUESTIONS), doc="The figure the guess is about")
     accelerator = param.Selector(default=KEY.accelerator, objects=list(ACCELERATORS), doc="The clock's accelerator")
     model = param.Selector(default=KEY.model, objects=list(MODEL_SHAPES), doc="The clock's model")
@@ -263,6 +281,8 @@ class LineupView(LazyViewer):
             self.param.update(**_values_of(LineupKey(parse_entries(",".join(DEFAULT_ENTRIES)))))
             self.messages.text = f"Not run: {refused}. Showing the default lineup."
         self._good = self.key()
+        self.inputs = {name: self._input(name) for name in INPUTS}
+        self.inputs["source"] = self._source_input()
         self._syncing = False
         self.pickers = [pn.widgets.Select(label=f"Scheduler {k + 1}", width=250) for k in range(MAX_ENTRIES)]
         for picker in self.pickers:
@@ -273,7 +293,7 @@ class LineupView(LazyViewer):
             stylesheets=[".bk-btn-group { flex-wrap: wrap; row-gap: 4px; }"],
         )  # fmt: skip
         self._show_guesses()
-        self.guesses.param.watch(self._guessed, "value")
+        follow_widget(self.guesses, "value", self, "guess", self._shown_index)
         self.lesson_buttons = []
         for label, values in LESSONS.values():
             button = pn.widgets.Button(label=label)
@@ -285,6 +305,32 @@ class LineupView(LazyViewer):
         if self.state is not None:  # the simulator's traffic changed: a lineup on it follows
             self.state.param.watch(lambda *_e: self.source == "page" and on_document(self._changed), "runs")
         self.param.watch(lambda *_e: on_document(self._reveal), ["guess", "question"])
+
+    def _input(self, name: str):
+        """Return the widget of one setting: a value the core's range refuses is one log line, the widget put back."""
+        kind, label, own = INPUTS[name]
+        p = self.param[name]
+        ends = dict(zip(("start", "end"), p.bounds)) if isinstance(p, param.Number) else {}
+        widget = kind(label=label, value=getattr(self, name), **({"width": 200} | ends | own))
+        follow_widget(widget, "value", self, name)
+        self.param.watch(lambda e: setattr(widget, "value", e.new), name)
+        return widget
+
+    def _source_input(self):
+        """Return the traffic's choice (the tab's chat or the simulator's), guarded as the other settings are."""
+        widget = pn.widgets.RadioButtonGroup(
+            options={words: key for key, words in SOURCES.items()}, value=self.source, color="primary",
+            variant="outline", label="Traffic", stylesheets=[".bk-btn-group { flex-wrap: wrap; row-gap: 4px; }"],
+        )  # fmt: skip
+        follow_widget(widget, "value", self, "source")
+        self.param.watch(lambda e: setattr(widget, "value", e.new), "source")
+        return widget
+
+    def _shown_index(self, value):
+        """Return a guess the page sent if it is a scheduler shown (or none); refuse any other as out of range."""
+        if value is not None and not (type(value) is int and 0 <= value < len(self.entries)):
+            raise ValueError(f"guess {value!r} is not a scheduler shown")
+        return value
 
     def _show_pickers(self) -> None:
         """Set the four pickers to the entries (the registered presets and any variant on screen as options)."""
@@ -314,10 +360,6 @@ class LineupView(LazyViewer):
     def _show_guesses(self) -> None:
         self.guesses.options = {_label(text): k for k, text in enumerate(self.entries)}
         self.guesses.value = self.guess
-
-    def _guessed(self, event) -> None:
-        if event.new != self.guess:
-            self.guess = event.new
 
     def _changed(self) -> None:
         """Recompute the lineup; a setting the core refuses is named and undone."""
@@ -354,38 +396,14 @@ class LineupView(LazyViewer):
         self.lessons.object = lessons_html(lines, cost_model(key.accelerator, key.model)) if revealed else ""
 
     def _compose(self):
-        number = lambda name, label, **kw: pn.widgets.IntSlider.from_param(  # noqa: E731
-            self.param[name], label=label, width=200, **kw
-        )
-        traffic = pn.FlexBox(
-            number("seed", "Traffic seed"),
-            number("requests", "Requests"),
-            pn.widgets.FloatSlider.from_param(self.param.rate_per_s, label="Arrivals, requests/s", step=1, width=200),
-            number("priority_share", "High priority class, %"),
-            sizing_mode="stretch_width",
-        )
-        engine = pn.FlexBox(
-            number("slots", "Slots"),
-            pn.widgets.IntInput.from_param(
-                self.param.kv_blocks, label="KV pool, 16-token blocks (0: unlimited)", width=270
-            ),
-            pn.widgets.IntInput.from_param(self.param.token_budget, label="Token budget (vLLM, SGLang)", width=200),
-            pn.widgets.FloatInput.from_param(self.param.ttft_ms, label="TTFT target, ms", width=160),
-            pn.widgets.FloatInput.from_param(self.param.itl_ms, label="ITL target, ms", width=160),
-            pn.widgets.Select.from_param(self.param.accelerator, label="Accelerator", options=ACCELERATOR_OPTIONS),
-            pn.widgets.Select.from_param(self.param.model, label="Model", options=MODEL_OPTIONS),
-            sizing_mode="stretch_width",
-        )
-        source = pn.widgets.RadioButtonGroup.from_param(
-            self.param.source, options={words: key for key, words in SOURCES.items()}, color="primary",
-            variant="outline", label="Traffic", stylesheets=[".bk-btn-group { flex-wrap: wrap; row-gap: 4px; }"],
-        )  # fmt: skip
-        for widget in traffic.objects[:1] + traffic.objects[2:]:  # the chat traffic's own settings
+        inputs = self.inputs
+        chat = [inputs[name] for name in CHAT_INPUTS]
+        traffic = pn.FlexBox(*(inputs[name] for name in list(INPUTS)[:4]), sizing_mode="stretch_width")
+        engine = pn.FlexBox(*(inputs[name] for name in list(INPUTS)[4:]), sizing_mode="stretch_width")
+        for widget in chat:
             widget.visible = self.source == "chat"
-        self.param.watch(
-            lambda e: [setattr(w, "visible", e.new == "chat") for w in traffic.objects[:1] + traffic.objects[2:]],
-            "source",
-        )
+        self.param.watch(lambda e: [setattr(w, "visible", e.new == "chat") for w in chat], "source")
+        source = inputs["source"]
         return pn.Column(
             text_pane(INTRO),
             self.messages,
