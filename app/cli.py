@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import os
 import socket
 import sys
 from pathlib import Path
@@ -129,13 +128,17 @@ def serve_argv(args: argparse.Namespace) -> list[str]:
 
 
 def run_serve(args: argparse.Namespace) -> str:
-    """Replace this process with `panel serve` (never returns on success)."""
-    from panel.command import main as panel_main  # noqa: F401 - fail early with a clear ImportError
+    """Run `panel serve` on the app in this process, until the server stops."""
+    from panel.command import main as panel_main
 
     argv = serve_argv(args)
     check_listen(args.address, args.port)  # so a bad address or a busy port is one line, before "serving at"
     print(f"serving batchviz at http://{args.address}:{args.port}/main", flush=True)
-    os.execv(os.path.join(os.path.dirname(sys.executable), "panel"), argv)
+    # In this process, not by running a `panel` script found beside the interpreter: an install whose dependencies
+    # live elsewhere (`pip install --user`, a shared environment) has none there, and `python -m panel` would put the
+    # working directory, which may hold its own `app` folder, ahead of the installed app on sys.path.
+    sys.argv = argv
+    panel_main()
     return ""
 
 
