@@ -45,7 +45,7 @@ from core.limits import check_writable
 from core.workload.traffic import LENGTH_KINDS
 
 # The page's one module: the served page's renderer, batch view and host, the quiz, this page's server and its
-# Schedulers tab (assets/, joined by app/web/bundle.py).
+# Schedulers tab (app/web/, joined by app/web/bundle.py).
 MODULES = (
     *("words.js", "renderer.js", "batch.js", "host.js", "quiz.js", "memory.js"),
     *("export_host.js", "export_lineup.js", "export_memory.js"),

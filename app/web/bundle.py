@@ -34,9 +34,11 @@ def bundle(*names: str) -> str:
             source = match.group(2)
             wanted = {n.strip() for n in match.group(1).split(",") if n.strip()}
             if source not in names:
-                raise ValueError(f"assets/{name} imports from ./{source}, which is not in the bundle {names}")
+                raise ValueError(f"app/web/{name} imports from ./{source}, which is not in the bundle {names}")
             missing = wanted - exports_of(source)
             if missing:
-                raise ValueError(f"assets/{name} imports {sorted(missing)} from ./{source}, which does not export them")
-        parts.append(f"// ---- assets/{name}\n" + IMPORT.sub("", text))
+                raise ValueError(
+                    f"app/web/{name} imports {sorted(missing)} from ./{source}, which does not export them"
+                )
+        parts.append(f"// ---- app/web/{name}\n" + IMPORT.sub("", text))
     return "\n".join(parts)
