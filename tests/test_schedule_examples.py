@@ -1,4 +1,4 @@
-"""Worked examples with hand-checked timelines, one per rule of DESIGN.md's semantics."""
+"""Worked examples with hand-checked timelines, one per rule of docs/design.md's "Simulator semantics"."""
 
 import numpy as np
 import pytest

@@ -10,9 +10,10 @@ SLOTS = 4
 WINDOW = 64
 BATCH_TIMEOUT = 0  # the app's default: static starts a batch as soon as anything waits
 # (id, arrival step, output tokens, prompt tokens), labelled A-L like core.workload.traffic.generate. Found by simulated
-# annealing over arrivals (0-17) and output lengths under DESIGN.md's semantics, scored by the distance to the
-# widget's figures: over the 64-step window continuous completes 11 of 12, generates 213 tokens (83% busy) at a mean
-# latency of 25.0 over its 11 completed; static completes 7, generates 120 tokens (47% busy) at 31.9 over its 7.
+# annealing over arrivals (0-17) and output lengths under docs/design.md's "Simulator semantics", scored by the
+# distance to the widget's figures: over the 64-step window continuous completes 11 of 12, generates 213 tokens (83%
+# busy) at a mean latency of 25.0 over its 11 completed; static completes 7, generates 120 tokens (47% busy) at 31.9
+# over its 7.
 # Measured to the drain, continuous's mean latency over all twelve (28.4) is lower than static's (61.2).
 # The lengths are heavy-tailed (median 11, mean 18.7, two long answers of 45 and 59: the 59 runs past the window);
 # the prompt lengths (mean 32) change no schedule.

@@ -161,10 +161,11 @@ def simulate_per_pass(
 def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, token_budget=None):
     """Return (timeline strings, events, recomputed tokens, peak blocks) one step at a time: the engine's oracle.
 
-    DESIGN.md's "Memory" rules written plainly: every slot visited at every step, the pool a list of block owners
-    (contiguous runs found by scanning it), nothing jumped. Events are (step, kind, request index). The policy is
-    asked only for its rules: its waiting order (`queue_key`), its victims (`victim_rank`), what a request reserves,
-    whether it forms batches; the loop that follows them is written here again, plainly, for every policy.
+    The rules of docs/design.md's "Memory contract" written plainly: every slot visited at every step, the pool a list
+    of block owners (contiguous runs found by scanning it), nothing jumped. Events are (step, kind, request index).
+    The policy is asked only for its rules: its waiting order (`queue_key`), its victims (`victim_rank`), what a
+    request reserves, whether it forms batches; the loop that follows them is written here again, plainly, for every
+    policy.
     """
     pol = get_policy(policy)
     requests = tuple(requests)

@@ -8,9 +8,9 @@ from core.workload.request import Request
 
 SLOTS = 4
 BATCH_TIMEOUT = 1  # static: A-C arrive at 0 and wait one step for D, so the first batch is A-D
-# (id, arrival step, output tokens, prompt tokens). Found by solving the chapter's figures under DESIGN.md's semantics:
-# static pads 30 slot-steps, E and F wait 12 and 11 steps, everything is done at step 22; continuous leaves
-# 16 slot-steps idle, starts E and F 11 and 10 steps earlier, and is done at step 14.
+# (id, arrival step, output tokens, prompt tokens). Found by solving the chapter's figures under docs/design.md's
+# "Simulator semantics": static pads 30 slot-steps, E and F wait 12 and 11 steps, everything is done at step 22;
+# continuous leaves 16 slot-steps idle, starts E and F 11 and 10 steps earlier, and is done at step 14.
 # The prompt lengths change no schedule; they make each request's first step (its prefill) visible in the ragged batch.
 _ROWS = (("A", 0, 14, 6), ("B", 0, 4, 3), ("C", 0, 5, 9), ("D", 1, 5, 4), ("E", 3, 7, 5), ("F", 4, 5, 2))
 

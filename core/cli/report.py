@@ -31,7 +31,7 @@ def dumps(doc: dict) -> str:
 
 
 def run_json(run: Run, metrics: Metrics, window: int | None) -> dict:
-    """Return the `simulate --json` object (DESIGN.md's contract); with a window, unreached times are null."""
+    """Return the `simulate --json` object (docs/design.md, "Command-line contract"); unreached times are null."""
     rows = []
     for i, r in enumerate(run.requests):
         start, finish = int(run.start[i]), int(run.finish[i])

@@ -15,7 +15,8 @@ class Metrics:
     """What a run achieved in steps [0, window); latencies in steps, shares as fractions of slot-steps.
 
     `avg_latency` and its percentiles count the requests completed in the window; `avg_latency_all` counts every
-    request, measured to its finish past the window (DESIGN.md: "measure to the drain").
+    request, measured to its finish past the window (docs/design.md, "Simulator semantics": the figure that compares
+    modes).
     """
 
     window: int
