@@ -7,6 +7,7 @@ import math
 import os
 import re
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 MAX_REQUESTS = 1_000_000  # requests in one workload (trace rows, or the generator's --requests)
@@ -121,15 +122,31 @@ def check_steps(steps: int, what: str) -> None:
 MAX_PREFILL_PASSES = 1_000_000  # passes a token budget needs for the prompts alone (each one recorded on its own)
 
 
-def check_prefill_passes(prompt_tokens: int, budget: int) -> None:
-    """Raise LimitError, before anything runs, if the prompts alone need more passes of `budget` than the limit."""
-    passes = -(-prompt_tokens // budget)
-    if passes > MAX_PREFILL_PASSES:
-        least = -(-prompt_tokens // MAX_PREFILL_PASSES)
+def check_prefill_passes(prompts: Sequence[int], budget: int, cap: int = 0, slots: int = 1) -> None:
+    """Raise LimitError, before anything runs, if the prompts alone need more passes than the limit.
+
+    A pass holds at most `budget` prompt tokens, at most `cap` of one prompt (0: the budget) and chunks of at most
+    `slots` prompts, so the prompts need at least the larger of their tokens over the budget and their chunks over
+    the slots: a per-prompt cap (vLLM's long_prefill_token_threshold) can need far more passes than the budget.
+    """
+    total = sum(prompts)
+    by_budget = -(-total // budget)
+    per_prompt = min(cap or budget, budget)
+    by_chunks = -(-sum(-(-p // per_prompt) for p in prompts) // slots)
+    passes = max(by_budget, by_chunks)
+    if passes <= MAX_PREFILL_PASSES:
+        return
+    if by_chunks > by_budget:
         raise LimitError(
-            f"the prompts ({prompt_tokens:,} tokens) need at least {passes:,} passes of {budget:,} tokens, over the "
-            f"limit of {MAX_PREFILL_PASSES:,}; give a token budget of at least {least:,}"
+            f"the prompts ({total:,} tokens) in chunks of at most {per_prompt:,} tokens on {slots:,} slots need at "
+            f"least {passes:,} passes, over the limit of {MAX_PREFILL_PASSES:,}; allow more tokens of one prompt "
+            f"a pass, or more slots"
         )
+    least = -(-total // MAX_PREFILL_PASSES)
+    raise LimitError(
+        f"the prompts ({total:,} tokens) need at least {passes:,} passes of {budget:,} tokens, over the "
+        f"limit of {MAX_PREFILL_PASSES:,}; give a token budget of at least {least:,}"
+    )
 
 
 def check_workload(num_requests: int, total_tokens: int) -> None:

@@ -157,7 +157,7 @@ def format_error(error: float | None) -> str:
 
 def predicted_vs_measured(measured: TimedRun, cost: StepCost) -> dict:
     """Return the simulator's prediction of the same workload under `cost` beside what was measured, per figure."""
-    predicted = simulate_timed(measured.requests, measured.slots, measured.policy, cost, measured.batch_timeout_ms)
+    predicted = simulate_timed(measured.requests, measured.slots, measured.rules, cost, measured.batch_timeout_ms)
     pm, mm = timed_metrics(predicted), timed_metrics(measured)
     rows = {}
     for name, get in FIGURES:

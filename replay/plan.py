@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.sched.policies import get_policy
 from core.sched.schedule_record import Schedule
-from core.sched.states import GENERATING, PAUSED, PREFILL, RECOMPUTE
+from core.states import GENERATING, PAUSED, PREFILL, RECOMPUTE
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ class PassPlan:
 
 def pass_plans(s: Schedule) -> list[PassPlan]:
     """Return every pass of a step-clock continuous or chunked Schedule: its admissions, decoders and chunks."""
-    if s.cost != "unit" or get_policy(s.policy).forms_batches:
+    if s.cost != "unit" or s.rules.forms_batches:
         raise ValueError(f"pass_plans reads a step-clock continuous or chunked schedule, got {s.policy} on {s.cost}")
     n, passes = len(s.requests), s.passes
     prompt = [max(1, r.prompt_tokens) for r in s.requests]

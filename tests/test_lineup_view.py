@@ -11,7 +11,7 @@ from app.schedulers.words import QUESTIONS, ROWS, lessons_html, shown_best
 from app.shell import App
 from core.clock.hardware import cost_model
 from core.measure.lineup import best, lineup, parse_entries
-from core.sched.states import GENERATING, PAUSED, PREFILL, RECOMPUTE
+from core.states import GENERATING, PAUSED, PREFILL, RECOMPUTE
 from core.workload.traffic import generate
 
 COST = cost_model()

@@ -414,7 +414,7 @@ def test_token_blocks_are_each_cells_tokens_pass_by_pass(reqs, slots, policy, al
     """The blocks that hold tokens, summed cell by cell and pass by pass: prompt, tokens so far, plus one."""
     memory = _pool_for(reqs, allocation, extra, block_size)
     s = schedule(reqs, slots, policy, memory, token_budget=slots + 1 if policy == "chunked" else None)
-    from core.sched.states import GENERATING, PADDING, RECOMPUTE
+    from core.states import GENERATING, PADDING, RECOMPUTE
 
     expected = [0] * s.passes
     cells = s.cells.tolist()

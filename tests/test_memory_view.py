@@ -10,7 +10,7 @@ from app.memory.view import MemoryView
 from core.chapter.memory_example import BLOCK_SIZE, SLOTS, memory_requests
 from core.kv.memory import MemoryConfig
 from core.sched.engine import as_run, memory_waits, schedule
-from core.sched.states import PREFILL
+from core.states import PREFILL
 from tests.oracles.memory_view import events_text, mode_html
 
 

@@ -183,7 +183,7 @@ def test_counts_per_step_are_the_grids_columns(rows, slots, policy, extra, width
 def test_losses_equal_the_per_step_counts(rows, slots, policy, extra, width):
     """The event sweep of losses (no per-step array) equals the counts per step, memory runs and short windows too."""
     from core.measure.losses import losses, waiting_per_step
-    from core.sched.states import IDLE, PADDING
+    from core.states import IDLE, PADDING
 
     run = _memory_run(rows, slots, policy, extra)
     for window in (width, run.drain, None):

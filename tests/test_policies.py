@@ -15,8 +15,8 @@ from core.clock.cost import UnitCost
 from core.kv.memory import MemoryConfig
 from core.sched.engine import as_run, schedule
 from core.sched.policies import REGISTRY, Policy, get_policy, register, unregister
-from core.sched.states import STATE_NUMBERS
 from core.sched.timed import simulate_timed
+from core.states import STATE_NUMBERS
 from core.workload.traffic import TrafficConfig, generate
 
 from .test_memory import _pool_for

@@ -9,7 +9,7 @@ import torch
 from core import Request, TrafficConfig, generate
 from core.kv.memory import MemoryConfig
 from core.sched.engine import schedule
-from core.sched.states import PREFILL
+from core.states import PREFILL
 from replay import Engine
 from replay.engine import BLOCK_SIZE
 from replay.plan import pass_plans

@@ -14,8 +14,8 @@ from core.clock.cost import Roofline
 from core.kv.memory import MemoryConfig
 from core.sched.engine import as_run, schedule
 from core.sched.policies import TGI
-from core.sched.states import PAUSED
 from core.sched.timed import simulate_timed
+from core.states import PAUSED
 
 from .test_policies import _pool, traffic
 from .test_sglang import capped_traffic

@@ -15,8 +15,8 @@ from core.sched.engine import as_run, memory_waits, schedule
 from core.sched.policies import STATIC_ROW
 from core.sched.run import GENERATING, IDLE, Run
 from core.sched.schedule_record import Schedule
-from core.sched.states import PADDING, PREFILL, RECOMPUTE
 from core.sched.waits import Wait
+from core.states import PADDING, PREFILL, RECOMPUTE
 
 MAX_BLOCKS = 24
 TITLES = {

@@ -14,7 +14,7 @@ from app.simulator.widget_data import policy_fields
 from core.clock.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, cost_model
 from core.kv.memory import MemoryConfig
 from core.measure.lineup import Entry, Line, lineup
-from core.sched.states import GENERATING, PAUSED, PREFILL
+from core.states import GENERATING, PAUSED, PREFILL
 from core.workload.request import Request
 from core.workload.traffic import TrafficConfig, generate
 
@@ -89,7 +89,7 @@ def run_json(line: Line, allocation: str) -> dict:
     """Return one entry's run as the renderer draws it on a clock: per-request times, and its cells in ms."""
     run = line.run
     out = {
-        **policy_fields(line.entry.name, allocation),
+        **policy_fields(line.run.rules, allocation),
         "title": line.entry.label(),
         "slots": run.slots,
         "slot": run.slot.tolist(),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from dataclasses import replace
 
 import panel as pn
@@ -21,7 +22,8 @@ from app.web.bundle import bundle
 from app.web.style import CSS
 from core.clock.hardware import ACCELERATOR_OPTIONS, ACCELERATORS, MODEL_OPTIONS, MODEL_SHAPES, cost_model
 from core.limits import LimitError, show_text
-from core.measure.lineup import MAX_ENTRIES, MIN_ENTRIES, parse_entries, parse_entry, registered_presets
+from core.measure.lineup import MAX_ENTRIES, MIN_ENTRIES, parse_entries, parse_entry, preset_variants, settings_words
+from core.sched.policies import REGISTRY
 
 DEFAULT_ENTRIES = ("vllm", "tgi", "sglang", "trtllm-no-evict")
 SOURCES = {  # ?s_source= -> the traffic choice's words (short: a phone shows them side by side)
@@ -288,6 +290,8 @@ class LineupView(LazyViewer):
         for picker in self.pickers:
             picker.param.watch(self._picked, "value")
         self._show_pickers()
+        self.settings_help = text_pane("")
+        self._show_settings()
         self.guesses = pn.widgets.RadioButtonGroup(
             label="Your guess", color="primary", variant="outline", sizing_mode="stretch_width",
             stylesheets=[".bk-btn-group { flex-wrap: wrap; row-gap: 4px; }"],
@@ -334,7 +338,7 @@ class LineupView(LazyViewer):
 
     def _show_pickers(self) -> None:
         """Set the four pickers to the entries (the registered presets and any variant on screen as options)."""
-        options = {_label(name): name for name in registered_presets()}
+        options = {_label(name): name for name in preset_variants()}
         options.update({_label(text): text for text in self.entries})
         self._syncing = True  # the pickers' own watchers wait until all four are set
         try:
@@ -357,6 +361,17 @@ class LineupView(LazyViewer):
         self.messages.text = ""
         self.param.update(entries=chosen, guess=None)
 
+    def _show_settings(self) -> None:
+        """Say the settings of each engine on screen, from their declarations, and how a link writes one."""
+        names = dict.fromkeys(parse_entry(text).name for text in self.entries)
+        rows = [f"<li><b>{html.escape(REGISTRY[n].label)}</b>: {html.escape(settings_words(n))}</li>"
+                for n in names if REGISTRY[n].settings]  # fmt: skip
+        self.settings_help.object = (
+            "<details><summary>Settings of the schedulers shown (in a link: <code>schedulers=vllm:"
+            "long_prefill_token_threshold=512,tgi</code>)</summary><ul>" + "".join(rows) + "</ul></details>"
+            if rows else ""
+        )
+
     def _show_guesses(self) -> None:
         self.guesses.options = {_label(text): k for k, text in enumerate(self.entries)}
         self.guesses.value = self.guess
@@ -378,6 +393,7 @@ class LineupView(LazyViewer):
         if new_question:
             self.guess = None  # a new question: guess again before the table shows
         self._show_pickers()
+        self._show_settings()
         self._show_guesses()
         self._refresh()
 
@@ -408,6 +424,7 @@ class LineupView(LazyViewer):
             text_pane(INTRO),
             self.messages,
             pn.FlexBox(*self.pickers, sizing_mode="stretch_width"),
+            self.settings_help,
             text_pane(SOURCE_WORDS),
             source,
             traffic,

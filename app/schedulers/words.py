@@ -16,7 +16,7 @@ from app.page.words import plural
 from core.clock.cost import StepCost
 from core.measure.lineup import Line, best
 from core.measure.serving import per_request
-from core.sched.states import PAUSED
+from core.states import PAUSED
 
 # (figure, words, format): the table's rows, in the order an engineer reads them.
 ROWS = (

@@ -16,9 +16,9 @@ from app.simulator.story import loop_lines
 from core import Request, Run, TrafficConfig, compute_metrics
 from core.measure.losses import losses
 from core.measure.metrics import latency_by_class
-from core.sched.policies import REGISTRY, get_policy
-from core.sched.states import STATE_NUMBERS
+from core.sched.policies import REGISTRY, Policy, get_policy
 from core.sched.timed import TimedRun, timed_metrics
+from core.states import STATE_NUMBERS
 
 # Playback's paces, slowest last: one step a frame, a learner's pace (the default), slow enough to follow one request.
 SPEEDS = (("1 step/frame", 16), ("120 ms/step", 120), ("400 ms/step", 400))
@@ -55,18 +55,18 @@ class ViewKey:
 LOG_KINDS = ("finish", "release", "preempt", "admit", "wait")  # the renderer's kind numbers (app/web/renderer.js)
 
 
-def policy_fields(policy: str, allocation: str) -> dict:
-    """Return what the renderer reads about a run's policy instead of its name.
+def policy_fields(policy: Policy, allocation: str) -> dict:
+    """Return what the renderer reads about a run's policy (the object the run carries) instead of its name.
 
     Its traits, whether a request reserves its whole life, and the keys of its loop's lines (without memory, with).
     """
     return {
-        "policy": policy,
-        "traits": get_policy(policy).traits(),
-        "reserves": get_policy(policy).reserves_whole_life(allocation),
+        "policy": policy.name,
+        "traits": policy.traits(),
+        "reserves": policy.reserves_whole_life(allocation),
         "loop": [list(line) for line in loop_lines(policy)],
         "loop_memory": [list(line) for line in loop_lines(policy, allocation)],
-        "states": STATE_NUMBERS,  # the cell states, defined once (core/sched/states.py)
+        "states": STATE_NUMBERS,  # the cell states, defined once (core/states.py)
     }
 
 
@@ -82,7 +82,7 @@ def run_arrays(run: Run, limited: bool = False, window: int | None = None) -> di
     # The drain step itself reports the last finish and release: its facts are sent too.
     shown = run.drain + 1 if window is None else min(window, run.drain + 1)
     out = {
-        **policy_fields(run.policy, allocation),
+        **policy_fields(run.rules, allocation),
         "slots": run.slots,
         "drain": run.drain,
         "start": run.start.tolist(),

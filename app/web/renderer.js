@@ -45,7 +45,7 @@ export function statsHtml(completed, total, useful, util, avg) {
 
 // A run's cells and stays. The memory engine sends them when a request was preempted (it then has several stays,
 // and recompute cells); otherwise each request is one stay: generating from start to finish, padding to release.
-// The cell states' numbers come with each run (core/sched/states.py, defined once): generating, padding, recompute, prefill.
+// The cell states' numbers come with each run (core/states.py, defined once): generating, padding, recompute, prefill.
 const codes = (r) => [r.states.generating, r.states.padding, r.states.recompute, r.states.prefill];
 const chunks = (flat, width) => {
   const out = [];

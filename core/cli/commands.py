@@ -30,7 +30,8 @@ from core.cli.cost_flags import (
 from core.cli.memory_flags import add_memory_args, memory_from_args, token_budget
 from core.clock.cost import ROOFLINE_FIELDS, ROOFLINE_RANGES, UnitCost
 from core.clock.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
-from core.limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError, one_line, show_name
+from core.limits import MAX_DRAIN_STEPS, MAX_SLOTS, LimitError, one_line, show_name, show_text
+from core.measure.lineup import Entry, parse_entry, refuse_repeats
 from core.measure.losses import losses
 from core.measure.metrics import compare, compute_metrics
 from core.measure.serving import serving_metrics
@@ -45,6 +46,7 @@ from core.measure.sweep import (
 )
 from core.sched.policies import REGISTRY, get_policy
 from core.sched.schedule import simulate
+from core.sched.settings import Setting
 from core.sched.timed import simulate_timed, timed_metrics
 from core.workload.traffic import TrafficConfig
 
@@ -141,10 +143,9 @@ def _add_compare(sub) -> None:
     p.add_argument(
         "--policies",
         type=_policy_list,
-        default=("static", "continuous"),
-        help="comma-separated registered policies, the first the baseline (default static,continuous; registered: "
-        + ", ".join(REGISTRY)
-        + ")",
+        default="static,continuous",  # a string default goes through the type, as a given list does
+        help="comma-separated registered policies, the first the baseline, each with settings of its own if wanted "
+        "(vllm,vllm:scheduling_policy=priority); default static,continuous; registered: " + ", ".join(REGISTRY),
     )
     timeout_flag(p)
     add_cost_args(p)
@@ -262,59 +263,53 @@ def _timed(args, requests, cost, policy: str, memory=None, budget=None):
     return timed_metrics(_timed_run(args, requests, cost, policy, memory, budget))
 
 
-# An engine setting's flag -> (its name on the policy, its type, help); each refused under a policy without it.
-KNOB_FLAGS = {
-    "--scheduling-policy": ("scheduling_policy", str, "vLLM's queue order: fcfs or priority (default fcfs)"),
-    "--long-prefill-token-threshold": (
-        "long_prefill_token_threshold",
-        bounded_int(0, 10_000_000),
-        "vLLM: the most of one prompt's tokens in a pass (0: off, the default)",
-    ),
-    "--schedule-policy": (
-        "schedule_policy",
-        str,
-        "SGLang's queue order: fcfs or lof, largest max_tokens first (default fcfs)",
-    ),
-    "--waiting-served-ratio": (
-        "waiting_served_ratio",
-        bounded_float(0.0, 1000.0),
-        "TGI: while rows decode, a prefill pauses them once the waiting it admits reach this times the batch "
-        "(default 0.3)",
-    ),
-    "--max-waiting-tokens": (
-        "max_waiting_tokens",
-        bounded_int(1, 1_000_000),
-        "TGI: decode passes after which the waiting are let in whatever the ratio (default 20)",
-    ),
-    "--max-batch-prefill-tokens": (
-        "max_batch_prefill_tokens",
-        bounded_int(0, 10_000_000),
-        "TGI: the most prompt tokens in a prefill pass (0: the longest prompt + 50, TGI's default)",
-    ),
-}
+def registered_settings() -> dict[str, Setting]:
+    """Return every registered policy's engine settings by name, in registration order (each declared once)."""
+    out: dict[str, Setting] = {}
+    for pol in REGISTRY.values():
+        for setting in pol.settings:
+            out.setdefault(setting.name, setting)
+    return out
+
+
+def _setting_type(setting: Setting):
+    """Return an argparse type that parses a flag's value as the setting does, refusing in its words."""
+
+    def parse(text: str):
+        try:
+            return setting.parse(text)
+        except ValueError:  # the flag is named already: say what it takes, as the other flags do
+            raise argparse.ArgumentTypeError(f"expected {setting.allowed()}, got {show_text(text)}") from None
+
+    return parse
 
 
 def add_knob_args(parser) -> None:
-    """Add the engines' own settings, by their own names (applied to a policy that has them)."""
-    for flag, (_, kind, text) in KNOB_FLAGS.items():
-        parser.add_argument(flag, type=kind, default=None, help=text)
+    """Add every registered engine setting as a flag, by the engine's own name (applied to a policy that has it)."""
+    for setting in registered_settings().values():
+        parser.add_argument(setting.flag, type=_setting_type(setting), default=None, help=setting.describe())
 
 
-def policies_with_knobs(args, names: tuple[str, ...]) -> list:
-    """Return each named policy with the engine settings the flags give; refuse a setting none of them has."""
-    given = {name: getattr(args, name) for name, *_ in KNOB_FLAGS.values() if getattr(args, name, None) is not None}
+def policies_with_knobs(args, entries) -> list:
+    """Return each entry's policy with the settings the flags give, then the entry's own; refuse a flag none has.
+
+    An entry is a name or a lineup `Entry` (`vllm:scheduling_policy=priority`).
+    """
+    settings = registered_settings()
+    given = {name: getattr(args, name) for name in settings if getattr(args, name, None) is not None}
     out = []
-    for name in names:
+    for entry in entries:
+        name, own = (entry, {}) if isinstance(entry, str) else (entry.name, dict(entry.knobs))
         pol = get_policy(name)
-        mine = {k: v for k, v in given.items() if k in pol.knobs}
+        mine = {**{k: v for k, v in given.items() if k in pol.knobs}, **own}
         try:
             out.append(pol.with_knobs(**mine) if mine else pol)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     for key in given:
-        if not any(key in get_policy(name).knobs for name in names):
+        if not any(key in pol.knobs for pol in out):
             having = ", ".join(n for n, p in REGISTRY.items() if key in p.knobs)
-            raise UsageError(f"--{key.replace('_', '-')} applies to a policy with that setting ({having}) only")
+            raise UsageError(f"{settings[key].flag} applies to a policy with that setting ({having}) only")
     return out
 
 
@@ -323,46 +318,52 @@ def _with(trait: str) -> str:
     return ", ".join(name for name, pol in REGISTRY.items() if getattr(pol, trait))
 
 
-def _policy_list(text: str) -> tuple[str, ...]:
-    """Return `--policies` as names: registered, distinct, at least two."""
-    names = tuple(name.strip() for name in text.split(","))
-    unknown = [name for name in names if name not in REGISTRY]
+def _policy_list(text: str) -> tuple[Entry, ...]:
+    """Return `--policies` as entries (`vllm`, `vllm:scheduling_policy=priority`): registered, distinct, two or more."""
+    parts = [part.strip() for part in text.split(",")]
+    unknown = [part.partition(":")[0] for part in parts if part.partition(":")[0] not in REGISTRY]
     if unknown:
-        raise argparse.ArgumentTypeError(f"{unknown[0][:40]!r} is not a policy; registered: {', '.join(REGISTRY)}")
-    if len(set(names)) != len(names) or len(names) < 2:
-        raise argparse.ArgumentTypeError(f"give at least two different policies, got {text[:80]!r}")
-    return names
+        raise argparse.ArgumentTypeError(f"{show_text(unknown[0])} is not a policy; registered: {', '.join(REGISTRY)}")
+    if len(parts) < 2:
+        raise argparse.ArgumentTypeError(f"give at least two different policies, got {show_text(text)}")
+    try:
+        entries = tuple(parse_entry(part) for part in parts)
+        refuse_repeats(entries)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return entries
 
 
 def _compare(args) -> str:
-    policies = args.policies
-    if args.batch_timeout is not None and not any(get_policy(p).has_timeout for p in policies):
+    keys = tuple(entry.text() for entry in args.policies)  # the columns: an entry as written, its settings in it
+    objects = dict(zip(keys, policies_with_knobs(args, args.policies)))
+    pols = tuple(objects.values())
+    if args.batch_timeout is not None and not any(p.has_timeout for p in pols):
         raise UsageError(f"--batch-timeout applies to a policy with a timeout ({_with('has_timeout')}) only")
-    memory = memory_from_args(args, policies)
-    budgets = {p: token_budget(args, p, args.slots, policies) for p in policies}
+    memory = memory_from_args(args, pols)
+    budgets = {k: token_budget(args, p, args.slots, pols) for k, p in objects.items()}
     cost = cost_from_args(args)
     requests = load_requests(args)
-    timeout = lambda p: batch_timeout(args) if get_policy(p).has_timeout else 0  # noqa: E731
-    objects = dict(zip(policies, policies_with_knobs(args, policies)))
-    runs = {p: simulate(requests, args.slots, objects[p], timeout(p), memory, budgets[p]) for p in policies}
-    result = compare(*runs.values())
-    timed = {p: _timed(args, requests, cost, p, memory, budgets[p]) for p in policies} if cost else None
-    serving = _serving(args, requests, cost, memory, budgets)
+    timeout = lambda k: batch_timeout(args) if objects[k].has_timeout else 0  # noqa: E731
+    runs = {k: simulate(requests, args.slots, p, timeout(k), memory, budgets[k]) for k, p in objects.items()}
+    result = compare(*runs.values(), names=keys)
+    timed = {k: _timed(args, requests, cost, p, memory, budgets[k]) for k, p in objects.items()} if cost else None
+    serving = _serving(args, requests, cost, memory, budgets, objects)
     if args.json:
         doc = result.as_dict()
-        doc["losses"] = {p: losses(run).as_dict() for p, run in runs.items()}
-        for policy, run in runs.items():
+        doc["losses"] = {k: losses(run).as_dict() for k, run in runs.items()}
+        for k, run in runs.items():
             if run.schedule is not None and not memory.unlimited:
-                doc[policy].update(run.schedule.memory_metrics())
+                doc[k].update(run.schedule.memory_metrics())
         if timed:
-            doc["timed"] = {"cost": describe_cost(cost), **{p: m.as_dict() for p, m in timed.items()}}
+            doc["timed"] = {"cost": describe_cost(cost), **{k: m.as_dict() for k, m in timed.items()}}
         if serving:
-            doc["serving"] = {**serving[0], **{p: m.as_dict() for p, m in serving[1].items()}}
+            doc["serving"] = {**serving[0], **{k: m.as_dict() for k, m in serving[1].items()}}
         return report.dumps(doc)
     text = report.comparison_text(result, describe_traffic(args, requests), args.slots, runs)
     if not memory.unlimited:
-        width = max(len(p) for p in policies) + 1
-        text += "\n\n" + "\n".join(f"{p:<{width}}{report.memory_text(run)}" for p, run in runs.items())
+        width = max(len(k) for k in keys) + 1
+        text += "\n\n" + "\n".join(f"{k:<{width}}{report.memory_text(run)}" for k, run in runs.items())
     if timed:
         text += "\n\n" + timed_text(cost, timed)
     if serving:
@@ -370,15 +371,15 @@ def _compare(args) -> str:
     return text
 
 
-def _serving(args, requests, cost, memory, budgets):
-    """Return (targets, policy -> serving figures) when targets were given, on the cost's clock or on steps."""
+def _serving(args, requests, cost, memory, budgets, objects):
+    """Return (targets, entry -> serving figures) when targets were given, on the cost's clock or on steps."""
     if args.ttft_target is None and args.itl_target is None:
         return None
     if args.ttft_target is None or args.itl_target is None:
         raise UsageError("--ttft-target and --itl-target go together: goodput counts requests that met both")
     clock = cost or UnitCost()
     unit = "steps" if clock.name == "unit" else "ms"
-    runs = {p: _timed_run(args, requests, clock, p, memory, budget) for p, budget in budgets.items()}
+    runs = {k: _timed_run(args, requests, clock, objects[k], memory, budget) for k, budget in budgets.items()}
     figures = {p: serving_metrics(run, clock, args.ttft_target, args.itl_target) for p, run in runs.items()}
     return {"unit": unit, "ttft_target": args.ttft_target, "itl_target": args.itl_target}, figures
 

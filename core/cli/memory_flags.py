@@ -76,15 +76,18 @@ def memory_from_args(args: argparse.Namespace, policies: tuple[str, ...]) -> Mem
     return MemoryConfig(args.kv_blocks, args.block_size or 16, allocation, args.reserve_tokens)
 
 
-def token_budget(args: argparse.Namespace, policy: str, slots: int, asked: tuple[str, ...] = ()) -> int | None:
+def token_budget(args: argparse.Namespace, policy, slots: int, asked: tuple = ()) -> int | None:
     """Return a budget policy's token budget: required with it, refused when no policy `asked` has one, >= slots."""
-    if not get_policy(policy).has_token_budget:
+    policy = get_policy(policy)  # a name or the policy object
+    if not policy.has_token_budget:
         if args.token_budget is not None and not any(get_policy(p).has_token_budget for p in asked or (policy,)):
             budgeted = ", ".join(n for n, p in REGISTRY.items() if p.has_token_budget)
             raise UsageError(f"--token-budget applies to a policy with a token budget ({budgeted}) only")
         return None
     if args.token_budget is None:
-        raise UsageError(f"--policy {policy} needs --token-budget T (tokens one pass may process, at least the slots)")
+        raise UsageError(
+            f"--policy {policy.name} needs --token-budget T (tokens one pass may process, at least the slots)"
+        )
     if args.token_budget < slots:
         raise UsageError(
             f"--token-budget {args.token_budget} is below --slots {slots}: every decoding row takes one token of a "

@@ -7,7 +7,6 @@ import json
 from core.measure.losses import Losses, losses
 from core.measure.metrics import Comparison, Metrics, latency_by_class
 from core.measure.sweep import CostModel, SweepPoint
-from core.sched.policies import get_policy
 from core.sched.run import Run
 
 MAX_TEXT_STEPS = 120
@@ -50,7 +49,7 @@ def run_json(run: Run, metrics: Metrics, window: int | None) -> dict:
         )
     doc = {
         "policy": run.policy,
-        "policy_traits": get_policy(run.policy).traits(),
+        "policy_traits": run.rules.traits(),
         "slots": run.slots,
         "batch_timeout": run.batch_timeout,
         "requests": rows,
@@ -98,7 +97,7 @@ def memory_text(run: Run) -> str:
     s = run.schedule
     m = s.memory_metrics()
     pool = "unlimited" if s.memory.unlimited else f"{s.memory.kv_blocks:,} blocks of {s.memory.block_size} tokens"
-    rules, how = get_policy(s.policy), s.memory.allocation
+    rules, how = s.rules, s.memory.allocation
     if rules.forms_batches:
         how = "dense rectangles"  # a batch row: its width
     elif rules.reserves_whole_life(how) and how == "paged":

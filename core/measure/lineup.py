@@ -15,7 +15,7 @@ import numpy as np
 
 from core.clock.cost import StepCost
 from core.kv.memory import UNLIMITED, MemoryConfig
-from core.limits import LimitError, plain_float, plain_int, show_text
+from core.limits import LimitError, show_text
 from core.measure.serving import Serving, serving_metrics
 from core.sched.policies import REGISTRY, Policy, get_policy
 from core.sched.timed import TimedRun, simulate_timed
@@ -78,22 +78,17 @@ def parse_entry(text: str) -> Entry:
 
 
 def _knob(name: str, pol: Policy, part: str) -> tuple[str, object]:
-    """Return one `knob=value` of an entry as the setting and its value in the setting's own type, or refuse it."""
+    """Return one `knob=value` of an entry as the setting and its value, parsed as the setting declares, or refuse."""
     key, eq, raw = part.partition("=")
     key = key.strip()
     if not eq or key not in pol.knobs:
         have = ", ".join(pol.knobs) or "none"
         raise ValueError(f"{name} has no setting {show_text(key)} (its settings: {have})")
-    default = getattr(pol, key)
-    if isinstance(default, str):
-        value: object = raw.strip()
-    elif isinstance(default, int):
-        value = plain_int(raw.strip())
-    else:
-        value = plain_float(raw.strip())
-    if value is None:
-        raise ValueError(f"{name}: {key}={show_text(raw)} is not a number")
-    return key, value
+    setting = next(s for s in pol.settings if s.name == key)
+    try:
+        return key, setting.parse(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
 
 
 def _check_range(entry: Entry) -> None:
@@ -114,11 +109,11 @@ def parse_entries(text: str) -> tuple[Entry, ...]:
     if not MIN_ENTRIES <= len(parts) <= MAX_ENTRIES:  # counted before parsing: a long list is refused at once
         raise ValueError(f"pick {MIN_ENTRIES} to {MAX_ENTRIES} schedulers, got {len(parts)}")
     entries = tuple(parse_entry(part) for part in parts)
-    _refuse_repeats(entries)
+    refuse_repeats(entries)
     return entries
 
 
-def _refuse_repeats(entries: Sequence[Entry]) -> None:
+def refuse_repeats(entries: Sequence[Entry]) -> None:
     """Refuse an entry that runs as an earlier one: the same policy with the same settings, defaults included."""
     seen: dict[tuple, Entry] = {}
     for entry in entries:
@@ -178,3 +173,23 @@ def registered_presets() -> tuple[str, ...]:
     names = list(REGISTRY)
     engines = [n for n in names if REGISTRY[n].engine]
     return tuple(engines + [n for n in names if n not in engines])
+
+
+def preset_variants() -> tuple[str, ...]:
+    """Return the entries a picker offers: each registered preset, then after it each other choice of its settings.
+
+    Derived from the settings' declarations (`Policy.settings`): a preset registered with a choice of its own is
+    offered with it at once (`vllm:scheduling_policy=priority`); a number is given in a link (`settings_words`).
+    """
+    out = []
+    for name in registered_presets():
+        out.append(name)
+        for setting in REGISTRY[name].settings:
+            out.extend(f"{name}:{setting.name}={choice}" for choice in setting.choices if choice != setting.default)
+    return tuple(out)
+
+
+def settings_words(name: str) -> str:
+    """Return a preset's settings in words, each as declared: name, what it takes, default, help ("" : none)."""
+    settings = REGISTRY[name].settings
+    return "; ".join(f"{s.name}: {s.describe()}" for s in settings)

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from core.sched.run import PADDING, Run
-from core.sched.states import STATE_CHARS
+from core.states import STATE_CHARS
 
 
 @dataclass(frozen=True)

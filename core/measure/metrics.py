@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from core.sched.run import GENERATING, PADDING, PREFILL, RECOMPUTE, Run
-from core.sched.states import PAUSED
+from core.states import PAUSED
 
 
 @dataclass(frozen=True)
@@ -154,18 +154,20 @@ class Comparison:
         return out
 
 
-def compare(*runs: Run, window: int | None = None) -> Comparison:
+def compare(*runs: Run, window: int | None = None, names: tuple[str, ...] | None = None) -> Comparison:
     """Return runs of different policies on the same traffic and slots compared, the first the baseline.
 
-    Each is measured over `window` steps (default: each over its own drain).
+    Each is measured over `window` steps (default: each over its own drain), and named `names` (default: each its
+    policy's name; give names to compare one engine under two of its settings).
     """
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
     if any(r.requests != runs[0].requests or r.slots != runs[0].slots for r in runs):
         raise ValueError("compare needs runs of the same requests on the same number of slots")
-    if len({r.policy for r in runs}) < len(runs):
-        raise ValueError("compare needs runs of different policies")
-    return Comparison({r.policy: compute_metrics(r, window) for r in runs})
+    names = names or tuple(r.policy for r in runs)
+    if len(names) != len(runs) or len(set(names)) < len(runs):
+        raise ValueError("compare needs runs of different policies")  # or a distinct name each
+    return Comparison({name: compute_metrics(r, window) for name, r in zip(names, runs)})
 
 
 def latency_by_class(runs) -> dict[int, tuple[int, list[float]]]:

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from core.clock.cost import StepCost
-from core.sched.states import GENERATING, RECOMPUTE
 from core.sched.timed import TimedRun, simulate_timed
+from core.states import GENERATING, RECOMPUTE
 from core.stats import weighted_percentiles
 
 
@@ -48,7 +48,7 @@ def alone_latency(run: TimedRun, cost: StepCost) -> np.ndarray:
     budget = run.schedule.token_budget if run.schedule is not None else None
     return np.array(
         [
-            simulate_timed([replace(r, arrival=0)], run.slots, run.policy, cost, token_budget=budget).drain_ms
+            simulate_timed([replace(r, arrival=0)], run.slots, run.rules, cost, token_budget=budget).drain_ms
             for r in run.requests
         ]
     )

@@ -14,6 +14,18 @@ from bisect import bisect_right
 import numpy as np
 
 
+def fast_loop_for(policy, memory, token_budget: int | None, timed: bool = False):
+    """Return the policy's own fast loop for a run, or None where the engine runs it: the one place that decides.
+
+    A fast loop hard-codes its policy's rules on an unlimited pool without a token budget, where it gives the
+    engine's schedules bit for bit (tested); `timed` asks for the loop on a clock (`fast_timed`), else on steps.
+    """
+    loop = policy.fast_timed if timed else policy.fast_steps
+    if loop is None or token_budget is not None or (memory is not None and not memory.unlimited):
+        return None
+    return loop
+
+
 def continuous_steps(arrivals: list[int], lengths: list[int], slots: int) -> tuple[list[int], list[int]]:
     """Return each request's start and slot: admitted at the first step a slot is free, into the lowest free slot."""
     start, slot_of = [0] * len(arrivals), [0] * len(arrivals)

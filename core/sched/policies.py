@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from core.sched import fast_loops
+from core.sched.settings import Setting
 from core.workload.request import Request
 
 
@@ -66,7 +67,7 @@ class Policy:
     prefill_chunk_cap = 0  # with a budget: at most this many of one prompt's tokens in a pass (0: the budget's)
     pauses_decoders = False  # a pass that holds a prompt holds no decoding row: the running batch waits (TGI)
     gates_admission = False  # while rows decode, `admits_now` decides whether the waiting join at this boundary
-    knobs: tuple[str, ...] = ()  # the engine settings it takes, by the engine's own names (`with_knobs`)
+    settings: tuple[Setting, ...] = ()  # the engine settings it takes, each declared once (core/sched/settings.py)
     engine = ""  # the serving engine whose scheduler it follows ("" : the chapter's own policies)
     versus = "static"  # the policy a page shows beside it
     simulator_mode = False  # offered on the simulator's mode choice (the chapter's policies and its two orders)
@@ -87,6 +88,23 @@ class Policy:
     # Its rules again as a loop over heaps, for an unlimited pool (3x the engine's speed); None: the engine only.
     fast_steps = None
     fast_timed = None
+
+    def __init__(self, *args, **values):
+        """Take each of its engine settings, in order or by name (else its default), checked as it is declared."""
+        if len(args) > len(self.settings):
+            raise ValueError(f"{self.name} takes {len(self.settings)} settings, got {len(args)}")
+        values = {**{setting.name: value for setting, value in zip(self.settings, args)}, **values}
+        unknown = [k for k in values if k not in self.knobs]
+        if unknown:
+            have = ", ".join(self.knobs) or "none"
+            raise ValueError(f"{self.name} has no setting {unknown[0]!r} (its settings: {have})")
+        for setting in self.settings:
+            setattr(self, setting.name, setting.check(values.get(setting.name, setting.default)))
+
+    @property
+    def knobs(self) -> tuple[str, ...]:
+        """Return its settings' names (the engine's own), in their declared order."""
+        return tuple(setting.name for setting in self.settings)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -394,21 +412,17 @@ class VLLM(Policy):
     summary = "vLLM v1: chunked prefill under max_num_batched_tokens; fcfs or priority"
     has_token_budget = True
     versus = "continuous"
-    knobs = ("scheduling_policy", "long_prefill_token_threshold")
+    settings = (
+        Setting("scheduling_policy", "fcfs", "vLLM's queue order: by arrival, or by each request's priority",
+                choices=("fcfs", "priority")),
+        Setting("long_prefill_token_threshold", 0, "vLLM: the most of one prompt's tokens in a pass (0: off)",
+                high=10_000_000),
+    )  # fmt: skip
     caption = (
         "vLLM v1: continuous batching whose passes hold at most max_num_batched_tokens tokens, decoding rows first "
         "and then prompt chunks; a block shortage preempts the newest request, which later recomputes."
     )
     caption_memory = caption
-
-    def __init__(self, scheduling_policy: str = "fcfs", long_prefill_token_threshold: int = 0):
-        if scheduling_policy not in ("fcfs", "priority"):
-            raise ValueError(f"scheduling_policy must be fcfs or priority, got {scheduling_policy!r}")
-        if type(long_prefill_token_threshold) is not int or not 0 <= long_prefill_token_threshold <= 10_000_000:
-            got = long_prefill_token_threshold
-            raise ValueError(f"long_prefill_token_threshold must be an integer in 0..10,000,000, got {got!r}")
-        self.scheduling_policy = scheduling_policy
-        self.long_prefill_token_threshold = long_prefill_token_threshold
 
     @property
     def orders_by_class(self) -> bool:
@@ -460,28 +474,20 @@ class TGI(Policy):
     pauses_decoders = True
     gates_admission = True
     versus = "continuous"
-    knobs = ("waiting_served_ratio", "max_waiting_tokens", "max_batch_prefill_tokens")
+    settings = (
+        Setting("waiting_served_ratio", 0.3, "TGI: while rows decode, a prefill pauses them once the waiting it "
+                "admits reach this times the batch", high=1000),
+        Setting("max_waiting_tokens", 20, "TGI: decode passes after which the waiting are let in whatever the ratio",
+                low=1, high=1_000_000),
+        Setting("max_batch_prefill_tokens", 0, "TGI: the most prompt tokens in a prefill pass (0: the longest "
+                "prompt + 50)", high=10_000_000),
+    )  # fmt: skip
     caption = (
         "TGI: waiting requests join in a prefill pass that pauses the running batch; while it decodes, a prefill "
         "forms only when the waiting it would admit reach waiting_served_ratio times the running batch, or after "
         "max_waiting_tokens decode passes. Each request reserves its prompt plus the answer cap, so none is preempted."
     )
     caption_memory = caption
-
-    def __init__(
-        self, waiting_served_ratio: float = 0.3, max_waiting_tokens: int = 20, max_batch_prefill_tokens: int = 0
-    ):
-        ratio = waiting_served_ratio
-        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1000:
-            raise ValueError(f"waiting_served_ratio must be a number in 0..1000, got {ratio!r}")
-        if type(max_waiting_tokens) is not int or not 1 <= max_waiting_tokens <= 1_000_000:
-            raise ValueError(f"max_waiting_tokens must be an integer in 1..1,000,000, got {max_waiting_tokens!r}")
-        if type(max_batch_prefill_tokens) is not int or not 0 <= max_batch_prefill_tokens <= 10_000_000:
-            got = max_batch_prefill_tokens
-            raise ValueError(f"max_batch_prefill_tokens must be an integer in 0..10,000,000, got {got!r}")
-        self.waiting_served_ratio = float(ratio)
-        self.max_waiting_tokens = max_waiting_tokens
-        self.max_batch_prefill_tokens = max_batch_prefill_tokens
 
     def reserves_whole_life(self, allocation: str) -> bool:
         """Return True: TGI's allocator reserves the prompt plus max_new_tokens at admission."""
@@ -528,18 +534,16 @@ class SGLang(Policy):
     has_token_budget = True
     pauses_decoders = True
     versus = "vllm"
-    knobs = ("schedule_policy",)
+    settings = (
+        Setting("schedule_policy", "fcfs", "SGLang's queue order: by arrival, or lof (largest max_tokens first)",
+                choices=("fcfs", "lof")),
+    )  # fmt: skip
     caption = (
         "SGLang: a pass either prefills or decodes. Whenever a prompt can start or is being chunked, the pass "
         "prefills at most chunked_prefill_size prompt tokens and the running requests wait; a block shortage retracts "
         "the newest request, which later recomputes."
     )
     caption_memory = caption
-
-    def __init__(self, schedule_policy: str = "fcfs"):
-        if schedule_policy not in ("fcfs", "lof"):
-            raise ValueError(f"schedule_policy must be fcfs or lof, got {schedule_policy!r}")
-        self.schedule_policy = schedule_policy
 
     @property
     def queue_words(self) -> str:
@@ -607,6 +611,21 @@ def get_policy(name: str | Policy) -> Policy:
         return REGISTRY[name]
     except (KeyError, TypeError):
         raise ValueError(f"policy must be one of {', '.join(REGISTRY)}, got {name!r}") from None
+
+
+def carry_policy(record) -> None:
+    """Give a frozen run record its policy both as a name (`policy`) and as the object (`rules`), whichever it got.
+
+    The object travels with the run, settings and all, so nothing downstream looks a name up again: a preset with
+    settings keeps its base preset's name, and its lookup would give the base preset's rules.
+    """
+    given, rules = record.policy, record.rules
+    if isinstance(given, Policy):
+        rules = given
+    elif rules is None or rules.name != given:  # a name alone, or a copy renamed (`dataclasses.replace`)
+        rules = get_policy(given)
+    object.__setattr__(record, "policy", rules.name)
+    object.__setattr__(record, "rules", rules)
 
 
 def policy_names() -> tuple[str, ...]:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
 from core.limits import check_cells, check_steps
-from core.sched.policies import Policy, get_policy
-from core.sched.states import GENERATING, IDLE, PADDING, PREFILL, RECOMPUTE, STATE_CHARS
+from core.sched.policies import Policy, carry_policy
 from core.sched.waits import memory_waits
+from core.states import GENERATING, IDLE, PADDING, PREFILL, RECOMPUTE, STATE_CHARS
 from core.workload.request import Request
 
 __all__ = ["GENERATING", "IDLE", "PADDING", "PREFILL", "RECOMPUTE", "STATE_CHARS", "Decision", "Run"]
@@ -38,7 +38,7 @@ class Run:
 
     requests: tuple[Request, ...]
     slots: int
-    policy: str
+    policy: str  # its name (given the object, the name; the object is `rules`)
     batch_timeout: int
     start: np.ndarray
     finish: np.ndarray  # exclusive: the request generates in steps start … finish-1
@@ -48,11 +48,10 @@ class Run:
     # a request's steps are not one interval (preempted, or prefilled in chunks); its memory events; its schedule.
     cells: np.ndarray | None = None
     schedule: object = None
+    rules: Policy | None = field(default=None, repr=False)  # the policy object that made it (set from `policy`)
 
-    @property
-    def rules(self) -> Policy:
-        """Return the registered policy that made this run (its traits and rules)."""
-        return get_policy(self.policy)
+    def __post_init__(self):
+        carry_policy(self)
 
     @property
     def drain(self) -> int:

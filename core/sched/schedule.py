@@ -9,6 +9,7 @@ import numpy as np
 from core.kv.memory import UNLIMITED, MemoryConfig
 from core.limits import MAX_DRAIN_STEPS, MAX_SLOTS, check_workload
 from core.sched.engine import as_run, schedule
+from core.sched.fast_loops import fast_loop_for
 from core.sched.policies import Policy, get_policy
 from core.sched.run import Run
 from core.workload.request import Request
@@ -24,11 +25,12 @@ def simulate(
 ) -> Run:
     """Return the schedule of `requests` on `slots` slots under a registered policy and a KV pool (step clock).
 
-    An unlimited pool under a policy with its own fast loop (`Policy.fast_steps`) takes that loop; everything else
+    A policy's own fast loop runs where `fast_loop_for` says (an unlimited pool, no budget); everything else
     runs in `core.sched.engine`, which gives the same schedules where both apply (tested).
     """
     pol = get_policy(policy)
-    if not memory.unlimited or pol.fast_steps is None or token_budget is not None:
+    fast_steps = fast_loop_for(pol, memory, token_budget)
+    if fast_steps is None:
         return as_run(schedule(requests, slots, pol, memory, None, batch_timeout, token_budget))
     _validate(slots, batch_timeout)
     requests = tuple(requests)
@@ -38,14 +40,14 @@ def simulate(
     # First come, first served: by arrival, then trace order (a stable sort keeps trace order on ties).
     order = np.argsort(arrivals, kind="stable")
     arr, lens = arrivals[order].tolist(), lengths[order].tolist()
-    start_s, slot_s, release_s = pol.fast_steps(arr, lens, slots, batch_timeout)
+    start_s, slot_s, release_s = fast_steps(arr, lens, slots, batch_timeout)
     start, slot = np.empty_like(arrivals), np.empty_like(arrivals)
     start[order], slot[order] = start_s, slot_s
     finish = start + lengths
     release = finish.copy()
     if release_s is not None:
         release[order] = release_s
-    return Run(requests, slots, pol.name, batch_timeout, start, finish, slot, release)
+    return Run(requests, slots, pol, batch_timeout, start, finish, slot, release)
 
 
 def _validate(slots: int, batch_timeout: int) -> None:

@@ -8,6 +8,7 @@ from functools import cached_property
 import numpy as np
 
 from core.kv.memory import MemoryConfig
+from core.sched.policies import Policy, carry_policy
 from core.workload.request import Request
 
 
@@ -35,7 +36,7 @@ class Schedule:
 
     requests: tuple[Request, ...]
     slots: int
-    policy: str
+    policy: str  # its name (given the object, the name; the object is `rules`)
     memory: MemoryConfig
     batch_timeout: float
     token_budget: int | None
@@ -57,6 +58,10 @@ class Schedule:
     events: tuple[Event, ...] = field(default=())
     recomputed_tokens: int = 0
     pool_maps: tuple[tuple[int, ...], ...] | None = None  # with record_pool: each block's owner during each pass
+    rules: Policy | None = field(default=None, repr=False)  # the policy object that made it (set from `policy`)
+
+    def __post_init__(self):
+        carry_policy(self)
 
     @property
     def passes(self) -> int:

@@ -9,7 +9,7 @@ number exactly (tested).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
@@ -19,9 +19,10 @@ from core.clock.cost import StepCost, prices_rectangles, scalar_pass_ms, wake_of
 from core.kv.memory import UNLIMITED
 from core.limits import MAX_SLOTS, check_workload
 from core.sched.engine import schedule
-from core.sched.policies import REGISTRY, Policy, get_policy
+from core.sched.fast_loops import fast_loop_for
+from core.sched.policies import REGISTRY, Policy, carry_policy, get_policy
 from core.sched.schedule_record import Schedule
-from core.sched.states import GENERATING, RECOMPUTE
+from core.states import GENERATING, RECOMPUTE
 from core.stats import weighted_percentiles
 from core.workload.request import Request
 
@@ -48,6 +49,10 @@ class TimedRun:
     # and the engine's whole schedule (cells, events, blocks per pass).
     first_pass: np.ndarray | None = None
     schedule: object = None
+    rules: Policy | None = field(default=None, repr=False)  # the policy object that made it (set from `policy`)
+
+    def __post_init__(self):
+        carry_policy(self)
 
     @property
     def passes(self) -> int:
@@ -175,11 +180,11 @@ def simulate_timed(
 ) -> TimedRun:
     """Return the schedule of `requests` (arrivals in ms) on `slots` slots, each pass costed by `cost`.
 
-    An unlimited pool under a policy with its own timed loop (`Policy.fast_timed`) takes that loop; everything else
+    A policy's own timed loop runs where `fast_loop_for` says (an unlimited pool, no budget); everything else
     runs in `core.sched.engine` (the same schedules where both apply, tested).
     """
     pol = get_policy(policy)
-    if (memory is not None and not memory.unlimited) or pol.fast_timed is None or token_budget is not None:
+    if fast_loop_for(pol, memory, token_budget, timed=True) is None:
         return as_timed(schedule(requests, slots, pol, memory or UNLIMITED, cost, batch_timeout_ms, token_budget))
     return schedule_timed(requests, slots, pol, CostRunner(cost), batch_timeout_ms, cost.name)
 
@@ -214,7 +219,7 @@ def schedule_timed(
     return TimedRun(
         requests,
         slots,
-        pol.name,
+        pol,
         float(batch_timeout_ms),
         cost_name,
         as_int(slot),
@@ -302,7 +307,7 @@ def as_timed(s: Schedule) -> TimedRun:
     return TimedRun(
         s.requests,
         s.slots,
-        s.policy,
+        s.rules,
         s.batch_timeout,
         s.cost,
         s.slot,

@@ -7,8 +7,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from core.kv.memory import longest_free_run
-from core.sched.policies import get_policy
-from core.sched.states import IDLE
+from core.states import IDLE
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,7 @@ def memory_waits(s, run) -> list[Wait]:
             seen[key] = (sum(1 for o in owners if o < 0), longest_free_run(owners))
         return seen[key]
 
-    if get_policy(s.policy).forms_batches:
+    if s.rules.forms_batches:
         return _static_waits(s, run, pool_at)
     idle = run.grid(run.drain) == IDLE
     lowest_idle = idle.argmax(axis=0).tolist()  # the lowest empty slot at each step (where there is one)

@@ -13,7 +13,7 @@ from app.schedulers.data import LineupKey, drawn_cells, shared_lineup
 from app.schedulers.words import ROWS, lessons_html, shown_best
 from core.clock.hardware import cost_model
 from core.measure.lineup import parse_entries
-from core.sched.states import GENERATING, PAUSED
+from core.states import GENERATING, PAUSED
 
 from .helpers import open_app
 from .pixels import nearest_state

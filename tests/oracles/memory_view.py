@@ -13,8 +13,8 @@ from app.simulator.pool_at import pool_boxes, pool_words
 from core.sched.policies import get_policy
 from core.sched.run import GENERATING, IDLE, Run
 from core.sched.schedule_record import Schedule
-from core.sched.states import PADDING
 from core.sched.waits import Wait
+from core.states import PADDING
 
 
 def _label(run: Run, i: int) -> str:

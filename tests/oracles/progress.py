@@ -10,8 +10,8 @@ import numpy as np
 from app.page.words import plural
 from core import GENERATING, IDLE, PADDING, Run
 from core.measure.metrics import latency_so_far
-from core.sched.states import RECOMPUTE
 from core.sched.timed import TimedRun
+from core.states import RECOMPUTE
 
 
 def _cumulative_cells(grid: np.ndarray, state: int) -> np.ndarray:

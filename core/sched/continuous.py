@@ -1,0 +1,356 @@
+"""The scheduling loop of every policy that admits between passes, one named phase per method.
+
+At each boundary between passes the loop runs, in order: `arrive` (arrivals join the waiting queue), `retire`
+(finished requests free their slot and blocks), `grow_or_preempt` (under a limited paged pool, running requests
+take the block their next token needs, preempting the policy's victim when none is free), `plan_pass` (the prompt
+chunks already prefilling, under a token budget), `admit` (the queue's head into the lowest free slot while it fits
+the pool and the pass), then `run_prompt_pass` (a pass that holds a prompt) or `jump` (a stretch of identical
+decode passes, run or costed as one, up to the next event). The rules are the policy's and the pool's answers; the
+semantics are docs/design.md's. The loop keeps flat lists of numbers only: `_Engine` records the passes and
+assemble.py turns them into a Schedule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from heapq import heappop, heappush
+
+from core.sched.gate import gate_fitting
+from core.sched.prompt_pass import Plan, PromptPass
+from core.sched.schedule_record import Event
+from core.states import GENERATING, IDLE, PAUSED
+
+
+class ContinuousLoop(PromptPass):
+    """One continuous schedule's state between passes; `run` calls the phases at every boundary, in order."""
+
+    def __init__(self, engine):
+        e = self.engine = engine
+        pol, pool = e.pol, e.pool
+        self.pol, self.pool = pol, pool
+        self.n, self.A, self.P, self.OUT, self.RES, self.order = len(e.A), e.A, e.P, e.OUT, e.RES, e.order
+        self.slot, self.start, self.first, self.finish = e.slot, e.start, e.first, e.finish
+        self.events, self.add_cell = e.events, e.cells.extend
+        self.chunked, self.budget, self.unit = pol.has_token_budget, e.budget, e.unit
+        self.cap = pol.prefill_chunk_cap or e.budget  # one prompt's tokens a pass (long_prefill_token_threshold)
+        # The policy's order: a deque (arrival; a preempted request back at the front) or a queue by its key, where
+        # an arrival may become the head: then a refused head is not the last one refused, and an arrival may be
+        # admitted past a waiting head, so stretches stop at arrivals while a slot is free.
+        self.waiting = pol.new_queue(e.queue)
+        self.keyed = not isinstance(self.waiting, deque)
+        self.growth = e.paged_growth  # blocks grow one by one: the only place a victim is asked for
+        self.ranks = [pol.victim_rank(r) for r in e.queue] if self.growth else []
+        self.ranked = len(set(self.ranks)) > 1  # else the victim is simply the most recently admitted
+        self.limited, self.contiguous = e.limited, pool.contiguous
+        self.reserving = pol.reserves_whole_life(e.memory.allocation)  # prompt + the output cap, held to the end
+        self.paged_limited = self.limited and not self.contiguous
+        self.plain = e.plain
+        # A pass with a prompt pauses the decoding rows (TGI); a gate decides when the waiting join the running.
+        self.pauses, self.gated = pol.pauses_decoders, pol.gates_admission
+        self.pcap = pol.prompt_tokens_cap(self.P)  # the most prompt tokens a pass admits (0: no cap)
+        self.since, self.after_pause = 0, False  # decode passes since the last pass with a prompt; it paused the rows
+        self.paused_open: list[int] = []  # decoding requests whose paused cell is open
+        self.ahead: set[int] = set()  # paused requests that already took the block their next token fills
+        self.grown: list[int] | tuple = ()  # requests that took a block at this boundary (a pausing policy's)
+        self.bs = pool.block_size
+        self.track = e.record_pool  # block ids matter only for the recorded map
+        self.quick = self.unit and not self.track  # a stretch is recorded inline, without a call
+        self._requests_state(self.n)
+        self._queues_state(e.slots)
+        # What the hot phases read and never rebind, gathered once: one attribute load per call, not ten.
+        self.fixed_admit = (self.P, self.g, self.RES, pool, self.pcap, self.chunked, self.cap, self.limited,
+                            self.reserving, self.start, self.running, self.slot, self.adm)  # fmt: skip
+        self.record, self.stretch, self.cut = e.st.extend, e.stretch, e.cut
+        # An unlimited pool is never asked to allocate here: what a stretch records of it never changes.
+        self.pool_fixed = None if self.limited else self.pool_now()
+        self.fixed_start = (self.g, self.base, self.P, self.OUT, self.gen, self.slot, self.fin, self.plain, self.growth,
+                            self.chunked, self.add_cell, self.cell_state, self.cell_from, self.cell_g)  # fmt: skip
+        self.fixed_retire = (self.gen, self.P, self.base, self.running, self.free, self.cell_from, self.finish)
+
+    def _requests_state(self, n: int) -> None:
+        """Set up each request's counters between passes: tokens, admission, its open cell, its block phase."""
+        self.g = [0] * n  # tokens emitted (decoding: recomputed from base when it leaves)
+        self.base = [0] * n  # decoding: tokens emitted before pass q are q + base
+        self.gen = [0] * n  # invalidates a request's finish entry when it is preempted
+        self.adm = [0] * n  # when each running request was (last) admitted
+        self.cell_state, self.cell_from, self.cell_g = [0] * n, [0] * n, [0] * n  # each running request's open cell
+        # Paged growth: a decoding request needs its next block every block_size passes, at passes congruent to its
+        # phase; buckets[phase] holds those requests, so a boundary finds who grows without a heap entry per block.
+        self.phase = [0] * n
+        self.buckets: list[dict[int, None]] = [{} for _ in range(self.bs)] if self.growth else []
+
+    def _queues_state(self, slots: int) -> None:
+        """Set up the free slots, the running and prefilling requests, the finish heap and the loop's counters."""
+        self.free = list(range(slots))
+        self.running: dict[int, None] = {}  # admission order: the last key is the most recently admitted
+        self.prefilling: dict[int, list[int]] = {}  # chunked: request -> [prefilled, target]
+        self.fin: list[tuple[int, int, int, int]] = []  # (finish pass, slot, request, gen)
+        self.count = 0  # decoding requests
+        self.ctx_base = 0  # sum over decoding of (P + base): their context at pass q is ctx_base + count * q
+        self.nxt, self.p, self.clock = 0, 0, 0.0
+        self.noted: set[int] = set()  # heads whose wait for memory is already in the events
+        self.admissions = self.recomputed = 0  # admission order, readmissions included: growth serves oldest first
+        # Blocks come free only when somebody leaves, and only a leaver can become the head: a head refused since
+        # the last release is refused again, so it is not asked again until something is released.
+        self.releases, self.refused = 0, (-1, -1)  # (releases, head) at the last refusal
+
+    def run(self) -> None:
+        """Run every boundary's phases until nobody runs, waits or will arrive; leave the passes on the engine."""
+        # The phases, bound once: a boundary is a handful of calls (the loop visits about two per request).
+        arrive, retire, grow_or_preempt, plan_pass, admit = (
+            self.arrive, self.retire, self.grow_or_preempt, self.plan_pass, self.admit
+        )
+        run_prompt_pass, jump, running, waiting = self.run_prompt_pass, self.jump, self.running, self.waiting
+        growth = self.growth  # without growth nobody is preempted
+        while True:
+            arrive()
+            retire()
+            preempted = grow_or_preempt() if growth else False
+            plan = plan_pass()
+            if not preempted:  # after a preemption, admission is tried at the next boundary
+                admit(plan)
+            if not running:
+                if self.nxt == self.n and not waiting:
+                    break
+                if waiting:  # check_fits makes an empty pool fit any head, and an idle pass has budget
+                    raise RuntimeError("nothing runs but a request waits: the scheduler is stuck")
+                self.clock = max(self.clock, float(self.A[self.nxt]))  # nothing runs till the next arrival
+                continue
+            if plan.chunks:
+                run_prompt_pass(plan)
+            else:
+                jump(preempted)
+        self.engine.passes, self.engine.recomputed = self.p, self.recomputed
+
+    def arrive(self) -> None:
+        """Every request that has arrived by the clock joins the waiting queue, in the policy's order."""
+        A, n, nxt, clock = self.A, self.n, self.nxt, self.clock
+        if nxt == n or A[nxt] > clock:
+            return
+        waiting = self.waiting
+        while nxt < n and A[nxt] <= clock:
+            waiting.append(nxt)
+            nxt += 1
+        self.nxt = nxt
+
+    def retire(self) -> None:
+        """Every request whose last token came out of the last pass leaves: its slot and blocks are free."""
+        fin, p = self.fin, self.p
+        if not fin or fin[0][0] > p:
+            return
+        gen, P, base, running, free, cell_from, finish = self.fixed_retire
+        count, ctx_base = self.count, self.ctx_base
+        while fin and fin[0][0] <= p:
+            _, s, k, gn = heappop(fin)
+            if gn != gen[k]:  # an entry from before a preemption (a finished request has no other live entry)
+                continue
+            finish[k] = p  # and its release: a continuous slot frees as its request finishes
+            count -= 1
+            ctx_base -= P[k] + base[k]
+            if self.growth:
+                del self.buckets[self.phase[k]][k]
+            del running[k]
+            if self.limited:
+                self.pool.release(k)
+                self.releases += 1
+            heappush(free, s)
+            if not self.plain and p > cell_from[k]:
+                self.add_cell((k, s, cell_from[k], p, self.cell_state[k], self.cell_g[k]))
+        self.count, self.ctx_base = count, ctx_base
+
+    def grow_or_preempt(self) -> bool:
+        """Give each decoding request due a new block one; where none is free, preempt. Return whether anyone was."""
+        self.grown = ()
+        due = self.buckets[self.p % self.bs]
+        if due and self.ahead:
+            due = {k: None for k in due if k not in self.ahead}
+        if not due:
+            return False
+        pool, running, preempted = self.pool, self.running, False
+        if not self.track and pool.can_grow(len(due)):
+            pool.grow(due)  # a block for each: nobody is preempted, so the order they are served in is moot
+        else:
+            due = sorted(due, key=self.adm.__getitem__)  # oldest admitted first
+            served = min(len(due), pool.free)  # these take a free block each, as one by one they would
+            pool.grow(due[:served])
+            for k in due[served:]:
+                if k in running:
+                    preempted = self.preempt_for(k) or preempted
+        if self.pauses:
+            self.grown = [k for k in due if k in running]
+        return preempted
+
+    def preempt_for(self, k: int) -> bool:
+        """Preempt the policy's victims until request k's next block fits (or k itself goes); return whether any."""
+        pool, p, preempted = self.pool, self.p, False
+        tokens = self.P[k] + p + self.base[k] + 1
+        while not pool.can_append(k, tokens):
+            victim = self.victim()
+            slot_left = self.slot[victim]
+            self.leave(victim, p)
+            self.waiting.appendleft(victim)
+            order = self.order
+            self.events.append(Event(p, "preempt", order[victim], slot_left, self.g[victim], pool.free, order[k]))
+            preempted = True
+            if victim == k:
+                break
+        if k in self.running:
+            pool.append(k, tokens)
+        return preempted
+
+    def victim(self) -> int:
+        """Return whom a block shortage preempts: the policy's least wanted, then the most recently admitted."""
+        if self.ranked:
+            ranks, adm = self.ranks, self.adm
+            return max(self.running, key=lambda j: (ranks[j], adm[j]))
+        return next(reversed(self.running))
+
+    def leave(self, k: int, q: int) -> None:
+        """Free the slot and blocks of request k, which leaves before pass q (preempted)."""
+        self.releases += 1
+        if k in self.prefilling:
+            del self.prefilling[k]
+        else:
+            self.g[k] = q + self.base[k]
+            self.count -= 1
+            self.ctx_base -= self.P[k] + self.base[k]
+            if self.growth:
+                del self.buckets[self.phase[k]][k]
+        del self.running[k]
+        self.ahead.discard(k)
+        self.pool.release(k)
+        s = self.slot[k]
+        heappush(self.free, s)
+        self.gen[k] += 1
+        if q > self.cell_from[k]:
+            self.add_cell((k, s, self.cell_from[k], q, self.cell_state[k], self.cell_g[k]))
+
+    def plan_pass(self) -> Plan:
+        """Return the pass's plan before admission: decoding rows first, then the prompts already prefilling."""
+        plan = Plan()  # (a new one each boundary: the cheapest reset)
+        if self.chunked:
+            left = self.budget if self.pauses else self.budget - self.count  # a pausing pass holds no decoding row
+            cap, chunks = self.cap, plan.chunks
+            for k, (done, target) in self.prefilling.items():
+                c = min(target - done, left, cap)
+                left -= c
+                chunks.append((k, c))
+                plan.prefill += c
+                plan.prefilled += done
+            plan.left = left
+        return plan
+
+    def admit(self, plan: Plan) -> None:
+        """Admit the waiting, head first, into the lowest free slots while the head fits the pool and the pass.
+
+        A head that does not fit blocks the queue (FCFS); a gated policy may keep everyone waiting this boundary.
+        Each admitted request takes the lowest free slot and puts its prompt (or its first chunk) in the pass; a
+        readmission's prompt covers the tokens it had generated, which are recomputed.
+        """
+        waiting, free = self.waiting, self.free
+        if not waiting or not free:
+            return
+        if self.gated and self.count:
+            fitting = gate_fitting(self, len(free))
+            if not self.pol.admits_now(fitting, self.count, self.since, self.after_pause):
+                return
+        P, g, RES, pool, pcap, chunked, cap, limited, reserving, start, running, slot, adm = self.fixed_admit
+        p, chunks, taken = self.p, plan.chunks, 0
+        while waiting and free and (plan.left > 0 or not chunked):
+            k = waiting[0]
+            if pcap and taken and plan.prefill + P[k] + g[k] > pcap:
+                break  # the pass's prompt tokens are spent (check_prompt_cap: a first prompt always fits)
+            tokens = P[k] + (RES[k] if reserving else g[k] + 1)
+            if limited and (self.refused == (self.releases, k) or not pool.can_allocate(k, tokens)):
+                self.refuse(k, tokens)
+                break
+            waiting.popleft()
+            taken += 1
+            if limited:
+                self.noted.discard(k)
+                pool.allocate(k, tokens)
+            slot[k] = heappop(free)
+            running[k] = None
+            adm[k] = self.admissions
+            self.admissions += 1
+            if start[k] < 0:
+                start[k] = p
+            self.recomputed += g[k]
+            target = P[k] + g[k]
+            if chunked:
+                c = min(target, plan.left, cap)
+                plan.left -= c
+                self.prefilling[k] = [0, target]
+                self.cell_state[k] = IDLE  # no cell open yet in this residency
+                chunks.append((k, c))
+                plan.prefill += c
+            else:
+                chunks.append(k)  # the whole prompt in this pass
+                plan.prefill += target
+
+    def refuse(self, k: int, tokens: int) -> None:
+        """Note that head k does not fit the pool (once per wait: a blocked event for the views)."""
+        self.refused = (self.releases, k)
+        if k not in self.noted:
+            self.noted.add(k)
+            need = -(-tokens // self.bs)
+            self.events.append(Event(self.p, "blocked", self.order[k], self.free[0], need, self.pool.free))
+
+    def pool_now(self) -> tuple[int, int]:
+        """Return the blocks in use and the longest free run (what the stretch records of the pool)."""
+        pool = self.pool
+        used = pool.used
+        if self.paged_limited:
+            return used, pool.size - used
+        return used, (pool.largest_free_run() if self.contiguous else 0)
+
+    def jump(self, preempted: bool) -> None:
+        """Run the stretch of decode-only passes up to the next event (a finish, a block, a gate, an arrival)."""
+        fin, gen = self.fin, self.gen
+        while fin and fin[0][3] != gen[fin[0][2]]:
+            heappop(fin)
+        p = self.p
+        if self.paused_open:
+            self.resume_decoders(p)
+        self.ahead.clear()  # this pass fills the blocks they took
+        L = self.stretch_length(preempted)
+        # An arrival may be admitted at the first pass after it (past a waiting head, or opening a gate).
+        cut = self.free and (self.keyed or self.gated or not self.waiting) and self.nxt < self.n
+        if cut and self.unit:
+            L = min(L, max(1, math.ceil(self.A[self.nxt] - self.clock)))
+        used, largest = self.pool_fixed or self.pool_now()
+        ctx = self.ctx_base + self.count * p
+        if self.quick:
+            end = self.clock + L
+            self.record((L, self.count, 0, ctx, self.clock, end, used, largest))
+        else:
+            end = self.stretch(L, self.count, 0, ctx, self.clock, used, largest)
+            if cut and not self.unit and L > 1:
+                L, end = self.cut(L, self.A[self.nxt])
+        self.clock = end
+        self.p = p + L
+        self.since, self.after_pause = self.since + L, False
+
+    def resume_decoders(self, p: int) -> None:
+        """The rows a prompt pass paused decode again from pass p: their paused cells close."""
+        for k in self.paused_open:
+            if k in self.running and self.cell_state[k] == PAUSED:
+                self.add_cell((k, self.slot[k], self.cell_from[k], p, PAUSED, self.cell_g[k]))
+                self.cell_state[k], self.cell_from[k] = GENERATING, p
+        self.paused_open.clear()
+
+    def stretch_length(self, preempted: bool) -> int:
+        """Return how many decode passes run before the next finish, gate check or block crossing."""
+        p = self.p
+        L = 1 if preempted else self.fin[0][0] - p  # after a preemption, admission is tried at the next boundary
+        if self.gated and self.waiting and self.free and L > 1:  # the gate may open before anyone retires
+            again = 1 if self.after_pause else self.pol.recheck_in(self.since)
+            if again is not None:
+                L = min(L, again)
+        if self.growth and L > 1:  # stop at the next pass where somebody needs a block
+            buckets, bs = self.buckets, self.bs
+            for d in range(1, min(L, bs + 1)):
+                if buckets[(p + d) % bs]:
+                    return d
+        return L
