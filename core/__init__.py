@@ -1,5 +1,6 @@
 """batchviz's batching core: traffic, trace files, static and continuous schedulers, metrics."""
 
+from core import engines  # noqa: F401 - first: registers the engines' presets beside the chapter's policies
 from core.limits import LimitError
 from core.measure.metrics import Comparison, Metrics, compare, compute_metrics
 from core.sched.run import GENERATING, IDLE, PADDING, Decision, Run

@@ -11,9 +11,9 @@ from core import Request
 from core.chapter.reference import simulate_memory_per_step
 from core.cli.commands import main
 from core.clock.cost import Roofline
+from core.engines.tgi import TGI
 from core.kv.memory import MemoryConfig
 from core.sched.engine import as_run, schedule
-from core.sched.policies import TGI
 from core.sched.timed import simulate_timed
 from core.states import PAUSED
 

@@ -11,8 +11,6 @@ import heapq
 from collections import deque
 from collections.abc import Sequence
 
-import numpy as np
-
 from core.sched import fast_loops
 from core.sched.settings import Setting
 from core.workload.request import Request
@@ -45,6 +43,12 @@ class KeyedQueue:
 
     def __len__(self) -> int:
         return len(self.heap)
+
+
+# What a run tells the app, the replay and the renderer of its policy (`Policy.traits`), in the order they are sent.
+TRAITS = ("name", "label", "colour", "summary", "forms_batches", "has_timeout", "has_token_budget", "pauses_decoders",
+          "has_fast_timed", "ordered", "versus", "engine", "simulator_mode", "order_field", "order_words",
+          "orders_by_class")  # fmt: skip
 
 
 class Policy:
@@ -166,25 +170,9 @@ class Policy:
         return self.queue_key(Request("-", 0, 1)) is not None
 
     def traits(self) -> dict:
-        """Return what the app, the replay and the renderer read instead of the name."""
-        return {
-            "name": self.name,
-            "label": self.label,
-            "colour": self.colour,
-            "summary": self.summary,
-            "forms_batches": self.forms_batches,
-            "has_timeout": self.has_timeout,
-            "has_token_budget": self.has_token_budget,
-            "pauses_decoders": self.pauses_decoders,
-            "has_fast_timed": self.fast_timed is not None,
-            "ordered": self.ordered,
-            "versus": self.versus,
-            "engine": self.engine,
-            "simulator_mode": self.simulator_mode,
-            "order_field": self.order_field,
-            "order_words": self.order_words,
-            "orders_by_class": self.orders_by_class,
-        }
+        """Return what the app, the replay and the renderer read instead of the name (`TRAITS`, in that order)."""
+        fast = {"has_fast_timed": self.fast_timed is not None}  # a trait the object holds as a loop
+        return {trait: fast[trait] if trait in fast else getattr(self, trait) for trait in TRAITS}
 
     def __repr__(self) -> str:
         return f"<policy {self.name}>"
@@ -347,224 +335,6 @@ class Priority(Policy):
         return request.priority
 
 
-class TrtllmNoEvict(Policy):
-    """TensorRT-LLM's capacity scheduler, GUARANTEED_NO_EVICT (its default; TensorRT-LLM docs, "Scheduler").
-
-    A request is admitted, first come first served, only if its prompt plus its maximum output fits the free KV for
-    its whole life, so a running request never runs out of blocks and nothing is ever evicted. The maximum output is the
-    request's own max_tokens, as the engine reads it, where the traffic gives one; else (what we simplify) the
-    traffic's cap on answer length (`reserve_tokens`, default its longest answer).
-    """
-
-    name = "trtllm-no-evict"
-    engine = "TensorRT-LLM"
-    label = "TensorRT-LLM no-evict"
-    colour = "#882255"
-    summary = "admit only what fits its whole life (prompt + max tokens): never preempts"
-    versus = "trtllm-max-util"
-    caption = (
-        "TensorRT-LLM's GUARANTEED_NO_EVICT: a request is admitted only when its prompt plus its maximum answer fits "
-        "the free KV cache, so no running request is ever evicted; on a tight pool fewer run at once."
-    )
-    caption_memory = caption
-
-    def reserves_whole_life(self, allocation: str) -> bool:
-        """Return True: every request reserves its prompt plus the output cap at admission, paged or not."""
-        return True
-
-
-class TrtllmMaxUtil(Policy):
-    """TensorRT-LLM's capacity scheduler, MAX_UTILIZATION (TensorRT-LLM docs, "Scheduler").
-
-    Requests are admitted, first come first served, by what they need now (prompt plus the next token); when a
-    running request needs a block and none is free, the most recently admitted is paused, its blocks freed, and it
-    later recomputes. What we simplify: a paused request's KV is recomputed, never offloaded to host memory.
-    """
-
-    name = "trtllm-max-util"
-    engine = "TensorRT-LLM"
-    label = "TensorRT-LLM max-util"
-    colour = "#117733"
-    summary = "admit by current need, pause the newest when a block runs out"
-    versus = "trtllm-no-evict"
-    caption = (
-        "TensorRT-LLM's MAX_UTILIZATION: requests are admitted by what they need now, so more run at once; when a "
-        "block runs out the newest is paused and later recomputes its KV."
-    )
-    caption_memory = caption
-
-
-class VLLM(Policy):
-    """vLLM v1's scheduler (vLLM docs, "Scheduler" and the engine arguments): continuous batching with chunked prefill.
-
-    Every pass holds at most `max_num_batched_tokens` tokens (the token budget): decoding rows first, then prompt
-    chunks, oldest first; `long_prefill_token_threshold` (0: off, vLLM's default without partial prefills) caps one
-    prompt's tokens in a pass, so a long prompt cannot take the whole budget. `scheduling_policy` fcfs orders the
-    queue by arrival and a block shortage preempts (recomputes) the newest; priority orders it by each request's
-    priority, lower first, and preempts the lowest class first. `max_num_seqs` is the slots. What we simplify: no
-    prefix caching, no speculative decoding, and a preempted request always recomputes.
-    """
-
-    name = "vllm"
-    engine = "vLLM"
-    label = "vLLM"
-    colour = "#332288"
-    summary = "vLLM v1: chunked prefill under max_num_batched_tokens; fcfs or priority"
-    has_token_budget = True
-    versus = "continuous"
-    settings = (
-        Setting("scheduling_policy", "fcfs", "vLLM's queue order: by arrival, or by each request's priority",
-                choices=("fcfs", "priority")),
-        Setting("long_prefill_token_threshold", 0, "vLLM: the most of one prompt's tokens in a pass (0: off)",
-                high=10_000_000),
-    )  # fmt: skip
-    caption = (
-        "vLLM v1: continuous batching whose passes hold at most max_num_batched_tokens tokens, decoding rows first "
-        "and then prompt chunks; a block shortage preempts the newest request, which later recomputes."
-    )
-    caption_memory = caption
-
-    @property
-    def orders_by_class(self) -> bool:
-        """Return whether the queue is ordered by priority class (scheduling_policy=priority)."""
-        return self.scheduling_policy == "priority"
-
-    @property
-    def prefill_chunk_cap(self) -> int:
-        """Return the long-prefill threshold: one prompt's tokens in a pass (0: the budget's)."""
-        return self.long_prefill_token_threshold
-
-    @property
-    def queue_words(self) -> str:
-        """Return the waiting order in the loop's words."""
-        return "lowest priority number first" if self.scheduling_policy == "priority" else "in arrival order"
-
-    def queue_key(self, request: Request) -> int | None:
-        """Return the priority under scheduling_policy=priority, else None (arrival order)."""
-        return request.priority if self.scheduling_policy == "priority" else None
-
-    def victim_rank(self, request: Request) -> int:
-        """Return the priority under scheduling_policy=priority (the lowest class preempted first), else 0."""
-        return request.priority if self.scheduling_policy == "priority" else 0
-
-
-class TGI(Policy):
-    """Text Generation Inference's router (TGI docs, "Text-generation-launcher arguments"): prefill pauses the batch.
-
-    The router without chunked prefill (TGI 2, and TGI 3 on a backend that does not chunk): with chunked prefill TGI 3
-    joins prompt chunks to the running batch and ignores waiting_served_ratio.
-
-    Requests are admitted first come first served into a prefill pass that holds only their prompts, at most
-    `max_batch_prefill_tokens` of them, while the running batch is paused (it emits nothing in that pass). With
-    nothing running the waiting are admitted at once. While rows decode, a prefill pass forms only when the waiting
-    requests it would admit number at least `waiting_served_ratio` times the running batch (rounded down, at least
-    one), or when `max_waiting_tokens` decode passes have run since the last prefill (TGI's waiting_tokens counts
-    from 1 after a prefill); a prefill that paused the batch is always followed by a decode pass. Each request
-    reserves its prompt plus the output cap at admission (TGI's block allocator reserves max_new_tokens), so nobody
-    is preempted. The cap is the request's own max_tokens where the traffic gives one; what we simplify: else the
-    traffic's cap (`reserve_tokens`, default its longest answer); max_batch_total_tokens is the KV pool; no
-    speculation, no prefix cache.
-    """
-
-    name = "tgi"
-    engine = "TGI"
-    label = "TGI"
-    colour = "#CC6677"  # Paul Tol's rose
-    summary = "TGI: prefill passes pause the running batch, gated by waiting_served_ratio and max_waiting_tokens"
-    pauses_decoders = True
-    gates_admission = True
-    versus = "continuous"
-    settings = (
-        Setting("waiting_served_ratio", 0.3, "TGI: while rows decode, a prefill pauses them once the waiting it "
-                "admits reach this times the batch", high=1000),
-        Setting("max_waiting_tokens", 20, "TGI: decode passes after which the waiting are let in whatever the ratio",
-                low=1, high=1_000_000),
-        Setting("max_batch_prefill_tokens", 0, "TGI: the most prompt tokens in a prefill pass (0: the longest "
-                "prompt + 50)", high=10_000_000),
-    )  # fmt: skip
-    caption = (
-        "TGI: waiting requests join in a prefill pass that pauses the running batch; while it decodes, a prefill "
-        "forms only when the waiting it would admit reach waiting_served_ratio times the running batch, or after "
-        "max_waiting_tokens decode passes. Each request reserves its prompt plus the answer cap, so none is preempted."
-    )
-    caption_memory = caption
-
-    def reserves_whole_life(self, allocation: str) -> bool:
-        """Return True: TGI's allocator reserves the prompt plus max_new_tokens at admission."""
-        return True
-
-    def admits_now(self, fitting: int, decoding: int, decodes_since: int, after_pause: bool) -> bool:
-        """Return TGI's rule: the waiting it would admit reach the ratio of the batch, or the wait ran out."""
-        if after_pause:  # TGI decodes once after every prefill that paused the batch
-            return False
-        if decodes_since + 1 >= self.max_waiting_tokens:  # waiting_tokens: 1 after a prefill, +1 per decode
-            return fitting >= 1
-        # min_size = floor(batch_size * waiting_served_ratio), in TGI's 32-bit floats
-        min_size = int(np.floor(np.float32(decoding) * np.float32(self.waiting_served_ratio)))
-        return fitting >= max(1, min_size)
-
-    def recheck_in(self, decodes_since: int) -> int | None:
-        """Return the decode passes until max_waiting_tokens forces the waiting in (None: it already does)."""
-        left = self.max_waiting_tokens - 1 - decodes_since
-        return left if left > 0 else None
-
-    def prompt_tokens_cap(self, prompts: Sequence[int]) -> int:
-        """Return max_batch_prefill_tokens; 0 is TGI's default, the longest prompt (max_input_tokens) plus 50."""
-        return self.max_batch_prefill_tokens or max(prompts, default=0) + 50
-
-
-class SGLang(Policy):
-    """SGLang's scheduler (SGLang docs, "Server Arguments"): prefill first, in chunks, while the running batch waits.
-
-    A pass holds prompt chunks or decoding rows, never both. Whenever a prompt is being chunked or a waiting request
-    can be admitted (a free slot, blocks for its prompt and next token), the pass is a prefill pass of at most
-    `chunked_prefill_size` prompt tokens (the token budget) and the running requests are paused; otherwise every
-    running request decodes. `schedule_policy` fcfs admits by arrival; lof (longest output first) by each request's
-    max_tokens, largest first, then arrival (a request without max_tokens has none to go by: lof is then fcfs). A block
-    shortage retracts the most recently admitted request, which later recomputes. What we simplify: SGLang admits
-    against an estimate of the running requests' future tokens (new_token_ratio) and retracts the request with the
-    fewest tokens so far; mixed chunks (--enable-mixed-chunk) and the radix prefix cache are off.
-    """
-
-    name = "sglang"
-    engine = "SGLang"
-    label = "SGLang"
-    colour = "#999933"  # Paul Tol's olive
-    summary = "SGLang: prefill passes first, in chunks of chunked_prefill_size, the running batch paused; fcfs or lof"
-    has_token_budget = True
-    pauses_decoders = True
-    versus = "vllm"
-    settings = (
-        Setting("schedule_policy", "fcfs", "SGLang's queue order: by arrival, or lof (largest max_tokens first)",
-                choices=("fcfs", "lof")),
-    )  # fmt: skip
-    caption = (
-        "SGLang: a pass either prefills or decodes. Whenever a prompt can start or is being chunked, the pass "
-        "prefills at most chunked_prefill_size prompt tokens and the running requests wait; a block shortage retracts "
-        "the newest request, which later recomputes."
-    )
-    caption_memory = caption
-
-    @property
-    def queue_words(self) -> str:
-        """Return the waiting order in the loop's words."""
-        return "largest max_tokens first" if self.schedule_policy == "lof" else "in arrival order"
-
-    @property
-    def order_field(self) -> str:
-        """Return the request field lof orders by ("" under fcfs: arrival)."""
-        return "max_tokens" if self.schedule_policy == "lof" else ""
-
-    @property
-    def order_words(self) -> str:
-        """Return that field in words."""
-        return "max_tokens" if self.schedule_policy == "lof" else ""
-
-    def queue_key(self, request: Request) -> int | None:
-        """Return minus the request's max_tokens under lof (the largest first), else None (arrival order)."""
-        return -request.max_tokens if self.schedule_policy == "lof" else None
-
-
 REGISTRY: dict[str, Policy] = {}
 CHAPTER_PAIR = ("static", "continuous")  # the two policies the chapter's lessons compare, in the order it shows them
 
@@ -594,11 +364,6 @@ for _policy in (
     Chunked(),
     ShortestFirst(),
     Priority(),
-    VLLM(),
-    TrtllmNoEvict(),
-    TrtllmMaxUtil(),
-    TGI(),
-    SGLang(),
 ):
     register(_policy)
 

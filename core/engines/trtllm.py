@@ -1,0 +1,52 @@
+"""TensorRT-LLM's two capacity schedulers as policies: GUARANTEED_NO_EVICT and MAX_UTILIZATION."""
+
+from __future__ import annotations
+
+from core.sched.policies import Policy
+
+
+class TrtllmNoEvict(Policy):
+    """TensorRT-LLM's capacity scheduler, GUARANTEED_NO_EVICT (its default; TensorRT-LLM docs, "Scheduler").
+
+    A request is admitted, first come first served, only if its prompt plus its maximum output fits the free KV for
+    its whole life, so a running request never runs out of blocks and nothing is ever evicted. The maximum output is the
+    request's own max_tokens, as the engine reads it, where the traffic gives one; else (what we simplify) the
+    traffic's cap on answer length (`reserve_tokens`, default its longest answer).
+    """
+
+    name = "trtllm-no-evict"
+    engine = "TensorRT-LLM"
+    label = "TensorRT-LLM no-evict"
+    colour = "#882255"
+    summary = "admit only what fits its whole life (prompt + max tokens): never preempts"
+    versus = "trtllm-max-util"
+    caption = (
+        "TensorRT-LLM's GUARANTEED_NO_EVICT: a request is admitted only when its prompt plus its maximum answer fits "
+        "the free KV cache, so no running request is ever evicted; on a tight pool fewer run at once."
+    )
+    caption_memory = caption
+
+    def reserves_whole_life(self, allocation: str) -> bool:
+        """Return True: every request reserves its prompt plus the output cap at admission, paged or not."""
+        return True
+
+
+class TrtllmMaxUtil(Policy):
+    """TensorRT-LLM's capacity scheduler, MAX_UTILIZATION (TensorRT-LLM docs, "Scheduler").
+
+    Requests are admitted, first come first served, by what they need now (prompt plus the next token); when a
+    running request needs a block and none is free, the most recently admitted is paused, its blocks freed, and it
+    later recomputes. What we simplify: a paused request's KV is recomputed, never offloaded to host memory.
+    """
+
+    name = "trtllm-max-util"
+    engine = "TensorRT-LLM"
+    label = "TensorRT-LLM max-util"
+    colour = "#117733"
+    summary = "admit by current need, pause the newest when a block runs out"
+    versus = "trtllm-no-evict"
+    caption = (
+        "TensorRT-LLM's MAX_UTILIZATION: requests are admitted by what they need now, so more run at once; when a "
+        "block runs out the newest is paused and later recomputes its KV."
+    )
+    caption_memory = caption

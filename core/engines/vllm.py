@@ -1,0 +1,61 @@
+"""vLLM v1's scheduler as a policy: chunked prefill under a token budget, fcfs or priority."""
+
+from __future__ import annotations
+
+from core.sched.policies import Policy
+from core.sched.settings import Setting
+from core.workload.request import Request
+
+
+class VLLM(Policy):
+    """vLLM v1's scheduler (vLLM docs, "Scheduler" and the engine arguments): continuous batching with chunked prefill.
+
+    Every pass holds at most `max_num_batched_tokens` tokens (the token budget): decoding rows first, then prompt
+    chunks, oldest first; `long_prefill_token_threshold` (0: off, vLLM's default without partial prefills) caps one
+    prompt's tokens in a pass, so a long prompt cannot take the whole budget. `scheduling_policy` fcfs orders the
+    queue by arrival and a block shortage preempts (recomputes) the newest; priority orders it by each request's
+    priority, lower first, and preempts the lowest class first. `max_num_seqs` is the slots. What we simplify: no
+    prefix caching, no speculative decoding, and a preempted request always recomputes.
+    """
+
+    name = "vllm"
+    engine = "vLLM"
+    label = "vLLM"
+    colour = "#332288"
+    summary = "vLLM v1: chunked prefill under max_num_batched_tokens; fcfs or priority"
+    has_token_budget = True
+    versus = "continuous"
+    settings = (
+        Setting("scheduling_policy", "fcfs", "vLLM's queue order: by arrival, or by each request's priority",
+                choices=("fcfs", "priority")),
+        Setting("long_prefill_token_threshold", 0, "vLLM: the most of one prompt's tokens in a pass (0: off)",
+                high=10_000_000),
+    )  # fmt: skip
+    caption = (
+        "vLLM v1: continuous batching whose passes hold at most max_num_batched_tokens tokens, decoding rows first "
+        "and then prompt chunks; a block shortage preempts the newest request, which later recomputes."
+    )
+    caption_memory = caption
+
+    @property
+    def orders_by_class(self) -> bool:
+        """Return whether the queue is ordered by priority class (scheduling_policy=priority)."""
+        return self.scheduling_policy == "priority"
+
+    @property
+    def prefill_chunk_cap(self) -> int:
+        """Return the long-prefill threshold: one prompt's tokens in a pass (0: the budget's)."""
+        return self.long_prefill_token_threshold
+
+    @property
+    def queue_words(self) -> str:
+        """Return the waiting order in the loop's words."""
+        return "lowest priority number first" if self.scheduling_policy == "priority" else "in arrival order"
+
+    def queue_key(self, request: Request) -> int | None:
+        """Return the priority under scheduling_policy=priority, else None (arrival order)."""
+        return request.priority if self.scheduling_policy == "priority" else None
+
+    def victim_rank(self, request: Request) -> int:
+        """Return the priority under scheduling_policy=priority (the lowest class preempted first), else 0."""
+        return request.priority if self.scheduling_policy == "priority" else 0
