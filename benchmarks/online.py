@@ -21,7 +21,7 @@ import torch
 
 from core import generate
 from core.cli.args import bounded_int
-from core.cli.commands import COMPARE_SLOTS, COMPARE_TRAFFIC
+from core.cli.parsers import COMPARE_SLOTS, COMPARE_TRAFFIC
 from replay import Engine
 from replay.calibrate import profiles
 from replay.online import online_summary, replay_online

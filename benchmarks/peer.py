@@ -17,7 +17,7 @@ import torch
 
 from core import generate, simulate
 from core.cli.args import bounded_int
-from core.cli.commands import COMPARE_SLOTS, COMPARE_TRAFFIC
+from core.cli.parsers import COMPARE_SLOTS, COMPARE_TRAFFIC
 from replay import Engine
 
 MODELS = ("tiny", "small")

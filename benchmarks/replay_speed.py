@@ -10,7 +10,7 @@ import torch
 
 from core import generate
 from core.batch.sequence import Sequence
-from core.cli.commands import COMPARE_SLOTS, COMPARE_TRAFFIC
+from core.cli.parsers import COMPARE_SLOTS, COMPARE_TRAFFIC
 from replay import Engine
 from replay.cli import PRESET_NAMES
 from replay.engine import BLOCK_SIZE

@@ -16,15 +16,8 @@ from core.cli.args import (
     file_name,
     load_requests,
 )
-from core.cli.commands import (
-    COMPARE_SLOTS,
-    COMPARE_TRAFFIC,
-    batch_timeout,
-    json_flag,
-    slots_flag,
-    timeout_flag,
-)
 from core.cli.memory_flags import add_token_budget_arg, token_budget
+from core.cli.parsers import COMPARE_SLOTS, COMPARE_TRAFFIC, batch_timeout, json_flag, slots_flag, timeout_flag
 from core.limits import show_name
 from core.sched.policies import CHAPTER_PAIR, REGISTRY, get_policy
 

@@ -22,7 +22,7 @@ from core import generate
 from core.batch.kv_blocks import BlockAllocator
 from core.batch.ragged import build_batch
 from core.batch.sequence import Sequence
-from core.cli.commands import COMPARE_TRAFFIC
+from core.cli.parsers import COMPARE_TRAFFIC
 from core.sched.policies import CHAPTER_PAIR
 from core.workload.traces import TraceOptions, load_trace
 

@@ -9,7 +9,7 @@ import pytest
 
 from batchviz.cli import main
 from core import TrafficConfig, compute_metrics, generate, simulate
-from core.cli.commands import COMPARE_TRAFFIC as COMPARE_TRAFFIC_FOR_TEST
+from core.cli.parsers import COMPARE_TRAFFIC as COMPARE_TRAFFIC_FOR_TEST
 from core.cli.report import rounded
 from core.measure.metrics import compare
 

@@ -14,7 +14,8 @@ from app.page.words import plural
 from core import compare, generate, simulate
 from core.batch.ragged import build_batch
 from core.chapter.reference import simulate_per_step
-from core.cli.commands import COMPARE_SLOTS, COMPARE_TRAFFIC, main
+from core.cli.commands import main
+from core.cli.parsers import COMPARE_SLOTS, COMPARE_TRAFFIC
 
 SPREAD_BATCH = 32  # the chapter's "in a batch of 32"
 
