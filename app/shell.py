@@ -11,6 +11,7 @@ from app.exercises.knee import KneeView
 from app.exercises.spread import SpreadView
 from app.exercises.temperature import TemperatureView
 from app.memory.view import MemoryView
+from app.page.frame import CHAPTER_BUTTON, GENERATED_NOTE, HEADER, SETTINGS_TITLES, TABS, WORKED_NAME
 from app.page.page_agent import PageAgent
 from app.page.palette import THEMES, css_variables
 from app.page.stores import Measurements
@@ -31,31 +32,6 @@ from core.chapter.chapter_traffic import chapter_traffic
 PRESET = "worked"
 MORE_TRAFFIC = ("requests", "lengths", "mean_tokens", "arrival_window", "priority_share")
 GENERATOR_URL_KEYS = tuple(key for key, name in URL_KEYS.items() if name in GENERATOR_PARAMS)
-HEADER = "<h1>Static vs continuous batching</h1><p>Each row is a batch slot, each column one forward pass.</p>"
-WORKED_NAME = "the chapter's worked example"
-CHAPTER_BUTTON = "The chapter's traffic (12 requests)"
-GENERATED_NOTE = (
-    "Now showing generated traffic (seed {seed}): the chapter's twelve requests are not a generator seed. "
-    '"The chapter\'s traffic" brings them back.'
-)
-# The settings the first lesson does not need, each behind a disclosure in the widget's row (app/simulator/widget.py).
-SETTINGS_TITLES = {
-    "more": "More traffic",
-    "memory": "Memory and timeout",
-    "clock": "On a clock",
-    "trace": "Your own trace",
-}
-TABS = {  # ?tab= value -> tab title, in page order
-    "simulator": "Simulator",
-    "knee": "Exercise 1: the knee",
-    "spread": "Exercise 2: length spread",
-    "temperature": "Exercise 3: one temperature",
-    "memory": "Memory",
-    "schedulers": "Schedulers",
-    "quiz": "Check yourself",
-}
-
-
 class App(pn.viewable.Viewer):
     """The batchviz simulator: `App()` in a notebook, `App().servable()` when served."""
 
@@ -87,8 +63,27 @@ class App(pn.viewable.Viewer):
         self.replay = ReplayView(state=self.state, measurements=self.measurements)
         self.upload = TraceUpload(sizing_mode="stretch_width")
         self.upload.param.watch(self._on_upload, "upload")
-        # The story's buttons, drawn in the browser with it: each group's labels and what each press sets.
-        self.actions = {
+        self.actions = self._actions()
+        self.quiz = Quiz()
+        self.quiz.param.watch(self._follow, "goto")
+        self.chapter_widget = self._simulator_tab()
+        self.chapter_widget.build("trace")
+        # Every other tab's view goes into one body the host shows under the tab bar (a plot arriving as the
+        # host's own child would be measured before Bokeh has drawn it).
+        self.chapter_widget.tab_body = pn.Column(sizing_mode="stretch_width")
+        self._tab_layouts: dict = {}
+        self._show_tab()
+        self.param.watch(self._show_tab, "tab")  # a quiz link or an in-app link changes it from the server
+        self.chapter_widget.param.watch(lambda e: setattr(self, "tab", e.new), "tab")  # the learner's click
+        self.messages.param.watch(lambda e: setattr(self.chapter_widget, "message", e.new), "text")
+        self.state.param.watch(self._show_traffic_buttons, ["trace", "trace_name"])
+        self._show_traffic_buttons()
+        self.agent = PageAgent()  # in-app links open in place; names and focus rings for every control
+        self.agent.param.watch(lambda _e: self.open_link(self.agent.link), "clicks")
+
+    def _actions(self) -> dict:
+        """Return the story's buttons, drawn in the browser with it: each group's labels and what each press sets."""
+        return {
             "lessons": [
                 (label, self._setter(slots=story.LESSON_SLOTS, clock="steps", **values))
                 for label, values in story.LESSONS.values()
@@ -103,10 +98,10 @@ class App(pn.viewable.Viewer):
                 ("Use generated traffic", self._clear_trace),
             ],
         }
-        self.quiz = Quiz()
-        self.quiz.param.watch(self._follow, "goto")
-        # The page draws itself in the browser (app/web/renderer.js, app/web/host.js) from the state's runs.
-        self.chapter_widget = ChapterWidget(
+
+    def _simulator_tab(self) -> ChapterWidget:
+        """Return the simulator tab, drawn in the browser (app/web/renderer.js, host.js) from the state's runs."""
+        return ChapterWidget(
             self.state,
             theme=self.theme,
             story=self.story(),
@@ -128,19 +123,6 @@ class App(pn.viewable.Viewer):
             message=self.messages.text,
             sizing_mode="stretch_width",
         )
-        self.chapter_widget.build("trace")
-        # Every other tab's view goes into one body the host shows under the tab bar (a plot arriving as the
-        # host's own child would be measured before Bokeh has drawn it).
-        self.chapter_widget.tab_body = pn.Column(sizing_mode="stretch_width")
-        self._tab_layouts: dict = {}
-        self._show_tab()
-        self.param.watch(self._show_tab, "tab")  # a quiz link or an in-app link changes it from the server
-        self.chapter_widget.param.watch(lambda e: setattr(self, "tab", e.new), "tab")  # the learner's click
-        self.messages.param.watch(lambda e: setattr(self.chapter_widget, "message", e.new), "text")
-        self.state.param.watch(self._show_traffic_buttons, ["trace", "trace_name"])
-        self._show_traffic_buttons()
-        self.agent = PageAgent()  # in-app links open in place; names and focus rings for every control
-        self.agent.param.watch(lambda _e: self.open_link(self.agent.link), "clicks")
 
     def tab_views(self) -> dict:
         """Return the views of the tabs other than the simulator, by key: each is sent when its tab first opens."""

@@ -161,7 +161,7 @@ def test_quiz_data_is_the_served_quizs():
 
 def test_tabs_are_the_served_pages_tabs():
     """The page's tabs and their titles are the served page's, the Memory tab included."""
-    from app.shell import TABS as SERVED
+    from app.page.frame import TABS as SERVED
 
     assert TABS == SERVED
 

@@ -504,7 +504,8 @@ EXERCISE_URLS = [
 @pytest.mark.parametrize("query,index,message", EXERCISE_URLS, ids=["knee rate", "knee itl", "sigma", "bug"])
 def test_an_exercise_link_shows_its_message_on_its_tab(query, index, message):
     """The link opens the exercise's tab, with the page's message above it (above every tab: read where one is)."""
-    from app.shell import TABS, App
+    from app.page.frame import TABS
+    from app.shell import App
 
     page = App(query=query).chapter_widget
     assert page.tab == list(TABS)[index] and page.tab_body.objects  # its view, sent with the page

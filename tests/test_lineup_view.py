@@ -6,7 +6,8 @@ import re
 import pytest
 
 from app.schedulers.data import LineupKey, drawn_cells, shared_lineup
-from app.schedulers.view import DEFAULT_ENTRIES, LESSONS, LineupView
+from app.schedulers.intro import LESSONS
+from app.schedulers.view import DEFAULT_ENTRIES, LineupView
 from app.schedulers.words import QUESTIONS, ROWS, lessons_html, shown_best
 from app.shell import App
 from core.clock.hardware import cost_model

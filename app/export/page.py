@@ -30,9 +30,9 @@ from app.memory.lesson import MAX_BLOCKS, MIN_BLOCKS
 from app.memory.view import BUDGETS, CHUNKED_INTRO, LEGEND, MEMORY_CSS, MemoryView, chunked_html
 from app.memory.view import INTRO as MEMORY_INTRO
 from app.page import palette
+from app.page.frame import TABS as SERVED_TABS
 from app.quiz.view import INTRO as QUIZ_INTRO
 from app.quiz.view import questions_data
-from app.shell import TABS as SERVED_TABS
 from app.simulator import story
 from app.simulator.state import MODE_ORDER
 from app.simulator.widget import INTERVAL_MS
@@ -173,7 +173,7 @@ def _json(value) -> str:
 
 def page_data(config: TrafficConfig | None = None, window: int = 64, seeds=SEEDS, lesson_seeds=LESSON_SEEDS) -> dict:
     """Return what the page's server reads: every view packed by place, what each button loads, the story, the quiz."""
-    from app.shell import GENERATED_NOTE, HEADER
+    from app.page.frame import GENERATED_NOTE, HEADER
 
     config = config or TrafficConfig()
     packs, meta = export_views(config, window, seeds, lesson_seeds)

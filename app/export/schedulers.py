@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from app.schedulers.data import LineupKey, budget_of, lineup_json, shared_lineup
-from app.schedulers.view import DEFAULT_ENTRIES, INTRO, LESSONS, legend_html
+from app.schedulers.intro import INTRO, LESSONS, legend_html
+from app.schedulers.view import DEFAULT_ENTRIES
 from app.schedulers.words import guess_html, lessons_html, load_html, table_html
 from core.clock.hardware import cost_model
 from core.measure.lineup import parse_entries

@@ -13,6 +13,7 @@ from app.page import palette
 from app.page.tabs import LazyViewer, query_number, text_pane
 from app.page.url import query_choice, query_value
 from app.schedulers.data import LineupKey, budget_of, lineup_json, shared_lineup
+from app.schedulers.intro import INTRO, LESSONS, SOURCE_WORDS, legend_html
 from app.schedulers.words import QUESTIONS, guess_html, lessons_html, load_html, table_html
 from app.server.loop import on_document
 from app.server.server_log import follow_widget
@@ -30,11 +31,6 @@ SOURCES = {  # ?s_source= -> the traffic choice's words (short: a phone shows th
     "chat": "Chat traffic",
     "page": "The simulator's traffic",
 }
-SOURCE_WORDS = (
-    "<p><b>Traffic:</b> the tab's chat traffic (set below), or the simulator's: the chapter's, generated, or your "
-    "upload (an Azure-format trace too), its first <i>Requests</i>, arrivals on the clock as the simulator's clock "
-    "view places them.</p>"
-)
 KEY = LineupKey  # the settings' defaults are the shared key's, in one place
 NONE = "none"
 # URL key -> (parameter, low, high, whole number)
@@ -67,74 +63,6 @@ INPUTS = {
 }
 CHAT_INPUTS = ("seed", "rate_per_s", "priority_share")  # the chat traffic's own settings: shown on it only
 MAX_REFUSAL = 300  # characters of a refusal's words in a message (they may repeat what was refused)
-INTRO = (
-    "<h3>Schedulers: real engines side by side</h3><p>The chapter ends on a question: we admit requests every "
-    "step, but on what basis, and how many? Each engine answers it with settings engineers change every day. Here "
-    "they run on the same requests, slots, KV pool and clock (a roofline of the model on the accelerator): vLLM "
-    "mixes prompt chunks into decoding passes under a token budget; TGI (its router without chunked prefill) "
-    "pauses its running batch for a prefill pass, and only once enough requests wait (waiting_served_ratio) or the "
-    "wait ran long (max_waiting_tokens); SGLang prefills first, in chunks, while the batch waits; TensorRT-LLM puts "
-    "whole prompts into its passes (no token budget) and admits only what fits for its whole life "
-    "(GUARANTEED_NO_EVICT: on an unlimited pool that never binds) or packs the pool and pauses the newest when it "
-    "runs out (MAX_UTILIZATION). The slots stand for each engine's cap on running requests (max_num_seqs, "
-    "max_batch_size). Each scheduler's rules and what we simplify are in docs/simulator.md.</p>"
-    "<p><b>Terms.</b> TTFT: time to first token, from arrival (most of it, under load, is the wait for a slot). "
-    "ITL: inter-token latency, the gap between one token and the next. p99: the value 99% of requests (or gaps) "
-    "stay under. Prefill: the pass that computes a prompt; a chunk is part of one. Preempt: evict a running "
-    "request's KV cache; it later recomputes it. Goodput: requests per second that met both targets.</p>"
-)
-# Lesson -> (button, the settings it loads): each lesson's sentence under the table is computed from the runs.
-LESSONS = {
-    "ratio": (
-        "TGI's waiting_served_ratio: 0.3 against 1.2",
-        {
-            "entries": ["tgi", "tgi:waiting_served_ratio=1.2"],
-            "rate_per_s": 40.0,
-            "kv_blocks": 0,
-            "priority_share": 0,
-            "question": "itl_p99",
-        },
-    ),
-    "evict": (
-        "TensorRT-LLM on a tight pool: no-evict against max-util",
-        {
-            "entries": ["trtllm-no-evict", "trtllm-max-util"],
-            "rate_per_s": 40.0,
-            "kv_blocks": 300,
-            "priority_share": 0,
-            "question": "throughput",
-        },
-    ),
-    "priority": (
-        "vLLM's priority queue on two classes",
-        {
-            "entries": ["vllm", "vllm:scheduling_policy=priority"],
-            "rate_per_s": 40.0,
-            "kv_blocks": 0,
-            "priority_share": 30,
-            "question": "goodput",
-        },
-    ),
-    "sjf": (
-        "Shortest first against arrival order",
-        {
-            "entries": ["continuous", "sjf"],
-            "rate_per_s": 40.0,
-            "kv_blocks": 0,
-            "priority_share": 0,
-            "question": "latency_p50",
-        },
-    ),
-}
-LEGEND = (
-    ("generating (its prompt, then a token a pass; a prompt chunk too)", palette.GENERATING_COLOR, ""),
-    ("paused while a pass prefills others' prompts (TGI, SGLang)", palette.PAUSED_COLOR, "···"),
-    ("recomputing its KV after a preemption", palette.RECOMPUTE_COLOR, ""),
-    ("idle slot", palette.IDLE_COLOR, ""),
-    ("a white edge: one request's stay ends and the next begins", "#FFFFFF", "|"),
-)
-
-
 class LineupTimelines(JSComponent):
     """Every scheduler's timeline on one time axis, drawn in the browser by the page's renderer."""
 
@@ -143,16 +71,6 @@ class LineupTimelines(JSComponent):
 
     _esm = bundle("words.js", "renderer.js", "batch.js", "lineup_host.js")
     _stylesheets = [CSS]
-
-
-def legend_html() -> str:
-    """Return the states the lineup's timelines draw, as swatches with their words."""
-    items = [
-        f'<span class="bv-legend-item"><span class="bv-swatch" style="background:{colour};color:'
-        f'{palette.GENERATING_COLOR}">{mark}</span>{words}</span>'
-        for words, colour, mark in LEGEND
-    ]
-    return '<div class="bv-legend">' + "".join(items) + "</div>"
 
 
 class LineupView(LazyViewer):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs
 
-from app.shell import TABS
+from app.page.frame import TABS
 from core import TrafficConfig, compute_metrics, generate, simulate
 from core.measure.losses import losses
 from core.measure.metrics import latency_so_far

@@ -10,7 +10,7 @@ import threading
 import pytest
 from playwright.sync_api import expect
 
-from app.shell import TABS
+from app.page.frame import TABS
 
 from .helpers import READY_JS, open_app
 from .test_embed import served_app  # noqa: F401 - the real `batchviz serve`, a fixture

@@ -17,8 +17,9 @@ from app.exercises.knee_words import keeps_up_html, kept_full, load_html, offere
 from app.exercises.spread import GUESSES, best_guess
 from app.export.page import LINK_KEYS, SERVED_ONLY, export_story
 from app.export.views import served_key
+from app.page.frame import CHAPTER_BUTTON
 from app.quiz.view import QUESTIONS, explanation_html, progress_html, summary_html
-from app.shell import CHAPTER_BUTTON, App
+from app.shell import App
 from app.simulator import memory_lesson, story
 from app.simulator.state import CHAPTER_NAME, SimState, shared_runs
 from app.simulator.widget_data import view_json

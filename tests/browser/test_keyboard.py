@@ -2,7 +2,7 @@
 
 from playwright.sync_api import expect
 
-from app.shell import TABS
+from app.page.frame import TABS
 from core import simulate
 from core.chapter.chapter_traffic import chapter_traffic
 

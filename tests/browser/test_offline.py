@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from app.shell import TABS
+from app.page.frame import TABS
 
 from .helpers import open_app
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.shell import TABS
+from app.page.frame import TABS
 
 from .helpers import open_app
 
