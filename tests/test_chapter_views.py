@@ -10,11 +10,11 @@ import pytest
 from app.quiz.view import QUESTIONS, Quiz, explanation_html, progress_html, score, summary_html
 from app.shell import App
 from app.simulator.state import SimState
-from app.simulator.story import loop_texts
 from core import Request, simulate
 from core.batch.step_batch import ContinuousBatches
 from core.chapter.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
 from tests.oracles.batch_view import MAX_ROWS, BatchView, continuous_html
+from tests.oracles.loop_view import loop_texts
 
 
 def _lit(text: str) -> list[str]:

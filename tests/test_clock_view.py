@@ -5,9 +5,9 @@ import re
 import numpy as np
 
 from app.simulator.state import SimState
-from app.simulator.story import clock_loop_texts
 from app.simulator.views import h2h_timed_rows
 from core.sched.timed import timed_metrics
+from tests.oracles.loop_view import clock_loop_texts
 from tests.oracles.progress import clock_progress_table, clock_times
 
 FRAMES = 64

@@ -19,13 +19,13 @@ import pytest
 from app.simulator import story
 from app.simulator.batch_data import batch_config
 from app.simulator.state import SimState
-from app.simulator.story import clock_loop_texts, loop_texts
 from app.simulator.widget import view_key
 from app.simulator.widget_data import compact_pair, h2h_compact, view_json
 from core.chapter import worked_example as worked
 from core.chapter.chapter_traffic import chapter_traffic
 from core.sched.policies import get_policy
 from tests.oracles.batch_view import BatchView
+from tests.oracles.loop_view import clock_loop_texts, loop_texts
 from tests.oracles.progress import clock_playback_texts, clock_times, playback_texts
 
 HARNESS = Path(__file__).resolve().parent / "node" / "parity.mjs"

@@ -8,11 +8,11 @@ import pytest
 from app.page.url import parse_query
 from app.simulator import memory_lesson
 from app.simulator.state import BLOCK_SIZE, CHAPTER_NAME, SimState, least_pool, pool_memory, shared_runs
-from app.simulator.story import loop_texts
 from core import Request, TrafficConfig, generate, simulate
 from core.chapter.chapter_traffic import chapter_traffic
 from core.kv.memory import MemoryConfig
 from core.sched.engine import as_run, memory_waits, schedule
+from tests.oracles.loop_view import loop_texts
 from tests.oracles.progress import progress_table
 
 TRAFFICS = [TrafficConfig(seed=seed) for seed in (0, 4, 37)] + [tuple(chapter_traffic())]

@@ -3,9 +3,9 @@
 import re
 
 from app.simulator.state import SimState
-from app.simulator.story import loop_texts
 from core import compute_metrics
 from tests.oracles.batch_view import BatchView
+from tests.oracles.loop_view import loop_texts
 from tests.oracles.progress import progress_table
 
 WINDOW = 64

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from app.simulator.state import MODES, shared_runs, shared_timed_runs
-from app.simulator.story import clock_loop_texts, loop_texts
 from app.simulator.widget import RENDERER_JS
 from app.simulator.widget_data import ViewKey, compact_pair, h2h_compact, view_json
 from core import TrafficConfig
@@ -15,6 +14,7 @@ from core.chapter import worked_example as worked
 from core.chapter.chapter_traffic import chapter_traffic
 from core.clock.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE
 from core.sched.policies import get_policy
+from tests.oracles.loop_view import clock_loop_texts, loop_texts
 from tests.oracles.progress import clock_playback_texts, clock_times, playback_texts
 
 EXPOSE = (

@@ -11,10 +11,10 @@ from playwright.sync_api import expect
 from app.page import palette
 from app.simulator import memory_lesson
 from app.simulator.state import CHAPTER_NAME, SimState
-from app.simulator.story import loop_texts
 from core.chapter.chapter_traffic import chapter_traffic
 from core.sched.engine import memory_waits
 from core.sched.run import STATE_CHARS
+from tests.oracles.loop_view import loop_texts
 from tests.oracles.progress import playback_texts
 
 from .helpers import open_app

@@ -15,11 +15,12 @@ from app.page.words import plural
 from app.server.loop import on_document
 from app.simulator.batch_data import CLOCK_HTML, INTRO, LIST_LIMIT, MAX_CELLS, MAX_POOL, MAX_ROWS, ROW_COLORS
 from app.simulator.chapter import build_batch_at
-from app.simulator.pool_at import owners_by_step, pools_html
+from app.simulator.pool_at import owners_by_step
 from app.simulator.state import SimState
 from app.web.style import CSS
 from core import Run
 from core.batch.step_batch import BLOCK_SIZE, ContinuousBatches, ContinuousStep, StaticStep, static_step
+from tests.oracles.pool_view import pools_html
 
 __all__ = ["BatchView", "INTRO", "MAX_CELLS", "MAX_POOL", "MAX_ROWS", "ROW_COLORS"]
 

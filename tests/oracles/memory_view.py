@@ -9,12 +9,12 @@ import html
 
 from app.memory.lesson import CELL, TITLES, step_run, waits_of
 from app.page.words import plural
-from app.simulator.pool_at import pool_boxes, pool_words
 from core.sched.policies import get_policy
 from core.sched.run import GENERATING, IDLE, Run
 from core.sched.schedule_record import Schedule
 from core.sched.waits import Wait
 from core.states import PADDING
+from tests.oracles.pool_view import pool_boxes, pool_words
 
 
 def _label(run: Run, i: int) -> str:
