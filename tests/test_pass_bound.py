@@ -1,5 +1,6 @@
 """The bound on a run's passes counts the passes it will really make: a per-prompt cap is refused before it runs."""
 
+import re
 import subprocess
 import sys
 
@@ -41,3 +42,29 @@ def test_the_cli_refuses_the_freeze_in_one_line(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "need at least 9,984,000 passes" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_compare_refuses_a_target_of_zero_and_sweep_offers_no_priority_share(capsys):
+    """A target of 0 is met by nobody (the Schedulers tab refuses it too); the sweep would draw classes never read."""
+    from core.cli.commands import main
+
+    for argv, words in (
+        (["compare", "--ttft-target", "0", "--itl-target", "5"], "--ttft-target: expected a number above 0"),
+        (["sweep", "--high-priority-share", "1"], "unrecognized arguments: --high-priority-share"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2
+        assert words in capsys.readouterr().err
+
+
+def test_a_text_timeline_names_every_letter_it_draws(capsys):
+    """TGI's paused rows are drawn Z: the legend above the timeline says what Z is."""
+    from core.cli.commands import main
+
+    assert main(["simulate", "--policy", "tgi", "--requests", "12", "--slots", "4"]) == 0
+    out = capsys.readouterr().out
+    drawn = set("".join(line.split()[1] for line in out.splitlines() if re.match(r"slot\d", line)))
+    legend = out.splitlines()[0]
+    assert "Z" in drawn and "Z paused" in legend
+    assert all(f"{c} " in legend for c in drawn)

@@ -97,7 +97,9 @@ GENERATOR_FLAGS = {
     ),
 }
 CHOICES = {"--arrivals": ARRIVAL_KINDS, "--lengths": LENGTH_KINDS, "--prompt-lengths": LENGTH_KINDS}
-SWEEP_EXCLUDED = ("--arrivals", "--arrival-window", "--rate")  # the sweep's arrivals are Poisson at --rate-per-s
+# The sweep's arrivals are Poisson at --rate-per-s, and it runs continuous batching in arrival order: a priority
+# class would be drawn and never read, so the flag is not offered.
+SWEEP_EXCLUDED = ("--arrivals", "--arrival-window", "--rate", "--high-priority-share")
 TRACE_FLAGS = {"--step-ms": ("step_ms", STEP_MS_RANGE), "--time-scale": ("time_scale", TIME_SCALE_RANGE)}
 
 

@@ -122,12 +122,20 @@ def add_compare(sub) -> None:
     for name, what in (("ttft", "time to first token"), ("itl", "p99 of a request's own inter-token gaps")):
         p.add_argument(
             f"--{name}-target",
-            type=bounded_float(0.0, 1e9),
+            type=_positive_target,
             default=None,
             help=f"serving target: {what}, in ms under --cost, in steps without; with both targets compare adds "
             "TTFT, ITL, goodput, SLO attainment and fairness (default: none)",
         )
     json_flag(p, "each policy's metrics and the ratios")
+
+
+def _positive_target(text: str) -> float:
+    """Return a serving target: a number above 0 (one of 0 is met by nobody; the Schedulers tab refuses it too)."""
+    value = bounded_float(0.0, 1e9)(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, at most 1e9, got {show_text(text)}")
+    return value
 
 
 def add_sweep(sub) -> None:

@@ -124,7 +124,9 @@ def run_text(run: Run, metrics: Metrics) -> str:
     shown = min(metrics.window, MAX_TEXT_STEPS)
     lines = [
         f"{run.policy} batching, {run.slots} slots, window {metrics.window} steps (G generating, P padding, . idle"
-        + (", R recomputing after preemption, F prompt chunk)" if run.schedule is not None else ")")
+        + (", R recomputing after preemption, F prompt chunk" if run.schedule is not None else "")
+        + (", Z paused while a pass prefills others' prompts" if run.rules.pauses_decoders else "")
+        + ")"
     ]
     lines += [f"slot{i:<3} {row}" for i, row in enumerate(run.timeline_strings(shown))]
     if shown < metrics.window:
