@@ -96,9 +96,10 @@ def _fill(measured: dict, rows, prefill, context) -> tuple:
             return measured[r, p, c]
         k = context.index(c)
         if k >= 2 and (r, p, context[k - 1]) in measured and (r, p, context[k - 2]) in measured:
-            # Past what a row holds: on along the context axis (each cached token costs what the last ones did).
+            # Past what a row holds: on along the context axis (each cached token costs what the last ones did),
+            # never below the last point: noise that made the nearer one slower went negative, and Fitted refused it.
             (c0, v0), (c1, v1) = ((x, measured[r, p, x]) for x in context[k - 2 : k])
-            return v1 + (v1 - v0) * (c - c1) / (c1 - c0)
+            return v1 + max(v1 - v0, 0.0) * (c - c1) / (c1 - c0)
         r1 = rows[1] if r == rows[0] else r  # the nearest row count that holds decoding rows
         base = measured.get((r1, prefill[0], context[0])) or measured.get((r1, prefill[0], context[1]), 0.0)
         decode = measured.get((r1, prefill[0], c), base)
