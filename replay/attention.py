@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+import warnings
+
 import numpy as np
 import torch
 from torch.nn import functional as F
@@ -21,7 +25,7 @@ class PagedKVCache:
 
     def __init__(self, config: ModelConfig, num_blocks: int, block_size: int, device, dtype, token_major=None):
         device = torch.device(device)
-        self.token_major = device.type == "cuda" if token_major is None else token_major
+        self.token_major = token_major_for(device) if token_major is None else token_major
         slots = num_blocks * block_size
         per_layer = (
             (slots, config.n_heads, config.head_dim) if self.token_major else (config.n_heads, slots, config.head_dim)
@@ -31,10 +35,63 @@ class PagedKVCache:
         self.block_size = block_size
 
 
+VARLEN_PAGED = False  # read pages through block tables in the kernel; else gather each context, packed, first
+
+# The keywords each varlen call passes beyond the positional seven, and the torch that first took them all: before
+# 2.9 there is no torch.nn.attention.varlen, 2.9 has no window_size, 2.10 and 2.11 no seqused_k or block_table.
+VARLEN_NEEDS = {
+    "packed": (("window_size",), "2.10"),
+    "block tables": (("window_size", "seqused_k", "block_table"), "2.12"),
+}
+
+
+@functools.cache
+def varlen_parameters() -> frozenset[str] | None:
+    """Return the parameter names of this torch's varlen_attn (read once), or None where torch has none."""
+    try:
+        from torch.nn.attention.varlen import varlen_attn
+    except ImportError:
+        return None
+    return frozenset(inspect.signature(varlen_attn).parameters)
+
+
+def varlen_missing(path: str) -> str | None:
+    """Return why this torch cannot run a varlen path ("packed" or "block tables"), or None where it can."""
+    names, since = VARLEN_NEEDS[path]
+    have = varlen_parameters()
+    if have is not None and set(names) <= have:
+        return None
+    return f"needs torch {since}+ (this is {torch.__version__})"
+
+
+def _runs(path: str, instead: str) -> bool:
+    """Return whether this torch runs a varlen path; where it cannot, warn (once per place) what runs instead."""
+    why = varlen_missing(path)
+    if why:
+        warnings.warn(f"varlen {path} {why}: the replay runs {instead} instead", RuntimeWarning, stacklevel=3)
+    return why is None
+
+
+def token_major_for(device: torch.device) -> bool:
+    """Return whether a paged cache on `device` is laid out for varlen_attn (CUDA, and a torch whose varlen fits)."""
+    return device.type == "cuda" and _runs("packed", "its own attention (SDPA)")
+
+
+def ragged_path(device) -> str:
+    """Return the attention the replay's ragged passes run on `device` with this torch, in words."""
+    if not token_major_for(torch.device(device)):
+        return "ours (SDPA)"
+    return "varlen block tables" if VARLEN_PAGED and varlen_missing("block tables") is None else "varlen packed"
+
+
 def ragged_attention(cache: PagedKVCache, batch: RaggedBatch, device):
-    """Return the attention for one ragged pass: a variable-length kernel on a token-major cache, else ours."""
+    """Return the attention for one ragged pass: a variable-length kernel on a token-major cache, else ours.
+
+    Block tables where VARLEN_PAGED asks for them and this torch's varlen_attn takes them; else the packed path.
+    """
     if cache.token_major:
-        return VarlenPagedAttention(cache, batch, device)
+        paged = VARLEN_PAGED and _runs("block tables", "varlen packed")
+        return VarlenPagedAttention(cache, batch, device, paged=paged)
     return RaggedPagedAttention(cache, batch, device)
 
 
@@ -146,9 +203,6 @@ def _groups(new: np.ndarray, context: np.ndarray) -> list[np.ndarray]:
     return groups
 
 
-VARLEN_PAGED = False  # read pages through block tables in the kernel; else gather each context, packed, first
-
-
 class VarlenPagedAttention:
     """One ragged pass through `torch.nn.attention.varlen` (Flash Attention; CUDA): no padding, no mask.
 
@@ -162,6 +216,9 @@ class VarlenPagedAttention:
             raise ValueError("variable-length attention reads a token-major cache")
         self.cache = cache
         self.paged = VARLEN_PAGED if paged is None else paged
+        path = "block tables" if self.paged else "packed"
+        if why := varlen_missing(path):  # refused here, not as a TypeError from inside the first layer's call
+            raise ValueError(f"varlen {path} {why}")
         lens = batch.context_lens
         as_int32 = lambda x: torch.as_tensor(np.asarray(x), dtype=torch.int32, device=device)  # noqa: E731
         self.slot_mapping = torch.as_tensor(batch.slot_mapping, device=device)  # (T,)

@@ -282,37 +282,19 @@ def test_the_sweep_runs_on_a_measured_profile(tmp_path, capsys):
     assert "--tflops applies to --cost roofline only" in capsys.readouterr().err
 
 
-def _varlen_reference(q, k, v, cu_q, cu_k, max_q, max_k, *, window_size, seqused_k=None, block_table=None):
-    """torch.nn.attention.varlen.varlen_attn's documented semantics, per sequence (the kernel itself is CUDA-only)."""
-    assert window_size == (-1, 0)
-    outs = []
-    for i in range(len(cu_q) - 1):
-        qi = q[cu_q[i] : cu_q[i + 1]]  # (n_new, H, D)
-        if block_table is None:
-            ki, vi = k[cu_k[i] : cu_k[i + 1]], v[cu_k[i] : cu_k[i + 1]]
-        else:
-            pages = block_table[i].long()
-            ki, vi = (x[pages].flatten(0, 1)[: seqused_k[i]] for x in (k, v))
-        n_new, n = len(qi), len(ki)
-        mask = torch.arange(n)[None, :] <= torch.arange(n - n_new, n)[:, None]  # causal, aligned to the end
-        q_, k_, v_ = (x.transpose(0, 1) for x in (qi, ki, vi))  # (H, n, D)
-        out = torch.nn.functional.scaled_dot_product_attention(q_, k_, v_, attn_mask=mask)
-        outs.append(out.transpose(0, 1))
-    return torch.cat(outs)
-
-
 @pytest.mark.parametrize("paged", [False, True], ids=["packed", "block tables"])
 def test_varlen_path_inputs_match_the_reference(engine, paged, monkeypatch):
     """The CUDA path's inputs, under the varlen kernel's documented semantics: logits equal the dense reference.
 
-    A reference stands in for the CUDA-only kernel; the token-major cache, cu_seq_k, packed slots and block tables
-    are the engine's own.
+    A reference stands in for the CUDA-only kernel, bound to this torch's own signature (a keyword it does not take
+    raises, as on the GPU); the token-major cache, cu_seq_k, packed slots and block tables are the engine's own.
     """
     import torch.nn.attention.varlen as varlen
 
     from replay.attention import VarlenPagedAttention
+    from tests.varlen_stand_in import stand_in
 
-    monkeypatch.setattr(varlen, "varlen_attn", _varlen_reference)
+    monkeypatch.setattr(varlen, "varlen_attn", stand_in(varlen.varlen_attn))
     model = engine.model
     rng = np.random.default_rng(3)
     seqs = [Sequence(str(i), i, rng.integers(0, CONFIG.vocab_size, n).tolist(), n, 8) for i, n in enumerate((7, 3, 12))]
