@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import torch
 from torch.nn import functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from core.batch.ragged import RaggedBatch
 
@@ -33,6 +34,18 @@ class PagedKVCache:
         self.k = torch.zeros((config.n_layers, *per_layer), device=device, dtype=dtype)
         self.v = torch.zeros((config.n_layers, *per_layer), device=device, dtype=dtype)
         self.block_size = block_size
+
+
+# SDPA backends the replay's own attention may use: cuDNN is left out. Its plan cache keys on the key length, and
+# static's dense decode reads one more key every pass: the likely cause of the ~75 ms a pass that static paid on an
+# H200 (torch 2.11) and calibrate's repeated shapes never did (issue 46; ../shared/gpu/sdpa_replan_check.py checks it
+# there). Flash, memory-efficient and math build nothing per shape.
+STEADY_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
+def steady_sdpa():
+    """Return a context in which SDPA picks only backends that plan nothing per shape (cuDNN excluded)."""
+    return sdpa_kernel(STEADY_BACKENDS)
 
 
 VARLEN_PAGED = False  # read pages through block tables in the kernel; else gather each context, packed, first

@@ -21,6 +21,11 @@ DENSE_PREFILL = (*PREFILL, 2048, 4096, 8192)
 # under-priced a pass by up to a third. A point whose rows would each hold more than the model's positions is not
 # measured: it is extrapolated along the context axis.
 CONTEXT = (0, 512, 2048, 6144, 14336)
+# Static's padded rows read far more: a batch of 64 holds 64 copies of its widest prompt plus its age, up to 109,952
+# cached tokens in gpu-check's chat workload (256 requests, 64 slots), up to 64 x 8,192 on the Azure trace.
+# Extrapolated from 96 and 224 keys a row, where a GPU's decode costs about what its weights cost, those passes were
+# priced nearly flat; so the dense axis measures 64 rows at 512, 2,048 and 8,064 keys each.
+DENSE_CONTEXT = (*CONTEXT, 32768, 131072, 516096)
 PATHS = ("ragged", "dense")  # continuous batching's ragged paged pass, or static batching's padded rectangle
 
 
@@ -43,7 +48,7 @@ def calibrate(
     device: str | None = "cpu",
     rows: tuple[int, ...] = ROWS,
     prefill: tuple[int, ...] | None = None,
-    context: tuple[int, ...] = CONTEXT,
+    context: tuple[int, ...] | None = None,
     on_point: Callable[[int, int], None] | None = None,
     threads: int = 1,
     path: str = "ragged",
@@ -53,14 +58,17 @@ def calibrate(
 
     `path` "ragged" times continuous batching's pass; "dense" times static batching's rectangle, a prompt pass as
     `rows` rows of prefill / rows tokens each (a profile that prices a static batch's prefill by its rows). `prefill`
-    defaults to the path's own axis (PREFILL, or DENSE_PREFILL for the rectangles). Points the simulator never asks
-    for (a pass with nothing in it, say) are filled from measured ones, so interpolation near them stays sane. Last,
-    the wake: what a prompt pass costs beyond warm after the engine idled (`synthetic.time_wake`).
+    and `context` default to the path's own axes (PREFILL and CONTEXT, or DENSE_PREFILL and DENSE_CONTEXT for the
+    rectangles). Points the simulator never asks for (a pass with nothing in it, say) are filled from measured ones,
+    so interpolation near them stays sane. Last, the wake: what a prompt pass costs beyond warm after the engine
+    idled (`synthetic.time_wake`).
     """
     if path not in PATHS:
         raise ValueError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
     if prefill is None:
         prefill = PREFILL if path == "ragged" else DENSE_PREFILL
+    if context is None:
+        context = CONTEXT if path == "ragged" else DENSE_CONTEXT
     engine = Engine(model, device, threads=threads)
     points = _points(path, rows, prefill, context, engine.model.config.max_positions)
     measured = {}
@@ -112,7 +120,7 @@ def _fill(measured: dict, rows, prefill, context) -> tuple:
 def profiles(model: str, device: str | None, slots: int = 8, on_point=None, threads: int = 1) -> dict[str, Fitted]:
     """Return both policies' profiles on this device: {"continuous": ragged, "static": dense}."""
     first = len(_points("ragged"))
-    total = first + len(_points("dense", prefill=DENSE_PREFILL))
+    total = first + len(_points("dense", prefill=DENSE_PREFILL, context=DENSE_CONTEXT))
 
     def progress(offset):  # one progress over both grids, the ragged first
         return (lambda k, _n: on_point(offset + k, total)) if on_point else None

@@ -27,7 +27,7 @@ from core.sched.policies import get_policy
 from core.sched.schedule_record import Schedule
 
 from . import synthetic
-from .attention import DenseKVCache, DensePaddedAttention, PagedKVCache, ragged_attention
+from .attention import DenseKVCache, DensePaddedAttention, PagedKVCache, ragged_attention, steady_sdpa
 from .memory import check_cache, check_context, kv_bytes_per_token, pool_blocks
 from .model import PRESETS, Transformer
 from .plan import pass_plans
@@ -246,7 +246,8 @@ class Engine:
     def _forward(self, tokens, positions, attention, last) -> tuple[torch.Tensor, float]:
         """Run the model and its output head; return logits (n, V) and the milliseconds they took."""
         t0 = self.clock()
-        logits = self.model.logits(self.model(tokens, positions, attention)[last])  # (n, V)
+        with steady_sdpa():  # once a pass, not a layer: entering costs ~12 us
+            logits = self.model.logits(self.model(tokens, positions, attention)[last])  # (n, V)
         return logits, (self.clock() - t0) * 1e3
 
     def _continuous_steps(self, run: Run, seqs: list[Seq], generators, result: ReplayResult):

@@ -68,33 +68,47 @@ def time_pass(engine: Engine, rows: int, prefill: int, context: int, repeats: in
     return median_ms(engine, one_pass, repeats)
 
 
+# Passes a calibrate batch's dense cache holds beyond its prompt, so its cache is as wide as a replay's: a static
+# batch's cache holds its padded prompt and its longest output, and in gpu-check's chat workload a batch of 64 (the
+# workload's 256 requests, 64 slots) has a median longest output of ~460 tokens (8 slots: ~170).
+BATCH_PASSES = 512
+
+
 def time_dense_pass(engine: Engine, rows: int, prefill: int, context: int, slots: int, repeats: int = REPEATS) -> float:
     """Return the median ms of one static pass as the simulator describes it.
 
     A prompt pass of `prefill` tokens over `rows` rows (min(slots, prefill) when `rows` is 0), its cache made in the
-    pass as online; or a decode column of `rows` rows over `context` cached tokens in all.
+    pass as online; or a decode column of `rows` rows over `context` cached tokens in all, a new key length each
+    repeat as a static batch decodes (centred on context / rows).
     """
-    vocab = engine.model.config.vocab_size
+    if prefill:
+        return median_ms(engine, _dense_prompt(engine, max(1, min(rows or slots, prefill)), prefill), repeats)
+    return median_ms(engine, _dense_columns(engine, rows, max(2, context // rows), repeats), repeats)
+
+
+def _dense_prompt(engine: Engine, rows: int, prefill: int) -> Callable[[], Callable[[], object]]:
+    """Return a `prepare` for a prompt pass: a fresh rectangle of rows x prefill / rows tokens and its cache."""
+    vocab, width = engine.model.config.vocab_size, prefill // rows
     rng = np.random.default_rng(0)
 
     def one_pass():
-        if prefill:
-            b = max(1, min(rows or slots, prefill))
-            width = prefill // b
-            fresh = [Sequence(str(i), i, rng.integers(0, vocab, width).tolist(), width, 2) for i in range(b)]
-            # The batch's cache is made in its first pass; sized here for a typical batch's 64 passes.
-            return lambda: engine.dense_pass(engine.new_batch(fresh, 64), [True] * b, [None] * b)
-        for s in seqs:
-            del s.token_ids[per_row - 1 :]
-        batch.column = per_row - 1  # as if the prompt had been computed (zeros in the cache time the same)
-        return lambda: engine.dense_pass(batch, [True] * rows, [None] * rows)
+        fresh = [Sequence(str(i), i, rng.integers(0, vocab, width).tolist(), width, 2) for i in range(rows)]
+        return lambda: engine.dense_pass(engine.new_batch(fresh, BATCH_PASSES), [True] * rows, [None] * rows)
 
-    if not prefill:  # one batch for every repeat: a static batch's cache lives across its passes
-        per_row = max(2, context // rows)  # the column attends over per_row keys: the prompt and the tokens so far
-        seqs = [Sequence(str(i), i, [1] * (per_row - 1), per_row - 1, 2) for i in range(rows)]
-        batch = engine.new_batch(seqs, 2)
+    return one_pass
 
-    return median_ms(engine, one_pass, repeats)
+
+def _dense_columns(engine: Engine, rows: int, keys: int, repeats: int) -> Callable[[], Callable[[], object]]:
+    """Return a `prepare` for decode columns of one batch, each pass one key longer, the timed ones centred on `keys`.
+
+    A static batch reads one more key every pass, so a backend that plans per shape pays in every one of them; a
+    profile timed at one key length again and again never paid it (issue 46). The batch lives across the repeats.
+    """
+    before = max(1, keys - 1 - (repeats + 1) // 2)  # prompt columns: the warm-up reads before + 1 keys
+    seqs = [Sequence(str(i), i, [1] * before, before, BATCH_PASSES) for i in range(rows)]
+    batch = engine.new_batch(seqs, BATCH_PASSES)
+    batch.column = before  # as if the prompt had been computed (zeros in the cache time the same)
+    return lambda: lambda: engine.dense_pass(batch, [True] * rows, [None] * rows)
 
 
 def idle(engine: Engine, ms: float) -> None:
