@@ -835,3 +835,17 @@ def test_a_schedulers_widget_value_out_of_range_is_one_line_and_kept(caplog, nam
     assert len(records) <= 1 and not [r for r in records if r.exc_info], [r.getMessage()[:200] for r in records]
     assert getattr(view, name) == kept and widget.value == kept
     assert view.messages.text == "" and "Not run" not in view.verdict.object
+
+
+def test_an_error_reply_to_a_client_carries_no_traceback():
+    """Bokeh's ERROR reply to a bad message held the handler's whole traceback (our paths and code): now the words."""
+    from bokeh.protocol import Protocol
+
+    from app.server.server_log import install
+
+    install()
+    try:
+        {}["msgid"]
+    except KeyError:
+        reply = Protocol().create("ERROR", "m1", "KeyError('msgid')")
+    assert reply.content == {"text": "KeyError('msgid')", "traceback": None}

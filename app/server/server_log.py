@@ -78,10 +78,32 @@ def install() -> None:
     (bokeh/core/serialization.py); HoloViews filters the same warning (holoviz/holoviews#6529).
     """
     warnings.filterwarnings("ignore", "reference already known", BokehUserWarning)
+    _no_traceback_in_replies()
     for name in CLIENT_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, OneLine) for f in logger.filters):
             logger.addFilter(OneLine())
+
+
+def _no_traceback_in_replies() -> None:
+    """Keep the server's tracebacks out of its ERROR replies: the client gets what was wrong, the log the rest.
+
+    Bokeh's `ERROR` message puts the handling exception's whole traceback in the reply (bokeh/protocol/messages/
+    error.py reads `sys.exc_info()`), which tells any client our paths and code. Once per process.
+    """
+    from bokeh.protocol.messages.error import error
+
+    if getattr(error.create, "batchviz", False):
+        return
+    create = error.create.__func__
+
+    def without_traceback(cls, request_id, text, **metadata):
+        reply = create(cls, request_id, text, **metadata)
+        reply.content["traceback"] = None
+        return reply
+
+    without_traceback.batchviz = True
+    error.create = classmethod(without_traceback)
 
 
 def follow_widget(widget, event: str, owner, name: str, convert=lambda v: v) -> None:
