@@ -35,7 +35,7 @@ from app.quiz.view import INTRO as QUIZ_INTRO
 from app.quiz.view import questions_data
 from app.simulator import story
 from app.simulator.state import MODE_ORDER
-from app.simulator.widget import INTERVAL_MS
+from app.simulator.widget import INTERVAL_MS, WIDGET_MODULES
 from app.simulator.widget_data import renderer_config
 from app.web.bundle import bundle
 from app.web.style import CSS
@@ -44,10 +44,11 @@ from core.chapter.chapter_traffic import SLOTS as CHAPTER_SLOTS
 from core.limits import check_writable
 from core.workload.traffic import LENGTH_KINDS
 
-# The page's one module: the served page's renderer, batch view and host, the quiz, this page's server and its
-# Schedulers tab (app/web/, joined by app/web/bundle.py).
+# The page's one module: the served page's widget (its renderer, texts and batch view) and host, the quiz, this
+# page's server and its Schedulers tab (app/web/, joined by app/web/bundle.py).
 MODULES = (
-    *("words.js", "renderer.js", "batch.js", "host.js", "quiz.js", "memory.js"),
+    *WIDGET_MODULES,
+    *("host.js", "quiz.js", "memory.js"),
     *("export_host.js", "export_lineup.js", "export_memory.js"),
 )
 MODES = MODE_ORDER  # every mode the widget offers

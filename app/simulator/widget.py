@@ -1,4 +1,4 @@
-"""The served simulator tab: app/web/renderer.js and host.js drawing the state's runs, synced with a SimState."""
+"""The served simulator tab: app/web/widget.js and host.js drawing the state's runs, synced with a SimState."""
 
 from __future__ import annotations
 
@@ -15,15 +15,20 @@ from app.simulator.widget_data import AHEAD_MAX_REQUESTS, ViewKey, renderer_conf
 from app.web.bundle import bundle
 from app.web.style import CSS
 
-# One module: the renderer, then the batch at the cursor (each imports from the other, app/web/bundle.py).
-RENDERER_JS = bundle("words.js", "renderer.js", "batch.js")
+# The widget's modules in dependency order (app/web/bundle.py joins them into one): the words, the timeline renderer,
+# the texts at the cursor, the batch at the cursor, the widget's controls and the widget that mounts them.
+WIDGET_MODULES = (
+    *("words.js", "renderer.js", "playback_texts.js", "loop_texts.js", "compare_texts.js", "batch.js"),
+    *("widget_controls.js", "widget.js"),
+)
+RENDERER_JS = bundle(*WIDGET_MODULES)
 INTERVAL_MS = 120  # playback's pace for a learner; a benchmark asks for one frame (16 ms) through window.__bvInterval
 STEP_SYNC_MS = 150  # during playback the server's copy of the step (the batch view, the URL) follows this often
 SLIDER_SLOTS = 16
 log = logging.getLogger("batchviz.server")
 
-# The served page's module: the renderer, the batch view, and the host drawing the story around them.
-PAGE_JS = bundle("words.js", "renderer.js", "batch.js", "host.js")
+# The served page's module: the widget, and the host drawing the story around it.
+PAGE_JS = bundle(*WIDGET_MODULES, "host.js")
 
 
 def view_key(state: SimState, slots_end: int, **overrides) -> ViewKey:

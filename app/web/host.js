@@ -1,9 +1,9 @@
 // The served page's simulator tab (app/simulator/widget.py's ChapterWidget): the widget and the story around it, drawn here
-// from the server's view JSON, in one module with app/web/renderer.js and app/web/batch.js (no globals between views).
+// from the server's view JSON, in one module with app/web/widget.js and app/web/batch.js (no globals between views).
 // The settings and the replay are Panel's own widgets behind disclosures, made on the server the first time one
 // opens and placed here; the story's buttons send their index to the server, which changes the settings. Hooks a benchmark or a test reads: window.__bvWidget,
 // window.__bvOnConfirm, window.__bvInterval.
-import { mountWidget } from "./renderer.js";
+import { mountWidget } from "./widget.js";
 import { escape } from "./words.js";
 
 

@@ -4,9 +4,9 @@
 import { readFileSync } from "node:fs";
 import { batchHtml } from "../../app/web/batch.js";
 import { memoryModesHtml } from "../../app/web/memory.js";
-import {
-  clockLoopHtml, clockPlaybackHtml, h2hCompactHtml, loopHtml, playbackHtml, timeoutNote,
-} from "../../app/web/renderer.js";
+import { h2hCompactHtml, timeoutNote } from "../../app/web/compare_texts.js";
+import { clockLoopHtml, loopHtml } from "../../app/web/loop_texts.js";
+import { clockPlaybackHtml, playbackHtml } from "../../app/web/playback_texts.js";
 
 const cases = JSON.parse(readFileSync(process.argv[2], "utf-8"));
 const out = cases.map(({ view, config, modes, steps, what, memory }) => {
