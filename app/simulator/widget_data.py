@@ -52,7 +52,7 @@ class ViewKey:
         return hashlib.blake2b(repr(self).encode(), digest_size=6).hexdigest()
 
 
-LOG_KINDS = ("finish", "release", "preempt", "admit", "wait")  # the renderer's kind numbers (app/web/renderer.js)
+LOG_KINDS = ("finish", "release", "preempt", "admit", "wait")  # the log's kind numbers (app/web/playback_texts.js)
 
 
 def policy_fields(policy: Policy, allocation: str) -> dict:

@@ -1,4 +1,4 @@
-"""The scheduling loop's text at the cursor, written plainly in Python: the oracle of app/web/renderer.js's loop.
+"""The scheduling loop's text at the cursor, written plainly in Python: the oracle of app/web/loop_texts.js.
 
 The page writes these lines in the browser; tests compare the renderer's output (in node and in Chromium) with
 these, character for character.

@@ -1,4 +1,4 @@
-"""Per-step text for playback in Python: the oracle app/web/renderer.js's texts are tested against (no page uses it)."""
+"""Per-step text for playback in Python: the oracle app/web/playback_texts.js is tested against (no page uses it)."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def playback_texts(run: Run, window: int, pool: int | None = None) -> tuple[str,
 def playback_panel(table: dict[str, list[str]]) -> list[str]:
     """Return, per step, the readout, stats, waste meter and decision log as one HTML block.
 
-    app/web/renderer.js's playbackHtml writes the same block at each step (tests/browser/test_renderer.py).
+    app/web/playback_texts.js's playbackHtml writes the same block at each step (tests/browser/test_renderer.py).
     """
     kv = table.get("kv") or [""] * len(table["log"])
     return [
