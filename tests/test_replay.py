@@ -387,6 +387,12 @@ def test_a_quick_cpu_gpu_check_labels_its_table_a_smoke_test(capsys):
     from replay.gpu_check import QUICK_NOTE, main
 
     assert main(["--device", "cpu", "--model", "tiny", "--quick"]) == 0
-    summary = capsys.readouterr().out.rpartition("== gpu-check summary")[2]
+    ran, _, summary = capsys.readouterr().out.rpartition("== gpu-check summary")
     table = summary.index("predicted by the simulator")
     assert summary.index(QUICK_NOTE) > table and summary.count(QUICK_NOTE) == summary.count("online replay on cpu") == 1
+    # Each part printed as it ended (a killed run has shown them), every kind of pass beside its price, the header
+    # naming cuDNN and the SDPA backend static's decode gets.
+    order = [ran.index(part) for part in ("calibrate tiny", "replay static:", "replay continuous:", "predicted by")]
+    assert order == sorted(order)
+    assert summary.count("decode only") == 2 and "priced" in summary
+    assert "cuDNN none" in summary and "static's dense decode on SDPA" in summary and "cuDNN excluded" in summary
