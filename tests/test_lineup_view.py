@@ -435,3 +435,12 @@ def test_each_lineup_is_run_once_per_process(monkeypatch):
     second.schedulers.guess = 0
     default = ",".join(DEFAULT_ENTRIES)
     assert runs == {(default, 8): 1, (default, 9): 1}
+
+
+def test_an_address_says_numbers_as_written_and_keeps_every_digit():
+    """`s_requests=1000000000` is named as written (not 1e+09); a target of 1234.5678 ms goes back whole."""
+    view = _view()
+    messages = view.apply_query({"s_requests": "1000000000", "s_ttft": "1234.5678"})
+    said = " ".join(messages)
+    assert "s_requests=1000000000 is out of range" in said and "e+" not in said
+    assert view.query()["s_ttft"] == "1234.5678"

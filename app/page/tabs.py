@@ -57,5 +57,12 @@ def query_number(
         return None, f"URL: {key}={shown} is not {what} (allowed {low:g}..{high:g}); kept {current:g}."
     if not low <= value <= high:
         clamped = min(max(value, low), high)
-        return clamped, f"URL: {key}={value:g} is out of range {low:g}..{high:g}; using {clamped:g}."
+        given = text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."  # as written: 1000000000, not 1e+09
+        span = f"{plain_number(low)}..{plain_number(high)}"
+        return clamped, f"URL: {key}={given} is out of range {span}; using {plain_number(clamped)}."
     return value, ""
+
+
+def plain_number(value: float) -> str:
+    """Return a number as an address writes it back: whole numbers as integers, others to every digit they have."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))

@@ -10,7 +10,7 @@ import param
 from panel.custom import JSComponent
 
 from app.page import palette
-from app.page.tabs import LazyViewer, query_number, text_pane
+from app.page.tabs import LazyViewer, plain_number, query_number, text_pane
 from app.page.url import query_choice, query_value
 from app.schedulers.data import LineupKey, budget_of, lineup_json, shared_lineup
 from app.schedulers.intro import INTRO, LESSONS, SOURCE_WORDS, legend_html
@@ -178,7 +178,7 @@ class LineupView(LazyViewer):
         for key, (name, *_) in NUMBERS.items():
             value = getattr(self, name)
             if value != self.param[name].default:
-                out[key] = f"{value:g}"
+                out[key] = plain_number(value)
         if self.source != "chat":
             out["s_source"] = self.source
         if self.question != self.param.question.default:
