@@ -242,7 +242,7 @@ async function openLink(query) {
   }
   const value = (key) => q.getAll(key).at(-1).trim();
   if (q.has("tab")) {
-    if (value("tab") in D.tabs) tab = value("tab");
+    if (Object.hasOwn(D.tabs, value("tab"))) tab = value("tab");  // own keys: `constructor` is no tab
     else messages.push(`URL: tab=${showValue(value("tab"))} is not on this page (use ${Object.keys(D.tabs)
       .join(", ")}); showing simulator.`);
   }

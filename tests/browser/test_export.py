@@ -363,6 +363,9 @@ def test_export_tabs_are_a_keyboard_tablist(page, page_errors, offline, exported
     expect(page.get_by_role("tabpanel", name="Check yourself")).to_be_visible()
     _open(page, exported + "?tab=nowhere")
     expect(page.locator(".bv-message")).to_contain_text("tab='nowhere' is not on this page")
+    _open(page, exported + "?tab=constructor")  # a name every object inherits is no tab either
+    expect(page.locator(".bv-message")).to_contain_text("tab='constructor' is not on this page")
+    expect(page.locator("#bv-panel-simulator")).to_be_visible()
 
 
 def test_export_quiz_scores_and_explains_offline(page, page_errors, offline, exported):
