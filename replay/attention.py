@@ -38,8 +38,8 @@ class PagedKVCache:
 
 # SDPA backends the replay's own attention may use: cuDNN is left out. Its plan cache keys on the key length, and
 # static's dense decode reads one more key every pass: the likely cause of the ~75 ms a pass that static paid on an
-# H200 (torch 2.11) and calibrate's repeated shapes never did (issue 46; ../shared/gpu/sdpa_replan_check.py checks it
-# there). Flash, memory-efficient and math build nothing per shape.
+# H200 (torch 2.11) and calibrate's repeated shapes never did (docs/replay.md says how to confirm it on a GPU).
+# Flash, memory-efficient and math build nothing per shape.
 STEADY_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
