@@ -39,85 +39,100 @@ export function h2hBarsHtml(h2h, colours) {
   }).join("");
 }
 
-export function render({ model, el }) {
-  let ahead = {}, waiting = null, stepTimer = null, shownKey = null;
-  const outline = storyPart("style");
-  const root = storyPart("div", "bv-widget-host");
-  const worked = storyPart("div", "bv-worked-box");
-  const loop = storyPart("div", "bv-loop-box");
-  const batch = storyPart("div", "bv-batch-box");
-  const h2h = storyPart("div", "bv-h2h-full");
-  const bars = storyPart("div", "bv-bars");
-  const here = storyPart("div", "bv-here-box");
-  worked.hidden = true;
-  el.append(outline);
-  const buttons = [];  // [group, index, element]
-  const disclosures = {};  // name -> <details>
+// ---- the simulator tab's story: the widget's box and the boxes around it, buttons and disclosures ---------------
+/** Return the story's boxes: the hover outline's style, the widget's root and the boxes its host fills. */
+function storyBoxes() {
+  const boxes = {
+    outline: storyPart("style"),
+    root: storyPart("div", "bv-widget-host"),
+    worked: storyPart("div", "bv-worked-box"),
+    loop: storyPart("div", "bv-loop-box"),
+    batch: storyPart("div", "bv-batch-box"),
+    h2h: storyPart("div", "bv-h2h-full"),
+    bars: storyPart("div", "bv-bars"),
+    here: storyPart("div", "bv-here-box"),
+  };
+  boxes.worked.hidden = true;
+  return boxes;
+}
 
-  function buttonRow(group) {
-    const row = storyPart("div", "bv-story-buttons");
-    (model.buttons[group] ?? []).forEach((label, index) => {
-      const b = storyPart("button", "bv-story-button");
-      b.type = "button";
-      b.textContent = label;
-      b.dataset.group = group;
-      b.addEventListener("click", () => model.send_msg({ group, index }));
-      buttons.push([group, index, b]);
-      row.append(b);
-    });
-    return row;
-  }
+/** Return a row of `group`'s story buttons; each sends its index to the server (`story.buttons` keeps them). */
+function buttonRow(story, group) {
+  const model = story.model, row = storyPart("div", "bv-story-buttons");
+  (model.buttons[group] ?? []).forEach((label, index) => {
+    const b = storyPart("button", "bv-story-button");
+    b.type = "button";
+    b.textContent = label;
+    b.dataset.group = group;
+    b.addEventListener("click", () => model.send_msg({ group, index }));
+    story.buttons.push([group, index, b]);  // [group, index, element]
+    row.append(b);
+  });
+  return row;
+}
 
-  // A disclosure: its contents (Panel's widgets) are made on the server the first time it opens, then placed here.
-  function disclosure(name) {
-    const details = storyPart("details", "bv-card");
-    details.dataset.disclosure = name;
-    const summary = storyPart("summary");
-    summary.textContent = model.disclosures[name] ?? name;
-    const body = storyPart("div", "bv-card-body");
-    details.append(summary, body);
-    const place = () => {
-      const child = model.get_child(name);
-      if (child && body.firstChild !== child) body.replaceChildren(child);
-    };
-    place();
-    model.on(name, place);
-    details.addEventListener("toggle", () => {
-      if (details.open && !body.childElementCount) model.send_msg({ open: name });
-    });
-    disclosures[name] = details;
-    return details;
-  }
+// A disclosure: its contents (Panel's widgets) are made on the server the first time it opens, then placed here.
+function disclosure(story, name) {
+  const model = story.model, details = storyPart("details", "bv-card");
+  details.dataset.disclosure = name;
+  const summary = storyPart("summary");
+  summary.textContent = model.disclosures[name] ?? name;
+  const body = storyPart("div", "bv-card-body");
+  details.append(summary, body);
+  const place = () => {
+    const child = model.get_child(name);
+    if (child && body.firstChild !== child) body.replaceChildren(child);
+  };
+  place();
+  model.on(name, place);
+  details.addEventListener("toggle", () => {
+    if (details.open && !body.childElementCount) model.send_msg({ open: name });
+  });
+  story.disclosures[name] = details;  // name -> <details>
+  return details;
+}
 
-  function part([kind, value]) {
-    if (kind === "widget") return [root, worked];
-    if (kind === "html") return [storyPart("div", "bv-text", value)];
-    if (kind === "loop") return [loop];
-    if (kind === "batch") return [batch];
-    if (kind === "h2h") return [storyPart("h3", "", "Head to head"), h2h, bars];
-    if (kind === "here") return [here];
-    if (kind === "buttons") return [buttonRow(value)];
-    if (kind === "disclosure") return [disclosure(value)];
-    if (kind === "row") {
-      const row = storyPart("div", "bv-settings-row");
-      for (const p of value) row.append(...part(p));
-      return [row];
-    }
-    return [];
+/** Return the elements of one part of the story, [kind, value] as the server lists it. */
+function storyItem(story, [kind, value]) {
+  const boxes = story.boxes;
+  if (kind === "widget") return [boxes.root, boxes.worked];
+  if (kind === "html") return [storyPart("div", "bv-text", value)];
+  if (kind === "loop") return [boxes.loop];
+  if (kind === "batch") return [boxes.batch];
+  if (kind === "h2h") return [storyPart("h3", "", "Head to head"), boxes.h2h, boxes.bars];
+  if (kind === "here") return [boxes.here];
+  if (kind === "buttons") return [buttonRow(story, value)];
+  if (kind === "disclosure") return [disclosure(story, value)];
+  if (kind === "row") {
+    const row = storyPart("div", "bv-settings-row");
+    for (const p of value) row.append(...storyItem(story, p));
+    return [row];
   }
-  // The page: its header, the tab bar, the page's messages (above every tab), then the panels. The simulator's is
-  // drawn here; every other tab's view is made on the server the first time the tab opens (its `tab_<key>` child).
-  const keys = Object.keys(model.tabs);
-  const simulator = storyPart("div", "bv-simulator");
-  for (const p of (model.story.length ? model.story : [["widget"]])) simulator.append(...part(p));
-  if (!keys.length) el.append(simulator);  // a widget alone (a test's, an embed's)
-  const tabButtons = [], panels = {};
-  const tablist = storyPart("div", "bv-tabs");
-  tablist.setAttribute("role", "tablist");
-  tablist.setAttribute("aria-label", "Parts of the page");
-  const message = storyPart("div", "bv-message");
-  message.setAttribute("role", "alert");
-  // Two panels: the simulator's, drawn here, and one that holds whichever other tab's view the server sent.
+  return [];
+}
+
+/** Keep the story's buttons hidden and its disclosures opened as the server says. */
+function followStory(story) {
+  const model = story.model;
+  const showHidden = () => {
+    const hidden = new Set(model.hidden);
+    for (const [group, index, b] of story.buttons) b.hidden = hidden.has(`${group}:${index}`);
+  };
+  const showOpened = () => {
+    for (const name of model.opened) if (story.disclosures[name]) story.disclosures[name].open = true;
+  };
+  showHidden();
+  showOpened();
+  model.on("hidden", showHidden);
+  model.on("opened", showOpened);
+}
+
+// ---- the page: its header, the tab bar, the page's messages (above every tab), then the panels --------------------
+/**
+ * Return the two panels: the simulator's, drawn here, and one that holds whichever other tab's view the server sent
+ * (every other tab's view is made on the server the first time the tab opens: its `tab_<key>` child).
+ */
+function tabPanels(model, simulator) {
   const tabPanel = (id, content) => {
     const body = storyPart("div", "bv-tab-panel");
     body.id = id;
@@ -133,115 +148,141 @@ export function render({ model, el }) {
   };
   placeBody();
   model.on("tab_body", placeBody);
+  return panelOf;
+}
+
+/** Show tab `key` (`tabs`: the model, the tab buttons and the panels); `fromLearner`: tell the server. */
+function selectTab(tabs, key, focus, fromLearner) {
+  for (const tab of tabs.buttons) {
+    const on = tab.dataset.tab === key;
+    tab.setAttribute("aria-selected", String(on));
+    tab.classList.toggle("bv-active", on);
+    tab.tabIndex = on ? 0 : -1;
+    if (on && focus) tab.focus();
+  }
+  tabs.panelOf.simulator.hidden = key !== "simulator";
+  tabs.panelOf.view.hidden = key === "simulator";
+  tabs.panelOf.view.setAttribute("aria-labelledby", `bv-tab-${key}`);
+  if (fromLearner && tabs.model.tab !== key) tabs.model.tab = key;
+  // No window resize here: Bokeh lays out a panel shown again from its own ResizeObserver, and a resize event
+  // while a tab's view is arriving would measure a plot not yet rendered.
+}
+
+/** Return the tab bar, a button for each tab in `keys` (the arrow keys, Home and End move between them). */
+function tabBar(tabs, keys) {
+  const tablist = storyPart("div", "bv-tabs");
+  tablist.setAttribute("role", "tablist");
+  tablist.setAttribute("aria-label", "Parts of the page");
   for (const key of keys) {
     const tab = storyPart("button", "bv-tab");
-    Object.assign(tab, { type: "button", id: `bv-tab-${key}`, textContent: model.tabs[key] });
+    Object.assign(tab, { type: "button", id: `bv-tab-${key}`, textContent: tabs.model.tabs[key] });
     tab.dataset.tab = key;
     tab.setAttribute("role", "tab");
     tab.setAttribute("aria-controls", key === "simulator" ? "bv-panel-simulator" : "bv-panel-view");
-    tab.addEventListener("click", () => selectTab(key, false, true));
-    tabButtons.push(tab);
+    tab.addEventListener("click", () => selectTab(tabs, key, false, true));
+    tabs.buttons.push(tab);
     tablist.append(tab);
-    panels[key] = key === "simulator" ? panelOf.simulator : panelOf.view;
-  }
-  if (keys.length) {
-    el.classList.add("bv-page");
-    el.append(storyPart("div", "bv-header", model.header), tablist, message, panelOf.simulator, panelOf.view);
-  }
-
-  function selectTab(key, focus, fromLearner) {
-    for (const tab of tabButtons) {
-      const on = tab.dataset.tab === key;
-      tab.setAttribute("aria-selected", String(on));
-      tab.classList.toggle("bv-active", on);
-      tab.tabIndex = on ? 0 : -1;
-      if (on && focus) tab.focus();
-    }
-    panelOf.simulator.hidden = key !== "simulator";
-    panelOf.view.hidden = key === "simulator";
-    panelOf.view.setAttribute("aria-labelledby", `bv-tab-${key}`);
-    if (fromLearner && model.tab !== key) model.tab = key;
-    // No window resize here: Bokeh lays out a panel shown again from its own ResizeObserver, and a resize event
-    // while a tab's view is arriving would measure a plot not yet rendered.
   }
   tablist.addEventListener("keydown", (e) => {
-    const k = tabButtons.findIndex((t) => t.getAttribute("aria-selected") === "true");
-    const to = { ArrowRight: k + 1, ArrowLeft: k - 1, Home: 0, End: tabButtons.length - 1 }[e.key];
+    const buttons = tabs.buttons, k = buttons.findIndex((t) => t.getAttribute("aria-selected") === "true");
+    const to = { ArrowRight: k + 1, ArrowLeft: k - 1, Home: 0, End: buttons.length - 1 }[e.key];
     if (to === undefined) return;
     e.preventDefault();
-    selectTab(tabButtons[(to + tabButtons.length) % tabButtons.length].dataset.tab, true, true);
+    selectTab(tabs, buttons[(to + buttons.length) % buttons.length].dataset.tab, true, true);
   });
+  return tablist;
+}
+
+/** Put the page in `el`: with tabs, its header, tab bar, message and panels; without, the simulator alone. */
+function mountPage(el, model, simulator) {
+  const keys = Object.keys(model.tabs);
+  if (!keys.length) el.append(simulator);  // a widget alone (a test's, an embed's)
+  const message = storyPart("div", "bv-message");
+  message.setAttribute("role", "alert");
+  const tabs = { model, buttons: [], panelOf: tabPanels(model, simulator) };
+  const tablist = tabBar(tabs, keys);
+  if (keys.length) {
+    el.classList.add("bv-page");
+    el.append(storyPart("div", "bv-header", model.header), tablist, message, tabs.panelOf.simulator,
+      tabs.panelOf.view);
+  }
   const showMessage = () => { message.textContent = model.message; message.hidden = !model.message; };
   showMessage();
   model.on("message", showMessage);
   if (keys.length) {
-    selectTab(model.tab, false, false);
-    model.on("tab", () => selectTab(model.tab, false, false));
+    selectTab(tabs, model.tab, false, false);
+    model.on("tab", () => selectTab(tabs, model.tab, false, false));
   }
+}
 
-  const showHidden = () => {
-    const hidden = new Set(model.hidden);
-    for (const [group, index, b] of buttons) b.hidden = hidden.has(`${group}:${index}`);
-  };
-  const showOpened = () => {
-    for (const name of model.opened) if (disclosures[name]) disclosures[name].open = true;
-  };
-  showHidden();
-  showOpened();
-  model.on("hidden", showHidden);
-  model.on("opened", showOpened);
-
+// ---- the widget's host: the server's view in, the settings and the step out --------------------------------------
+/** Return the host the widget reads its data through (`state`: what the host and `receive` share). */
+function widgetHost(model, boxes, state) {
   // What follows the view but not the step: the full head-to-head, what holds here, the worked example's figures.
   const showView = (view) => {
-    if (view.key === shownKey || !view.h2h) return;
-    shownKey = view.key;
-    h2h.innerHTML = h2hFullHtml(view.h2h);
-    bars.innerHTML = h2hBarsHtml(view.h2h, model.config.colours.pair);
-    here.innerHTML = view.here ?? "";
-    worked.innerHTML = view.worked ?? "";
-    worked.hidden = !view.worked;
+    if (view.key === state.shownKey || !view.h2h) return;
+    state.shownKey = view.key;
+    boxes.h2h.innerHTML = h2hFullHtml(view.h2h);
+    boxes.bars.innerHTML = h2hBarsHtml(view.h2h, model.config.colours.pair);
+    boxes.here.innerHTML = view.here ?? "";
+    boxes.worked.innerHTML = view.worked ?? "";
+    boxes.worked.hidden = !view.worked;
   };
-
-  const host = {
+  return {
     config: model.config,
     // A neighbour the server sent ahead draws at once, but only from the settings it was computed beside.
-    lookup: (s) => (waiting ? null : ahead[`${s.slots}:${s.seed}`] ?? null),
+    lookup: (s) => (state.waiting ? null : state.ahead[`${s.slots}:${s.seed}`] ?? null),
     settle: (s) => {
-      waiting = { ...s, at: performance.now() };
+      state.waiting = { ...s, at: performance.now() };
       model.mode = s.mode; model.slots = s.slots; model.seed = s.seed;
     },
     onStep: (t, final) => {
-      clearTimeout(stepTimer);
+      clearTimeout(state.stepTimer);
       if (final) { model.step = t; return; }
-      stepTimer = setTimeout(() => { model.step = widget.step; }, model.config.step_sync_ms ?? 150);
+      state.stepTimer = setTimeout(() => { model.step = state.widget.step; }, model.config.step_sync_ms ?? 150);
     },
     onView: showView,
-    onLoop: (html) => { if (loop.innerHTML !== html) loop.innerHTML = html; },
-    onBatch: (html) => { batch.innerHTML = html; },
+    onLoop: (html) => { if (boxes.loop.innerHTML !== html) boxes.loop.innerHTML = html; },
+    onBatch: (html) => { boxes.batch.innerHTML = html; },
     // Hovering a request in either timeline outlines its tokens, block-table row and blocks in the batch view.
     onHover: (id) => {
-      outline.textContent = id === null ? "" : `.bv-batch-box [data-req="${CSS.escape(id)}"] ` +
+      boxes.outline.textContent = id === null ? "" : `.bv-batch-box [data-req="${CSS.escape(id)}"] ` +
         `{ outline: 3px solid ${model.config.colours.text}; outline-offset: 1px; }`;
     },
   };
-  const widget = mountWidget(root, host);
-  const receive = () => {
-    // The served page's payload is JSON text; the exported page's server (app/web/export_host.js) hands the object.
-    const p = typeof model.payload === "string" ? JSON.parse(model.payload) : model.payload;
-    // A server that kept other settings than asked (the exported page's, at a seed it does not carry) says so.
-    const stale = waiting && !p.kept && performance.now() - waiting.at < 3000 &&
-      (p.settings.slots !== waiting.slots || p.settings.seed !== waiting.seed || p.settings.mode !== waiting.mode);
-    if (stale) return;  // an answer for settings the learner has already moved past
-    waiting = null;
-    ahead = p.ahead;
-    // The step is the model's: the server may change it in the same patch after this payload was made (a quiz
-    // link opens the worked example, whose window clamps the step, then sets the link's), and the patch's order
-    // of the two is not the order they were made in.
-    widget.confirm(p.view, p.settings, Math.min(model.step, p.view.window - 1));
-    window.__bvOnConfirm?.();  // a benchmark's hook
-  };
+}
+
+/** Hand the server's payload to the widget, unless it answers settings the learner has already moved past. */
+function receivePayload(model, state) {
+  // The served page's payload is JSON text; the exported page's server (app/web/export_host.js) hands the object.
+  const p = typeof model.payload === "string" ? JSON.parse(model.payload) : model.payload;
+  // A server that kept other settings than asked (the exported page's, at a seed it does not carry) says so.
+  const waiting = state.waiting;
+  const stale = waiting && !p.kept && performance.now() - waiting.at < 3000 &&
+    (p.settings.slots !== waiting.slots || p.settings.seed !== waiting.seed || p.settings.mode !== waiting.mode);
+  if (stale) return;  // an answer for settings the learner has already moved past
+  state.waiting = null;
+  state.ahead = p.ahead;
+  // The step is the model's: the server may change it in the same patch after this payload was made (a quiz
+  // link opens the worked example, whose window clamps the step, then sets the link's), and the patch's order
+  // of the two is not the order they were made in.
+  state.widget.confirm(p.view, p.settings, Math.min(model.step, p.view.window - 1));
+  window.__bvOnConfirm?.();  // a benchmark's hook
+}
+
+export function render({ model, el }) {
+  const boxes = storyBoxes();
+  el.append(boxes.outline);
+  const story = { model, boxes, buttons: [], disclosures: {} };
+  const simulator = storyPart("div", "bv-simulator");
+  for (const p of (model.story.length ? model.story : [["widget"]])) simulator.append(...storyItem(story, p));
+  mountPage(el, model, simulator);
+  followStory(story);
+  const state = { ahead: {}, waiting: null, stepTimer: null, shownKey: null, widget: null };
+  state.widget = mountWidget(boxes.root, widgetHost(model, boxes, state));
+  const receive = () => receivePayload(model, state);
   receive();
   model.on("payload", receive);
-  model.on("step", () => widget.setStep(model.step));
-  window.__bvWidget = widget;
+  model.on("step", () => state.widget.setStep(model.step));
+  window.__bvWidget = state.widget;
 }
