@@ -30,6 +30,7 @@ from core.chapter.spread import spread_study
 from core.clock.hardware import cost_model
 from core.measure.sweep import DEFAULT_BATCHES, decode_knee, knee, sweep
 from core.sched.policies import get_policy
+from tests.oracles import loop_view
 from tests.oracles.batch_view import BatchView
 
 from .helpers import CHART_JS, assert_numbers_match_core, core_run, text_of
@@ -179,7 +180,7 @@ def test_export_playback_reveals_cells_in_order_and_follows_the_core(page, page_
     assert _both(page, 4) == ([r[:6] + "-" * 58 for r in full], [r[:6] + "-" * 58 for r in other_full])
     assert text_of(page, "[data-stat=useful_tokens]") == str(compute_metrics(run, 6).useful_tokens)
     assert text_of(page, ".bv-log") == run.describe_step(5)
-    assert page.inner_html(".bv-loop-box") == _normalised(page, story.loop_texts(run, 64)[5])
+    assert page.inner_html(".bv-loop-box") == _normalised(page, loop_view.loop_texts(run, 64)[5])
     # Every painted step is recorded, to check playback never jumps back or skips the end.
     page.evaluate(
         """() => { window.__steps = []; const root = document.querySelector('.bv-widget-root');
@@ -193,7 +194,7 @@ def test_export_playback_reveals_cells_in_order_and_follows_the_core(page, page_
     assert steps == sorted(steps) and steps[-1] == 63, steps
     assert _both(page, 4) == (full, other_full)
     assert text_of(page, ".bv-log") == run.describe_step(63)
-    assert page.inner_html(".bv-loop-box") == _normalised(page, story.loop_texts(run, 64)[63])
+    assert page.inner_html(".bv-loop-box") == _normalised(page, loop_view.loop_texts(run, 64)[63])
 
 
 def test_export_pause_stops_on_a_step_the_core_agrees_with(page, page_errors, offline, exported):
@@ -270,13 +271,13 @@ def test_export_story_loop_and_batch_read_back_offline(page, page_errors, offlin
     claims = page.eval_on_selector_all("#bv-panel-simulator [data-claim]", "els => els.map(e => e.dataset.claim)")
     assert {"gain-2-4x", "latency-lower", "one-slot-identical"} <= set(claims)
     state = SimState(trace=chapter_traffic(), trace_name=CHAPTER_NAME, step=20)
-    assert page.inner_html(".bv-loop-box") == _normalised(page, story.loop_texts(state.runs["continuous"], 64)[20])
+    assert page.inner_html(".bv-loop-box") == _normalised(page, loop_view.loop_texts(state.runs["continuous"], 64)[20])
     assert page.inner_html(".bv-batch-box") == _normalised(page, BatchView(state=state).html())
     page.locator("button[data-mode=static]").click()
     with param.parameterized.discard_events(state):
         state.mode = "static"
     assert page.inner_html(".bv-batch-box") == _normalised(page, BatchView(state=state).html())
-    assert page.inner_html(".bv-loop-box") == _normalised(page, story.loop_texts(state.runs["static"], 64)[20])
+    assert page.inner_html(".bv-loop-box") == _normalised(page, loop_view.loop_texts(state.runs["static"], 64)[20])
 
 
 def test_export_hover_outlines_the_request_in_the_batch_view(page, page_errors, offline, exported):
