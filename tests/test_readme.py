@@ -69,3 +69,12 @@ def test_a_newcomer_runs_the_command_line_as_the_readme_says():
                               text=True)  # fmt: skip
     assert prefixed.returncode == 0, prefixed.stderr[-500:]
     assert prefixed.stdout == expected
+
+
+def test_the_readme_image_is_the_page_as_it_opens():
+    """The README shows the golden of the page opened with no address (the chapter's traffic), not another setting."""
+    from tests.browser.test_goldens import OPENING
+
+    name, _width, _height, query = OPENING
+    assert query == ""
+    assert f"](tests/browser/goldens/{name}.png)" in README

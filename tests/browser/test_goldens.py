@@ -13,7 +13,9 @@ GOLDENS = Path(__file__).parent / "goldens"
 CHANNEL_TOLERANCE = 40
 MAX_DIFFERING_SHARE = 0.01
 
+OPENING = ("opening-1280", 1280, 900, "")  # the page as it opens, no address: the README's image
 LAYOUTS = [
+    OPENING,
     ("default-1280", 1280, 900, "?mode=continuous&slots=4&seed=4"),
     ("static-narrow-800", 800, 1000, "?mode=static&slots=4&seed=4"),
     ("phone-390", 390, 844, "?mode=continuous&slots=4&seed=4"),  # a phone: no sideways scroll, labels whole
