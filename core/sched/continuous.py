@@ -102,13 +102,13 @@ class ContinuousLoop(PromptPass):
             self.arrive, self.retire, self.grow_or_preempt, self.plan_pass, self.admit
         )
         run_prompt_pass, jump, running, waiting = self.run_prompt_pass, self.jump, self.running, self.waiting
-        growth = self.growth  # without growth nobody is preempted
+        growth, free = self.growth, self.free  # without growth nobody is preempted; `free` is one list throughout
         while True:
             arrive()
             retire()
             preempted = grow_or_preempt() if growth else False
             plan = plan_pass()
-            if not preempted:  # after a preemption, admission is tried at the next boundary
+            if not preempted and waiting and free:  # after a preemption, admission is tried at the next boundary
                 admit(plan)
             if not running:
                 if self.nxt == self.n and not waiting:
@@ -257,6 +257,7 @@ class ContinuousLoop(PromptPass):
                 return
         P, g, RES, pool, pcap, chunked, cap, limited, reserving, start, running, slot, adm = self.fixed_admit
         p, chunks, taken = self.p, plan.chunks, 0
+        admissions, recomputed = self.admissions, self.recomputed  # counted here, written back once
         while waiting and free and (plan.left > 0 or not chunked):
             k = waiting[0]
             if pcap and taken and plan.prefill + P[k] + g[k] > pcap:
@@ -272,11 +273,11 @@ class ContinuousLoop(PromptPass):
                 pool.allocate(k, tokens)
             slot[k] = heappop(free)
             running[k] = None
-            adm[k] = self.admissions
-            self.admissions += 1
+            adm[k] = admissions
+            admissions += 1
             if start[k] < 0:
                 start[k] = p
-            self.recomputed += g[k]
+            recomputed += g[k]
             target = P[k] + g[k]
             if chunked:
                 c = min(target, plan.left, cap)
@@ -288,6 +289,7 @@ class ContinuousLoop(PromptPass):
             else:
                 chunks.append(k)  # the whole prompt in this pass
                 plan.prefill += target
+        self.admissions, self.recomputed = admissions, recomputed
 
     def refuse(self, k: int, tokens: int) -> None:
         """Note that head k does not fit the pool (once per wait: a blocked event for the views)."""

@@ -28,22 +28,22 @@ class PromptPass:
 
     def run_prompt_pass(self, plan: Plan) -> None:
         """Run one pass that holds a prompt: a pausing policy's decoding rows wait; finished prompts then decode."""
-        paused = self.pauses and self.count > 0
+        count, clock = self.count, self.clock
+        paused = self.pauses and count > 0
         if paused:
             self.pause_decoders(set() if self.chunked else set(plan.chunks))
         used, largest = self.pool_fixed or self.pool_now()
-        rows_now = 0 if paused else self.count
-        ctx = plan.prefilled + (0 if paused else self.ctx_base + self.count * self.p)
+        rows_now = 0 if paused else count
+        ctx = plan.prefilled + (0 if paused else self.ctx_base + count * self.p)
         if self.quick:
-            end = self.clock + 1
-            self.record((1, rows_now, plan.prefill, ctx, self.clock, end, used, largest))
+            end = clock + 1
+            self.record((1, rows_now, plan.prefill, ctx, clock, end, used, largest))
         else:
-            end = self.stretch(1, rows_now, plan.prefill, ctx, self.clock, used, largest)
+            end = self.stretch(1, rows_now, plan.prefill, ctx, clock, used, largest)
         self.clock = end
         self.p += 1
         self.since, self.after_pause = 0, paused
-        done = self.chunks_done(plan.chunks) if self.chunked else plan.chunks
-        self.start_decoding(done)
+        self.start_decoding(self.chunks_done(plan.chunks) if self.chunked else plan.chunks)
 
     def pause_decoders(self, new: set) -> None:
         """A pausing policy's prompt pass: every decoding row emits nothing, so each finishes a pass later."""
