@@ -133,3 +133,17 @@ def test_no_folder_of_product_code_holds_more_than_15_modules():
         folders[folder] = folders.get(folder, 0) + 1
     crowded = {folder: n for folder, n in folders.items() if n > MAX_MODULES}
     assert not crowded, crowded
+
+
+def test_nothing_cites_a_design_file_outside_the_repository():
+    """The design is docs/design.md: no module, asset or doc points to a brief or a script kept outside the repo."""
+    outside = ("DESIGN.md", "STYLE.md", "TOOLCHAIN.md", "shared/gpu/", "shared/chapter/")
+    files = [p for p in ROOT.rglob("*") if p.suffix in {".py", ".js", ".md", ".html"} and p.is_file()]
+    files = [p for p in files if not {".venv", "node_modules", ".git"} & set(p.relative_to(ROOT).parts)]
+    cited = [
+        f"{p.relative_to(ROOT)}: {name}"
+        for p in files
+        for name in outside
+        if name in p.read_text(encoding="utf-8", errors="replace") and p.name != "test_architecture.py"
+    ]
+    assert not cited, cited

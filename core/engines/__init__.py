@@ -1,7 +1,7 @@
 """Real engines' schedulers as policies (vLLM, TensorRT-LLM, TGI, SGLang), registered when `core` is imported.
 
 Each preset is one policy object over the same loop (core/sched/), with the engine's own settings declared once
-(core/sched/settings.py); docs/simulator.md says what each one simplifies.
+(core/sched/settings.py); docs/schedulers.md says what each one simplifies.
 """
 
 from core.engines.sglang import SGLang
