@@ -92,73 +92,46 @@ def claim(key: str, text: str) -> str:
     return f'<span data-claim="{key}">{text}</span>'
 
 
-def lesson_html(blocks: int) -> str:
-    """Return the lesson under the pool slider: each sentence a claim on the figures of the runs shown."""
-    f = figures(blocks)
-    p, c, s = f["paged"], f["contiguous"], f["static"]
-    reqs = memory_requests()
-    reserve = max(r.output_tokens for r in reqs)
-    prompts = sorted({r.prompt_tokens for r in reqs})
-    unlimited = as_run(schedule(reqs, SLOTS, "continuous")).drain
-    paged_words = f"runs up to {plural(p.running, 'request')} at once and is done at step {p.drain}" + (
+def _paged_words(p: ModeFigures, unlimited: int) -> str:
+    """Return what the paged run did: how many ran, its drain against unlimited memory, its preemptions and waits."""
+    words = f"runs up to {plural(p.running, 'request')} at once and is done at step {p.drain}" + (
         ", as with unlimited memory" if p.drain == unlimited else f" (unlimited memory: step {unlimited})"
     )
     if p.preemptions:
         times = {1: "once", 2: "twice"}.get(p.preemptions, f"{p.preemptions} times")
-        paged_words += f"; it preempts {times} when a growing request finds no free block"
+        words += f"; it preempts {times} when a growing request finds no free block"
     if p.waits:
-        paged_words += f"; its queue waits for memory at {plural(len(p.waits), 'step')} with a slot empty (⊘)"
+        words += f"; its queue waits for memory at {plural(len(p.waits), 'step')} with a slot empty (⊘)"
+    return words
+
+
+def _contiguous_waits(c: ModeFigures, reqs) -> str:
+    """Return why the contiguous run's queue waited for memory: blocks short, or free but not in one run (holes)."""
     holes = [w for w in c.waits if w.hole]
-    if c.waits:
-        why = []
-        if len(c.waits) > len(holes):
-            why.append(
-                f"{len(c.waits) - len(holes)} for want of free blocks, since every reservation is made before a token "
-                "is generated"
-            )
-        if holes:
-            why.append(f"{len(holes)} with enough blocks free but not in one run")
-        waited = f"its queue waits for memory at {plural(len(c.waits), 'step')} with a slot empty (⊘): " + (
-            " and ".join(why)
+    if not c.waits:
+        return "its queue never waits for memory"
+    why = []
+    if len(c.waits) > len(holes):
+        why.append(
+            f"{len(c.waits) - len(holes)} for want of free blocks, since every reservation is made before a token "
+            "is generated"
         )
-    else:
-        waited = "its queue never waits for memory"
+    if holes:
+        why.append(f"{len(holes)} with enough blocks free but not in one run")
+    waited = f"its queue waits for memory at {plural(len(c.waits), 'step')} with a slot empty (⊘): " + " and ".join(why)
     if holes:
         w = holes[0]
         waited += (
             f". At step {w.step}, {reqs[w.request].id} needs {plural(w.needed, 'block')}, {w.free} are free, but "
             f"the longest run is {w.longest_run}: holes that retired requests left"
         )
-    static_words = f"done at step {s.drain}"
-    if s.waits:
-        static_words += f"; a slot stands empty for memory for {plural(len(s.waits), 'slot-step')} (⊘)"
-    parts = [
-        f"<p>Eight requests (A to H) arrive together, with prompts of {prompts[0]} to {prompts[-1]} tokens; the "
-        f"longest answer is {reserve} tokens. The pool holds {plural(blocks, 'block')} of {BLOCK_SIZE} tokens "
-        f"({blocks * BLOCK_SIZE} tokens of KV), and there are {SLOTS} slots.</p><ul>",
-        "<li>"
-        + claim(
-            "memory-paged",
-            f"<b>Paged:</b> a request takes one block at a time as it grows, so the batch {paged_words}.",
-        )
-        + "</li>",
-        "<li>"
-        + claim(
-            "memory-contiguous",
-            f"<b>Contiguous:</b> each request reserves one run of blocks for its prompt and the longest answer, so "
-            f"it runs up to {plural(c.running, 'request')} at once and is done at step {c.drain}; {waited}.",
-        )
-        + "</li>",
-        "<li>"
-        + claim(
-            "memory-static",
-            f"<b>Static:</b> every row of a batch reserves {STATIC_ROW}, so batches of "
-            f"up to {plural(s.running, 'request')} run, each until its longest member finishes: {static_words}.",
-        )
-        + "</li></ul>",
-    ]
+    return waited
+
+
+def _gap_html(blocks: int, p: ModeFigures, c: ModeFigures, s: ModeFigures) -> str:
+    """Return the lesson's last sentence: paged against contiguous and static on the same pool, as the runs show."""
     if p.drain < c.drain:
-        parts.append(
+        return (
             "<p>"
             + claim(
                 "memory-gap",
@@ -168,15 +141,52 @@ def lesson_html(blocks: int) -> str:
             + " That is the chapter's claim: "
             "continuous batching is scheduling alone, no extra memory, <i>given a paged KV cache</i>.</p>"
         )
-    else:
-        parts.append(
-            "<p>"
-            + claim(
-                "memory-gap",
-                f"With {blocks} blocks contiguous is done at step {c.drain} too, as paged is: the pool holds its "
-                f"reservations, but at its peak contiguous holds {c.peak_blocks} blocks where paged holds "
-                f"{p.peak_blocks}; static still waits for each batch's longest member (step {s.drain}).",
-            )
-            + " Shrink the pool to see memory decide who runs.</p>"
+    return (
+        "<p>"
+        + claim(
+            "memory-gap",
+            f"With {blocks} blocks contiguous is done at step {c.drain} too, as paged is: the pool holds its "
+            f"reservations, but at its peak contiguous holds {c.peak_blocks} blocks where paged holds "
+            f"{p.peak_blocks}; static still waits for each batch's longest member (step {s.drain}).",
         )
-    return "".join(parts)
+        + " Shrink the pool to see memory decide who runs.</p>"
+    )
+
+
+def lesson_html(blocks: int) -> str:
+    """Return the lesson under the pool slider: each sentence a claim on the figures of the runs shown."""
+    f = figures(blocks)
+    p, c, s = f["paged"], f["contiguous"], f["static"]
+    reqs = memory_requests()
+    reserve = max(r.output_tokens for r in reqs)
+    prompts = sorted({r.prompt_tokens for r in reqs})
+    unlimited = as_run(schedule(reqs, SLOTS, "continuous")).drain
+    static_words = f"done at step {s.drain}"
+    if s.waits:
+        static_words += f"; a slot stands empty for memory for {plural(len(s.waits), 'slot-step')} (⊘)"
+    item = lambda key, text: "<li>" + claim(key, text) + "</li>"  # noqa: E731
+    return "".join(
+        [
+            f"<p>Eight requests (A to H) arrive together, with prompts of {prompts[0]} to {prompts[-1]} tokens; "
+            f"the longest answer is {reserve} tokens. The pool holds {plural(blocks, 'block')} of {BLOCK_SIZE} "
+            f"tokens ({blocks * BLOCK_SIZE} tokens of KV), and there are {SLOTS} slots.</p><ul>",
+            item(
+                "memory-paged",
+                "<b>Paged:</b> a request takes one block at a time as it grows, so the batch "
+                f"{_paged_words(p, unlimited)}.",
+            ),
+            item(
+                "memory-contiguous",
+                f"<b>Contiguous:</b> each request reserves one run of blocks for its prompt and the longest answer, "
+                f"so it runs up to {plural(c.running, 'request')} at once and is done at step {c.drain}; "
+                f"{_contiguous_waits(c, reqs)}.",
+            ),
+            item(
+                "memory-static",
+                f"<b>Static:</b> every row of a batch reserves {STATIC_ROW}, so batches of "
+                f"up to {plural(s.running, 'request')} run, each until its longest member finishes: {static_words}.",
+            )
+            + "</ul>",
+            _gap_html(blocks, p, c, s),
+        ]
+    )
