@@ -44,6 +44,52 @@ def _parts(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def _same(starts, finishes, release_first) -> bool:
+    """Return whether two schedules are the same: starts and finishes equal, nobody kept past its finish."""
+    return (
+        np.array_equal(*starts) and np.array_equal(*finishes) and np.array_equal(release_first, finishes[0])
+    )
+
+
+def _here_on_a_clock(timed: tuple[TimedRun, TimedRun], where: str) -> str:
+    """Return the "Here" line on a clock: the drains in ms (padding priced even where the schedules agree), latency."""
+    from core.sched.timed import timed_metrics
+
+    same = _same(
+        (timed[0].start_pass, timed[1].start_pass), (timed[0].finish_pass, timed[1].finish_pass), timed[0].release_pass
+    )
+    ts, tc = (timed_metrics(run) for run in timed)
+    ds, dc = float(timed[0].drain_ms), float(timed[1].drain_ms)
+    prompts = [int(run.pass_prefill.sum()) for run in timed]
+    text = f"static finishes at {ds:,.1f} ms against continuous's {dc:,.1f}"
+    if same and ds != dc:
+        text = (
+            f"the two schedules are the same pass for pass, yet {text}: static's prompt pass computes every "
+            f"prompt padded to its batch's longest ({prompts[0]:,} prompt tokens against {prompts[1]:,}) and its "
+            "decode passes read the padded rows' KV too"
+        )
+    elif same:
+        text = f"the two schedules are identical, and both finish at {ds:,.1f} ms"
+    latency = f"mean latency over every request {ts.e2e_ms['mean']:,.1f} ms against {tc.e2e_ms['mean']:,.1f}"
+    return f'<p class="bv-here" data-here="clock"><b>Here</b> ({where}): {text}; {latency}.</p>'
+
+
+def _here_identical(static: Run, continuous: Run, where: str) -> str:
+    """Return the "Here" line where both timelines are identical: what static did not lose, and the KV strips."""
+    kv = [run.schedule.blocks_by_step() if run.schedule is not None else None for run in (static, continuous)]
+    strips = ""
+    if kv[0] is not None and kv[1] is not None and not np.array_equal(kv[0], kv[1]):
+        strips = (
+            f" Their KV strips still differ: each static row reserves {STATIC_ROW} when its batch starts, "
+            "the paged cache a block as its tokens need one (memory, not scheduling)."
+        )
+    return (
+        f'<p class="bv-here" data-here="identical"><b>Here</b> ({where}): the two timelines are identical and '
+        f"both finish at step {static.drain}: static pads nothing, no slot stands empty while a request waits, "
+        f"and nobody waits for a batch boundary.{strips}</p>"
+    )
+
+
 def here_html(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, TimedRun] | None = None) -> str:
     """Return what holds on the view on screen, from its runs: identical or not, each loss, drains, latency.
 
@@ -52,47 +98,12 @@ def here_html(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, 
     """
     from core import compute_metrics
     from core.measure.losses import losses
-    from core.sched.timed import timed_metrics
 
     where = f"{plural(static.slots, 'slot')}, " + ("on a clock" if timed else f"steps 0–{window - 1}")
-    same = (
-        np.array_equal(static.start, continuous.start)
-        and np.array_equal(static.finish, continuous.finish)
-        and np.array_equal(static.release, static.finish)
-    )
     if timed is not None:
-        same = (
-            np.array_equal(timed[0].start_pass, timed[1].start_pass)
-            and np.array_equal(timed[0].finish_pass, timed[1].finish_pass)
-            and np.array_equal(timed[0].release_pass, timed[0].finish_pass)
-        )
-        ts, tc = (timed_metrics(run) for run in timed)
-        ds, dc = float(timed[0].drain_ms), float(timed[1].drain_ms)
-        prompts = [int(run.pass_prefill.sum()) for run in timed]
-        text = f"static finishes at {ds:,.1f} ms against continuous's {dc:,.1f}"
-        if same and ds != dc:
-            text = (
-                f"the two schedules are the same pass for pass, yet {text}: static's prompt pass computes every "
-                f"prompt padded to its batch's longest ({prompts[0]:,} prompt tokens against {prompts[1]:,}) and its "
-                "decode passes read the padded rows' KV too"
-            )
-        elif same:
-            text = f"the two schedules are identical, and both finish at {ds:,.1f} ms"
-        latency = f"mean latency over every request {ts.e2e_ms['mean']:,.1f} ms against {tc.e2e_ms['mean']:,.1f}"
-        return f'<p class="bv-here" data-here="clock"><b>Here</b> ({where}): {text}; {latency}.</p>'
-    if same:
-        kv = [run.schedule.blocks_by_step() if run.schedule is not None else None for run in (static, continuous)]
-        strips = ""
-        if kv[0] is not None and kv[1] is not None and not np.array_equal(kv[0], kv[1]):
-            strips = (
-                f" Their KV strips still differ: each static row reserves {STATIC_ROW} when its batch starts, "
-                "the paged cache a block as its tokens need one (memory, not scheduling)."
-            )
-        return (
-            f'<p class="bv-here" data-here="identical"><b>Here</b> ({where}): the two timelines are identical and '
-            f"both finish at step {static.drain}: static pads nothing, no slot stands empty while a request waits, "
-            f"and nobody waits for a batch boundary.{strips}</p>"
-        )
+        return _here_on_a_clock(timed, where)
+    if _same((static.start, continuous.start), (static.finish, continuous.finish), static.release):
+        return _here_identical(static, continuous, where)
     loss = losses(static, window)
     items = [
         f"pads {plural(loss.padding, 'slot-step')}" if loss.padding else "pads nothing",
