@@ -1,4 +1,4 @@
-"""Read an SVG chart (app/web/chart.js) back into data units, as a learner's eye would: through the axes' own ticks.
+"""Read an SVG chart (app/web/charts/chart.js) back into data units, as a learner's eye would: through its axes' ticks.
 
 The Python twin of tests/browser/helpers.py CHART_JS, for SVG drawn in node: each polyline's points, each dot's
 centre, each bar's span and height, each vertical mark and the legend's words, inverted through the tick marks.

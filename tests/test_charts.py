@@ -1,4 +1,4 @@
-"""The exercises' figures drawn by app/web/chart.js in node, read back through their own axes: the core's numbers.
+"""The exercises' figures drawn by app/web/charts/chart.js in node, read back through their axes: the core's numbers.
 
 No browser: node imports the modules the pages run (the knee's knee_host.js, the rows' charts_host.js) and draws each
 figure to SVG; tests/chart_reader.py inverts every point, bar and mark through the tick marks the chart drew.

@@ -145,7 +145,7 @@ def test_the_harness_fails_on_a_wrong_text(node, tmp_path):
 
 
 def test_the_memory_tabs_modes_equal_their_oracle_at_every_pool_and_step(node, tmp_path):
-    """The Memory tab at every pool size its slider offers and every step: app/web/memory.js's HTML is the oracle's."""
+    """The Memory tab at every pool size its slider offers and every step: tabs/memory.js's HTML is the oracle's."""
     from app.memory.data import memory_json
     from app.memory.lesson import MAX_BLOCKS, MIN_BLOCKS, MODES, runs_for
     from tests.oracles.memory_view import mode_html

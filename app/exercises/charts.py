@@ -1,6 +1,6 @@
-"""The exercises' figures as chart specs (data only), drawn in the browser by app/web/chart.js on both pages.
+"""The exercises' figures as chart specs (data only), drawn in the browser by app/web/charts/chart.js on both pages.
 
-A spec names its axes, ranges, series (lines, dots, bars), reference lines and marks; app/web/chart.js documents
+A spec names its axes, ranges, series (lines, dots, bars), reference lines and marks; app/web/charts/chart.js documents
 the fields. The served page sends specs to `Charts`; the exported page embeds the same specs and draws them with the
 same module.
 """
@@ -24,7 +24,7 @@ class Charts(JSComponent):
 
     payload = param.String(default="{}", doc='JSON: {"specs": [chart spec, ...]}')
 
-    _esm = bundle("words.js", "chart.js", "charts_host.js")
+    _esm = bundle("words.js", "charts/chart.js", "charts/charts_host.js")
     _stylesheets = [CSS]
 
 

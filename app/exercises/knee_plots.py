@@ -1,4 +1,4 @@
-"""Exercise 1's figures: the sweep's columns, drawn in the browser (app/web/knee_charts.js, app/web/chart.js).
+"""Exercise 1's figures: the sweep's columns, drawn in the browser (app/web/charts/: knee_charts.js, chart.js).
 
 The server sends the sweep's columns, the target, whether the learner has guessed and the replay's step times; the
 browser finds both knees for the target and draws inter-token latency against it, throughput and p99 latency. The
@@ -17,7 +17,7 @@ from app.web.style import CSS
 from core.measure.sweep import SweepPoint
 
 # The modules that draw the figures, in the order a bundle needs them.
-CHART_MODULES = ("words.js", "chart.js", "knee_charts.js")
+CHART_MODULES = ("words.js", "charts/chart.js", "charts/knee_charts.js")
 
 
 def points_data(points: tuple[SweepPoint, ...]) -> dict[str, list]:
@@ -52,5 +52,5 @@ class KneeCharts(JSComponent):
 
     payload = param.String(default="{}", doc="JSON: the sweep's columns, target, guess made, replay's step ms")
 
-    _esm = bundle(*CHART_MODULES, "knee_host.js")
+    _esm = bundle(*CHART_MODULES, "charts/knee_host.js")
     _stylesheets = [CSS]

@@ -29,11 +29,11 @@ from app.web.style import CHOICE_CSS, CSS
 from core.clock.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from core.measure.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S
 
-# The served page's generic row of charts (app/web/charts_host.js chartsHtml), inlined into the spread's and
+# The served page's generic row of charts (app/web/charts/charts_host.js chartsHtml), inlined into the spread's and
 # temperature's CustomJS; the exported page lays a row out for this width (each chart scales down with the column).
-CHARTS_MODULES = ("words.js", "chart.js", "charts_host.js")
+CHARTS_MODULES = ("words.js", "charts/chart.js", "charts/charts_host.js")
 ROW_WIDTH = 900
-JS_PATH = ASSETS / "export_exercises.js"
+JS_PATH = ASSETS / "export" / "export_exercises.js"
 # The rates the static page offers (the served view takes any): each is a timed sweep per preset pair, ~0.6 s apiece,
 # so three rates (light, the default, heavy) keep `batchviz export` to about 27 sweeps.
 EXPORT_RATES = (PAGE_RATE_PER_S, DEFAULT_RATE_PER_S, 320.0)  # the page's below capacity, the CLI's, a flood

@@ -3,7 +3,7 @@
 The page is the served page's own host (app/web/host.js) and renderer drawing the served page's own view JSON, made
 here for every setting the page carries (app/export/views.py): the chapter's traffic, generated traffic at seeds 0-99,
 the worked example, the story's lessons and the memory lessons, each at slots 1-16. A small server in the page
-(app/web/export_host.js) answers the host as app/simulator/widget.py does when served. The story is the served page's,
+(app/web/export/export_host.js) answers the host as simulator/widget.py does when served. The story is the served one's,
 less what needs its server (the settings' disclosures, the replay); the exercises are their precomputed Bokeh
 sections. Nothing is fetched: the page checks that it links no external resource.
 """
@@ -48,8 +48,8 @@ from core.workload.traffic import LENGTH_KINDS
 # page's server and its Schedulers tab (app/web/, joined by app/web/bundle.py).
 MODULES = (
     *WIDGET_MODULES,
-    *("host.js", "quiz.js", "memory.js"),
-    *("export_host.js", "export_lineup.js", "export_memory.js"),
+    *("host.js", "tabs/quiz.js", "tabs/memory.js"),
+    *("export/export_host.js", "export/export_lineup.js", "export/export_memory.js"),
 )
 MODES = MODE_ORDER  # every mode the widget offers
 SCRIPT_BODY = re.compile(r"(<script\b[^>]*>).*?(</script>)", re.DOTALL | re.IGNORECASE)
@@ -227,7 +227,7 @@ def memory_tab() -> dict:
 
 
 def memory_section() -> str:
-    """Return the Memory tab's HTML around what app/web/export_memory.js fills in, in the served tab's order."""
+    """Return the Memory tab's HTML around what app/web/export/export_memory.js fills in, in the served tab's order."""
     part = lambda name: f'<div data-part="{name}"></div>'  # noqa: E731
     return (
         f'<div id="bv-memory-tab">{MEMORY_INTRO}{part("controls")}{part("lesson")}{LEGEND}{part("modes")}'

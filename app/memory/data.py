@@ -1,4 +1,4 @@
-"""The Memory tab's data: the example's three runs on one pool as flat arrays, drawn by app/web/memory.js.
+"""The Memory tab's data: the example's three runs on one pool as flat arrays, drawn by app/web/tabs/memory.js.
 
 Per pool size (the slider's few values) the server computes the runs once and sends this JSON, shared by every
 session and embedded in the exported page; the step at the cursor is the browser's, so a step costs the server

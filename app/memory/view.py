@@ -182,7 +182,7 @@ LEGEND = (
 
 
 class MemoryModes(JSComponent):
-    """The three modes' timelines, pools and decisions at the step, drawn in the browser (app/web/memory.js).
+    """The three modes' timelines, pools and decisions at the step, drawn in the browser (app/web/tabs/memory.js).
 
     The server sends the pool's runs (app/memory/data.py) when the pool changes; the step is one number.
     """
@@ -190,7 +190,7 @@ class MemoryModes(JSComponent):
     payload = param.String(default="{}", doc="JSON: the pool's three runs (app/memory_data.memory_json)")
     step = param.Integer(default=0, doc="The pass at the cursor")
 
-    _esm = bundle("words.js", "memory.js", "memory_host.js")
+    _esm = bundle("words.js", "tabs/memory.js", "tabs/memory_host.js")
     _stylesheets = [MEMORY_CSS]
 
 

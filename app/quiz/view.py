@@ -142,7 +142,7 @@ def questions_data() -> list[dict]:
             "answer": q.answer,
             "link": q.link,
             "link_text": q.link_text,
-            # Rendered here, so the exported page's quiz (app/web/quiz.js) says exactly what the served one says.
+            # Rendered here, so the exported page's quiz (app/web/tabs/quiz.js) says exactly what the served one says.
             "explanations": [explanation_html(q, k) for k in range(len(q.options))],
         }
         for q in QUESTIONS

@@ -69,7 +69,7 @@ class LineupTimelines(JSComponent):
     config = param.Dict(default={}, constant=True, doc="The renderer's colours")
     payload = param.String(default="{}", doc="JSON: the lineup's view (app/lineup_data.lineup_json)")
 
-    _esm = bundle("words.js", "renderer.js", "batch.js", "lineup_host.js")
+    _esm = bundle("words.js", "renderer.js", "batch.js", "tabs/lineup_host.js")
     _stylesheets = [CSS]
 
 

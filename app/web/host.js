@@ -254,7 +254,7 @@ function widgetHost(model, boxes, state) {
 
 /** Hand the server's payload to the widget, unless it answers settings the learner has already moved past. */
 function receivePayload(model, state) {
-  // The served page's payload is JSON text; the exported page's server (app/web/export_host.js) hands the object.
+  // The served page's payload is JSON text; the exported page's server (app/web/export/export_host.js) hands the object.
   const p = typeof model.payload === "string" ? JSON.parse(model.payload) : model.payload;
   // A server that kept other settings than asked (the exported page's, at a seed it does not carry) says so.
   const waiting = state.waiting;

@@ -1,6 +1,6 @@
 // batchviz's renderer: a run's slot timeline drawn on a canvas from its flat arrays, revealed to any cursor, in well
 // under a frame; and what a run's arrays mean as cells and clock times, which the page's texts read too. The widget
-// (app/web/widget.js) and the Schedulers tab's lineups (app/web/lineup_host.js, export_lineup.js) draw with it; the
+// (app/web/widget.js) and the Schedulers tab's lineups (app/web/tabs/lineup_host.js, export_lineup.js) draw with it; the
 // pixel tests read where it drew (tests/browser/test_timeline_pixels.py).
 import { fixed, thousands } from "./words.js";
 

@@ -78,7 +78,7 @@ def assert_numbers_match_core(page, mode: str, slots: int, seed: int) -> None:
             assert text_of(page, f"[data-h2h={policy}-{key}]") == str(getattr(loss, key))
 
 
-# What an SVG chart (app/web/chart.js) drew, read back from its geometry: each drawn series' points and each vertical
+# What an SVG chart (app/web/charts/chart.js) drew, read from its geometry: each drawn series' points and each vertical
 # mark, in data units. The axes' own ticks invert the scales (log where the chart says so), so a wrong scale, a
 # misplaced point or a mark on the wrong batch reads back wrong.
 CHART_JS = """(id) => {

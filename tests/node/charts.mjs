@@ -1,7 +1,7 @@
 // The exercises' figures in node: reads [{kind, payload, width}] as JSON on stdin and prints the SVG each draws,
-// by the very modules the pages run (kind "knee": app/web/knee_host.js kneeChartsHtml; "row": charts_host.js).
-import { kneeChartsHtml } from "../../app/web/knee_host.js";
-import { chartsHtml } from "../../app/web/charts_host.js";
+// by the very modules the pages run (kind "knee": app/web/charts/knee_host.js kneeChartsHtml; "row": charts_host.js).
+import { kneeChartsHtml } from "../../app/web/charts/knee_host.js";
+import { chartsHtml } from "../../app/web/charts/charts_host.js";
 
 let input = "";
 process.stdin.on("data", (chunk) => { input += chunk; });

@@ -3,7 +3,7 @@
 // or the Memory tab's: {memory (JSON text), steps}.
 import { readFileSync } from "node:fs";
 import { batchHtml } from "../../app/web/batch.js";
-import { memoryModesHtml } from "../../app/web/memory.js";
+import { memoryModesHtml } from "../../app/web/tabs/memory.js";
 import { h2hCompactHtml, timeoutNote } from "../../app/web/compare_texts.js";
 import { clockLoopHtml, loopHtml } from "../../app/web/loop_texts.js";
 import { clockPlaybackHtml, playbackHtml } from "../../app/web/playback_texts.js";

@@ -1,4 +1,4 @@
-"""The Memory tab's three runs at a step in Python: the oracle app/web/memory.js is tested against (no page uses it).
+"""The Memory tab's three runs at a step: the oracle app/web/tabs/memory.js is tested against (no page uses it)
 
 Each mode's timeline as a table, the pool box by box, memory's decisions in words (app/memory/view.py's runs).
 """

@@ -1,7 +1,7 @@
 // Small SVG charts drawn from a spec (lines, dots, reference lines, labelled marks): the exercises' figures on both
 // pages, with no plotting library. A spec is data only (app/exercises/knee_plots.py documents the knee's), so node
 // tests read what a chart draws without a browser.
-import { escape } from "./words.js";
+import { escape } from "../words.js";
 
 const FONT = "font-family=\"system-ui, sans-serif\"";
 const MARGIN = { left: 64, right: 18, top: 30, bottom: 44 };

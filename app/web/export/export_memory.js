@@ -1,8 +1,8 @@
-// The exported page's Memory tab: the served tab's pool slider, step and budget, drawn by app/web/memory.js from every
+// The exported page's Memory tab: the served tab's pool slider, step and budget, drawn by app/web/tabs/memory.js from every
 // pool size's JSON computed at export time (app/memory/data.py, packed by app/export/page.py). The address keeps
 // ?blocks= and ?budget= as the served page's does.
 import { D, inflate, tabs } from "./export_host.js";
-import { memoryModesHtml } from "./memory.js";
+import { memoryModesHtml } from "../tabs/memory.js";
 
 const M = D.memory_tab, root = document.getElementById("bv-memory-tab");
 if (M && root) {
@@ -66,7 +66,7 @@ if (M && root) {
     cur.step = Math.min((data?.width ?? 1) - 1, cur.step + 1); draw(); tabs.changed();
   });
 
-  // The page's links and address (app/web/export_host.js): ?blocks= and ?budget=, refused and named as served.
+  // The page's links and address (app/web/export/export_host.js): ?blocks= and ?budget=, refused and named as served.
   tabs.memory = {
     keys: ["blocks", "budget"],
     apply(q, messages) {

@@ -1,7 +1,7 @@
 // The Memory tab's three runs on one pool at the cursor (app/memory/data.py's JSON): each mode's timeline as a
 // table, the pool box by box, and memory's decisions in words. Each string equals what tests/oracles/memory_view.py's
 // mode_html writes (tests/test_node_parity.py); the served tab and the exported page draw it here.
-import { escape, plural } from "./words.js";
+import { escape, plural } from "../words.js";
 
 // Python's round(): halves to even (26 * 3 / 12 is 6.5, drawn 6 px high, not 7).
 const pyRound = (x) => {

@@ -1,5 +1,5 @@
 import { D, THEME } from "./export_host.js";
-import { Timeline } from "./renderer.js";
+import { Timeline } from "../renderer.js";
 
 // ---- the Schedulers tab: lineups the core ran at export time (app/export/schedulers.py), drawn by the renderer ---------
 (() => {

@@ -1,4 +1,4 @@
-// Exercise 1's three figures as chart specs (app/web/chart.js draws them): inter-token latency against its target,
+// Exercise 1's three figures as chart specs (app/web/charts/chart.js draws them): inter-token latency against its target,
 // throughput, p99 latency; both knees marked once the learner has guessed. Both pages draw these from the sweep's
 // columns (app/exercises/knee_plots.py points_data), so the knees are found here, for any target.
 

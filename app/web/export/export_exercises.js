@@ -12,7 +12,7 @@ function grouped(x) {  // Python's f"{x:,.0f}"
   return fixed(x, 0).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 // ---- knee
-// Mirrors app/exercises/knee.py: verdict_html, guess_html and table_html; the figures are app/web/knee_charts.js's.
+// Mirrors app/exercises/knee.py: verdict_html, guess_html and table_html; the figures are app/web/charts/knee_charts.js's.
 // Both knees are found here, for any target; the learner's guess comes first.
 const D = (window.__bvKnee ??= JSON.parse(data_json));
 const pts = D[accelerator.value][model.value][rate.value];
@@ -27,7 +27,7 @@ for (let i = 0; i < pts.batch.length; i++) {
   if (pts.decode_itl_p99_ms[i] <= t) dbest = i;
 }
 const bestB = best === null ? null : pts.batch[best], dbestB = dbest === null ? null : pts.batch[dbest];
-// The figures: the served page's modules (app/web/chart.js, knee_charts.js), inlined above, on the same columns.
+// The figures: the served page's modules (app/web/charts/chart.js, knee_charts.js), inlined above, on the same columns.
 charts.text = `<div class="bv-knee-charts">${kneeSpecs(pts, t, revealed).map((s) => chartSvg(s, width)).join("")}</div>`;
 function guessHtml() {
   if (best === null) return `You guessed batch ${g}; on the clock no batch size meets the target.`;

@@ -1,6 +1,6 @@
 // The Schedulers tab's timelines (app/schedulers/view.py's LineupTimelines): every scheduler's run on one time axis,
 // drawn by the page's renderer from the lineup's JSON (app/schedulers/data.py lineup_json).
-import { Timeline } from "./renderer.js";
+import { Timeline } from "../renderer.js";
 export function render({ model, el }) {
   const box = document.createElement("div");
   box.className = "bv-lineup";

@@ -3,8 +3,8 @@
 // host, one renderer and one data contract. A "model" here stands in for Panel's: the host reads and sets its
 // properties, listens to them, and sends it the story's button presses.
 // Hooks a test reads: window.__bvExport (the data, the state, openLink, viewAt), window.__bvWidget (host.js).
-import { render } from "./host.js";
-import { mountQuiz } from "./quiz.js";
+import { render } from "../host.js";
+import { mountQuiz } from "../tabs/quiz.js";
 
 export const D = JSON.parse(document.getElementById("bv-data").textContent);
 const $ = (id) => document.getElementById(id);
@@ -19,7 +19,7 @@ export async function inflate(b64) {
   return JSON.parse(await new Response(stream).text());
 }
 
-// The other tabs' own state in the address and links (app/web/export_memory.js registers the Memory tab's).
+// The other tabs' own state in the address and links (app/web/export/export_memory.js registers the Memory tab's).
 export const tabs = { changed: () => followAddress() };
 
 const packKey = (place, seed) => (D.places[place].seeds.length ? `${place}:${seed}` : place);
