@@ -13,11 +13,11 @@ from core.workload.traffic import TrafficConfig, generate
 
 
 def test_an_entry_carries_its_settings_in_a_link_and_in_words():
-    entry = parse_entry("tgi:waiting_served_ratio=1.2;max_waiting_tokens=5")
-    assert entry == Entry("tgi", (("waiting_served_ratio", 1.2), ("max_waiting_tokens", 5)))
-    assert entry.text() == "tgi:waiting_served_ratio=1.2;max_waiting_tokens=5"
+    entry = parse_entry("tgi:prefill_chunking=0;waiting_served_ratio=1.2;max_waiting_tokens=5")
+    assert entry == Entry("tgi", (("prefill_chunking", 0), ("waiting_served_ratio", 1.2), ("max_waiting_tokens", 5)))
+    assert entry.text() == "tgi:prefill_chunking=0;waiting_served_ratio=1.2;max_waiting_tokens=5"
     assert parse_entry(entry.text()) == entry
-    assert entry.label() == "TGI (waiting_served_ratio 1.2, max_waiting_tokens 5)"
+    assert entry.label() == "TGI (prefill_chunking 0, waiting_served_ratio 1.2, max_waiting_tokens 5)"
     policy = entry.policy()
     assert (policy.waiting_served_ratio, policy.max_waiting_tokens) == (1.2, 5)
     assert parse_entry("vllm:scheduling_policy=priority").policy().orders_by_class
@@ -27,7 +27,7 @@ def test_an_entry_carries_its_settings_in_a_link_and_in_words():
     "text,words",
     [
         ("bogus", "policy must be one of"),
-        ("tgi:max_num_seqs=4", "tgi has no setting 'max_num_seqs' (its settings: waiting_served_ratio"),
+        ("tgi:max_num_seqs=4", "tgi has no setting 'max_num_seqs' (its settings: prefill_chunking"),
         ("tgi:waiting_served_ratio=lots", "waiting_served_ratio='lots' is not a number"),
         ("tgi:max_waiting_tokens=1.5", "max_waiting_tokens='1.5' is not a number"),
         ("tgi:max_waiting_tokens=0", "max_waiting_tokens must be an integer in 1..1,000,000, got 0"),
@@ -48,7 +48,7 @@ def test_a_lineup_takes_two_to_four_distinct_entries():
             parse_entries(text)
     with pytest.raises(ValueError, match="each scheduler once"):
         parse_entries("tgi,tgi")
-    assert len(parse_entries("tgi,tgi:waiting_served_ratio=1.2")) == 2  # two settings of one engine
+    assert len(parse_entries("tgi,tgi:prefill_chunking=0")) == 2  # two settings of one engine
 
 
 def test_each_line_is_its_own_run_judged_against_the_same_targets():
@@ -59,8 +59,9 @@ def test_each_line_is_its_own_run_judged_against_the_same_targets():
     lines = lineup(requests, 6, entries, cost, 300.0, 40.0, memory, token_budget=256)
     for line in lines:
         pol = line.entry.policy()
-        budget = 256 if pol.has_token_budget else None
-        alone = simulate_timed(requests, 6, pol, cost, memory=memory, token_budget=budget)
+        budget = (4096 if pol.name == "tgi" else 256) if pol.has_token_budget else None  # TGI: its own setting
+        slots = 30 if pol.name == "tgi" else 6  # TGI has no request cap: all 30 may run
+        alone = simulate_timed(requests, slots, pol, cost, memory=memory, token_budget=budget)
         assert line.run.pass_end_ms.tolist() == alone.pass_end_ms.tolist()
         assert line.figures == serving_metrics(alone, cost, 300.0, 40.0)
 

@@ -1,6 +1,10 @@
-"""TGI's preset: prefill passes pause the running batch, gated by waiting_served_ratio and max_waiting_tokens."""
+"""TGI's preset without chunking (`prefill_chunking=0`, TGI 2): prefill passes pause the batch, gated by the ratio.
+
+TGI 3's default, chunked prefill, is tests/test_conformance_tgi.py's.
+"""
 
 import json
+from functools import partial
 
 import numpy as np
 import pytest
@@ -20,12 +24,14 @@ from core.states import PAUSED
 from .test_policies import _pool, traffic
 from .test_sglang import capped_traffic
 
+TGI2 = partial(TGI, prefill_chunking=0)  # TGI 2, or TGI 3 on a model that cannot chunk
+
 
 def _batch_then(extra_arrivals, **knobs):
     """Ten long requests at step 0 on 13 slots, then short ones arriving at `extra_arrivals`: their starts."""
     reqs = [Request(f"L{i}", 0, 40, 2) for i in range(10)]
     reqs += [Request(f"S{i}", a, 5, 3) for i, a in enumerate(extra_arrivals)]
-    s = schedule(reqs, 13, TGI(**knobs))
+    s = schedule(reqs, 13, TGI2(**knobs))
     return s, s.start_pass[10:].tolist()
 
 
@@ -52,7 +58,7 @@ def test_max_waiting_tokens_lets_the_waiting_in_whatever_the_ratio():
 def test_a_prefill_that_paused_the_batch_is_followed_by_a_decode_pass():
     """Ratio 0: every arrival would open a prefill, but never two paused prefills in a row."""
     reqs = [Request("A", 0, 30, 2)] + [Request(f"S{i}", 1 + i, 4, 2) for i in range(6)]
-    s = schedule(reqs, 8, TGI(waiting_served_ratio=0.0))
+    s = schedule(reqs, 8, TGI2(waiting_served_ratio=0.0))
     assert s.start_pass[1:].tolist() == [1, 3, 3, 5, 5, 7]
     paused = np.array([any(row[q] == "Z" for row in as_run(s).timeline_strings()) for q in range(s.passes)])
     assert paused.tolist()[:8] == [False, True, False, True, False, True, False, True]
@@ -62,20 +68,20 @@ def test_a_prefill_that_paused_the_batch_is_followed_by_a_decode_pass():
 def test_the_prefill_pass_holds_at_most_max_batch_prefill_tokens():
     """Four 30-token prompts under a 64-token prefill budget: two passes of two."""
     reqs = [Request(f"R{i}", 0, 3, 30) for i in range(4)]
-    s = schedule(reqs, 4, TGI(max_batch_prefill_tokens=64))
+    s = schedule(reqs, 4, TGI2(max_batch_prefill_tokens=64))
     assert s.start_pass.tolist() == [0, 0, 1, 1] and s.pass_prefill[:2].tolist() == [60, 60]
-    default = schedule(reqs, 4, "tgi")  # TGI's default: the longest prompt + 50 = 80 tokens a pass
+    default = schedule(reqs, 4, TGI2(max_batch_prefill_tokens=0))  # before 2.4.1: the longest prompt + 50 = 80
     assert default.start_pass.tolist() == [0, 0, 1, 1]
 
 
 def test_a_prompt_longer_than_the_prefill_budget_is_refused_by_name(capsys):
     try:
-        schedule([Request("A", 0, 3, 100)], 1, TGI(max_batch_prefill_tokens=64))
+        schedule([Request("A", 0, 3, 100)], 1, TGI2(max_batch_prefill_tokens=64))
     except ValueError as exc:
-        assert "a prompt of 100 tokens is longer than tgi's 64 prompt tokens a pass" in str(exc)
+        assert "a prompt of 100 tokens is longer than tgi's 64 tokens a pass" in str(exc)
     else:
         raise AssertionError("a 100-token prompt ran under a 64-token prefill budget")
-    argv = ["simulate", "--policy", "tgi", "--max-batch-prefill-tokens", "8", "--requests", "5"]
+    argv = ["simulate", "--policy", "tgi", "--prefill-chunking", "0", "--max-batch-prefill-tokens", "8", "--requests", "5"]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "max_batch_prefill_tokens" in err and err.count("\n") == 1 and "Traceback" not in err
@@ -98,7 +104,8 @@ def test_tgi_with_any_settings_equals_the_oracle_and_never_preempts(
 
     A pass that holds prompt tokens decodes no row: the running batch is paused (or empty).
     """
-    pol = TGI(ratio, waiting_tokens, max(prefill, max(r.prompt_tokens or 1 for r in reqs)) if prefill else 0)
+    cap = max(prefill, max(r.prompt_tokens or 1 for r in reqs)) if prefill else 0
+    pol = TGI2(waiting_served_ratio=ratio, max_waiting_tokens=waiting_tokens, max_batch_prefill_tokens=cap)
     memory = _pool(reqs, allocation, extra, 4)
     s = schedule(reqs, slots, pol, memory)
     strings, events, recomputed, peak = simulate_memory_per_step(reqs, slots, pol, memory)
@@ -112,14 +119,15 @@ def test_tgi_on_the_clock_prices_a_paused_pass_as_prompt_only():
     """On the roofline a paused prefill pass costs its prompts alone; the decoding rows' tokens come a pass later."""
     reqs = [Request(f"L{i}", 0, 20, 2) for i in range(10)] + [Request(f"S{i}", 1, 5, 300) for i in range(3)]
     cost = Roofline()
-    t = simulate_timed(reqs, 13, TGI(max_batch_prefill_tokens=1000), cost)
+    t = simulate_timed(reqs, 13, TGI2(max_batch_prefill_tokens=1000), cost)
     q = int(np.flatnonzero((t.pass_prefill > 0) & (t.pass_rows == 0))[-1])
     assert t.pass_prefill[q] == 900 and t.start_pass[10:].tolist() == [q] * 3
     assert np.isclose(t.pass_end_ms[q] - t.pass_start_ms[q], cost.pass_ms(0, 900, 0))
 
 
 def test_the_cli_takes_tgi_settings_and_refuses_them_elsewhere(capsys):
-    argv = ["compare", "--requests", "60", "--slots", "8", "--policies", "continuous,tgi", "--json"]
+    argv = ["compare", "--requests", "60", "--slots", "8", "--policies", "continuous,tgi", "--prefill-chunking", "0"]
+    argv += ["--json"]
     assert main(argv) == 0
     default = json.loads(capsys.readouterr().out)["tgi"]
     assert main([*argv, "--waiting-served-ratio", "0", "--max-waiting-tokens", "1"]) == 0
@@ -131,7 +139,7 @@ def test_the_cli_takes_tgi_settings_and_refuses_them_elsewhere(capsys):
     assert main(["simulate", "--policy", "continuous", "--max-waiting-tokens", "4"]) == 2
     assert "--max-waiting-tokens applies to a policy with that setting (tgi) only" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_:
-        main(["simulate", "--policy", "tgi", "--waiting-served-ratio", "-1"])
+        main(["simulate", "--policy", "tgi", "--prefill-chunking", "0", "--waiting-served-ratio", "-1"])
     assert exit_.value.code == 2
     assert "--waiting-served-ratio: expected a number in 0..1000, got '-1'" in capsys.readouterr().err
 
@@ -141,7 +149,7 @@ def test_the_replay_reads_a_paused_schedule_pass_by_pass():
     from replay.plan import pass_plans
 
     reqs = [Request(f"L{i}", 0, 12, 3) for i in range(4)] + [Request(f"S{i}", 2 + i, 4, 9) for i in range(4)]
-    for s in (schedule(reqs, 6, TGI(0.0)), schedule(reqs, 6, "sglang", token_budget=8)):
+    for s in (schedule(reqs, 6, TGI2(waiting_served_ratio=0.0)), schedule(reqs, 6, "sglang", token_budget=8)):
         plans = pass_plans(s)
         assert [len(p.decode) for p in plans] == s.pass_rows.tolist()
         assert [p.prefill_tokens for p in plans] == s.pass_prefill.tolist()
@@ -152,7 +160,7 @@ def test_the_replay_reads_a_paused_schedule_pass_by_pass():
 @given(
     capped_traffic,
     st.integers(1, 4),
-    st.sampled_from(["tgi", "trtllm-no-evict", "continuous"]),
+    st.sampled_from([TGI2(), "trtllm-no-evict", "continuous"]),
     st.sampled_from(["paged", "contiguous"]),
     st.integers(0, 4),
 )

@@ -256,7 +256,8 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
                     continue
                 while blocks(prompt[i] + generated[i] + 1) - held[i] > free_blocks():
                     # The policy's least wanted, then the most recently admitted.
-                    victim = max(admitted, key=lambda j: (pol.victim_rank(requests[j]), admitted.index(j)))
+                    newest = order.index if pol.victim_by_arrival else admitted.index  # vLLM's priority: by arrival
+                    victim = max(admitted, key=lambda j: (pol.victim_rank(requests[j]), newest(j)))
                     admitted.remove(victim)
                     occupant[occupant.index(victim)] = None
                     drop(victim)
@@ -301,7 +302,8 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
             taken = prompts = 0
             while not preempted and waiting and None in occupant and (left is None or left > 0) and taken < limit:
                 i = waiting[head()]
-                if pcap and taken and prompts + prompt[i] + generated[i] > pcap:
+                rows = len(decoding) if pol.cap_counts_decoders else 0  # TensorRT-LLM: each decoding row's token
+                if pcap and (taken or rows) and prompts + prompt[i] + generated[i] + rows > pcap:
                     break
                 tokens = prompt[i] + (res[i] if reserving else generated[i] + 1)
                 if not fits(i, tokens):

@@ -37,6 +37,7 @@ from core.clock.cost import UnitCost
 from core.clock.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from core.limits import MAX_SLOTS, LimitError, one_line, show_name
 from core.measure.losses import losses
+from core.measure.lineup import entry_slots
 from core.measure.metrics import compare, compute_metrics
 from core.measure.serving import serving_metrics
 from core.measure.sweep import (
@@ -58,13 +59,14 @@ def _simulate(args) -> str:
     if args.batch_timeout is not None and not get_policy(args.policy).has_timeout:
         raise UsageError(f"--batch-timeout applies to a policy with a timeout ({_with('has_timeout')}) only")
     memory = memory_from_args(args, (args.policy,))
-    budget = token_budget(args, args.policy, args.slots)
     cost = cost_from_args(args)
     requests = load_requests(args)
     (policy,) = policies_with_knobs(args, (args.policy,))
-    run = simulate(requests, args.slots, policy, batch_timeout(args), memory, budget)
+    budget = token_budget(args, policy, args.slots, requests=requests)
+    slots = entry_slots(policy, args.slots, len(requests), budget)  # TGI: no request cap of its own
+    run = simulate(requests, slots, policy, batch_timeout(args), memory, budget)
     metrics = compute_metrics(run, args.window)
-    timed = _timed(args, requests, cost, args.policy, memory, budget) if cost else None
+    timed = _timed(args, requests, cost, policy, memory, budget, slots) if cost else None
     if args.json:
         doc = report.run_json(run, metrics, args.window)
         if timed:
@@ -78,19 +80,19 @@ def _simulate(args) -> str:
     return text
 
 
-def _timed_run(args, requests, cost, policy: str, memory=None, budget=None):
+def _timed_run(args, requests, cost, policy, memory=None, budget=None, slots=None):
     """Return one policy's run on the cost model's clock, arrivals in milliseconds (steps under the unit cost)."""
     if cost.name == "unit":
         timeout, arrivals = batch_timeout(args), requests
     else:
         timeout, arrivals = batch_timeout(args) * step_ms(args), requests_in_ms(args, requests)
     timeout = timeout if get_policy(policy).has_timeout else 0.0
-    return simulate_timed(arrivals, args.slots, policy, cost, timeout, memory, budget)
+    return simulate_timed(arrivals, slots or args.slots, policy, cost, timeout, memory, budget)
 
 
-def _timed(args, requests, cost, policy: str, memory=None, budget=None):
+def _timed(args, requests, cost, policy, memory=None, budget=None, slots=None):
     """Return the timed metrics of one policy on the workload, arrivals in milliseconds."""
-    return timed_metrics(_timed_run(args, requests, cost, policy, memory, budget))
+    return timed_metrics(_timed_run(args, requests, cost, policy, memory, budget, slots))
 
 
 def policies_with_knobs(args, entries) -> list:
@@ -128,14 +130,17 @@ def _compare(args) -> str:
     if args.batch_timeout is not None and not any(p.has_timeout for p in pols):
         raise UsageError(f"--batch-timeout applies to a policy with a timeout ({_with('has_timeout')}) only")
     memory = memory_from_args(args, pols)
-    budgets = {k: token_budget(args, p, args.slots, pols) for k, p in objects.items()}
     cost = cost_from_args(args)
     requests = load_requests(args)
+    budgets = {k: token_budget(args, p, args.slots, pols, requests) for k, p in objects.items()}
+    slots = {k: entry_slots(p, args.slots, len(requests), budgets[k]) for k, p in objects.items()}
     timeout = lambda k: batch_timeout(args) if objects[k].has_timeout else 0  # noqa: E731
-    runs = {k: simulate(requests, args.slots, p, timeout(k), memory, budgets[k]) for k, p in objects.items()}
+    runs = {k: simulate(requests, slots[k], p, timeout(k), memory, budgets[k]) for k, p in objects.items()}
     result = compare(*runs.values(), names=keys)
-    timed = {k: _timed(args, requests, cost, p, memory, budgets[k]) for k, p in objects.items()} if cost else None
-    serving = _serving(args, requests, cost, memory, budgets, objects)
+    timed = (
+        {k: _timed(args, requests, cost, p, memory, budgets[k], slots[k]) for k, p in objects.items()} if cost else None
+    )
+    serving = _serving(args, requests, cost, memory, budgets, objects, slots)
     if args.json:
         doc = result.as_dict()
         doc["losses"] = {k: losses(run).as_dict() for k, run in runs.items()}
@@ -158,7 +163,7 @@ def _compare(args) -> str:
     return text
 
 
-def _serving(args, requests, cost, memory, budgets, objects):
+def _serving(args, requests, cost, memory, budgets, objects, slots):
     """Return (targets, entry -> serving figures) when targets were given, on the cost's clock or on steps."""
     if args.ttft_target is None and args.itl_target is None:
         return None
@@ -166,7 +171,7 @@ def _serving(args, requests, cost, memory, budgets, objects):
         raise UsageError("--ttft-target and --itl-target go together: goodput counts requests that met both")
     clock = cost or UnitCost()
     unit = "steps" if clock.name == "unit" else "ms"
-    runs = {k: _timed_run(args, requests, clock, objects[k], memory, budget) for k, budget in budgets.items()}
+    runs = {k: _timed_run(args, requests, clock, objects[k], memory, b, slots[k]) for k, b in budgets.items()}
     figures = {p: serving_metrics(run, clock, args.ttft_target, args.itl_target) for p, run in runs.items()}
     return {"unit": unit, "ttft_target": args.ttft_target, "itl_target": args.itl_target}, figures
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from core.cli.args import UsageError, bounded_int
-from core.clock.hardware import ACCELERATORS, MODEL_SHAPES, kv_pool_blocks
+from core.clock.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, MODEL_SHAPES, kv_pool_blocks
 from core.kv.memory import ALLOCATIONS, MAX_BLOCK_SIZE, MAX_KV_BLOCKS, UNLIMITED, MemoryConfig
 from core.sched.policies import REGISTRY, get_policy
 
@@ -49,7 +49,9 @@ def add_token_budget_arg(parser) -> None:
         "--token-budget",
         type=bounded_int(1, MAX_TOKEN_BUDGET),
         default=None,
-        help="--policy chunked: tokens one pass may process, decoding rows first (default: none; chunked needs it)",
+        help="tokens one pass may process, decoding rows first, for every policy with a token budget whose own "
+        "setting is not given (vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size; default: each engine's "
+        "own for --accelerator; the chapter's chunked needs it)",
     )
 
 
@@ -76,21 +78,32 @@ def memory_from_args(args: argparse.Namespace, policies: tuple[str, ...]) -> Mem
     return MemoryConfig(args.kv_blocks, args.block_size or 16, allocation, args.reserve_tokens)
 
 
-def token_budget(args: argparse.Namespace, policy, slots: int, asked: tuple = ()) -> int | None:
-    """Return a budget policy's token budget: required with it, refused when no policy `asked` has one, >= slots."""
+def _shares(policy) -> bool:
+    """Return whether --token-budget applies to the policy (TGI's budget is its own max_batch_prefill_tokens)."""
+    return policy.has_token_budget and policy.shares_budget
+
+
+def token_budget(args: argparse.Namespace, policy, slots: int, asked: tuple = (), requests=()) -> int | None:
+    """Return a budget policy's tokens a pass: its own setting, else --token-budget, else the engine's default.
+
+    The engine's default is for --accelerator (default DEFAULT_ACCELERATOR); a policy without one (the chapter's
+    chunked) needs --token-budget. Refused when no policy `asked` has a budget, and below the slots.
+    """
     policy = get_policy(policy)  # a name or the policy object
     if not policy.has_token_budget:
-        if args.token_budget is not None and not any(get_policy(p).has_token_budget for p in asked or (policy,)):
-            budgeted = ", ".join(n for n, p in REGISTRY.items() if p.has_token_budget)
+        if args.token_budget is not None and not any(_shares(get_policy(p)) for p in asked or (policy,)):
+            budgeted = ", ".join(n for n, p in REGISTRY.items() if _shares(p))
             raise UsageError(f"--token-budget applies to a policy with a token budget ({budgeted}) only")
         return None
-    if args.token_budget is None:
-        raise UsageError(
-            f"--policy {policy.name} needs --token-budget T (tokens one pass may process, at least the slots)"
-        )
-    if args.token_budget < slots:
+    if args.token_budget is not None and args.token_budget < slots:
         raise UsageError(
             f"--token-budget {args.token_budget} is below --slots {slots}: every decoding row takes one token of a "
             "pass's budget, so it must be at least the slots"
         )
-    return args.token_budget
+    accelerator = getattr(args, "accelerator", None) or DEFAULT_ACCELERATOR
+    budget = policy.pass_budget(args.token_budget, accelerator, [r.prompt_tokens or 1 for r in requests])
+    if budget is None:
+        raise UsageError(
+            f"--policy {policy.name} needs --token-budget T (tokens one pass may process, at least the slots)"
+        )
+    return max(budget, slots)

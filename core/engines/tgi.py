@@ -1,4 +1,4 @@
-"""Text Generation Inference's router as a policy: prefill passes that pause the running batch."""
+"""Text Generation Inference's router as a policy: TGI 3's chunked prefill by default, or prefill passes that pause."""
 
 from __future__ import annotations
 
@@ -9,47 +9,124 @@ import numpy as np
 from core.sched.policies import Policy
 from core.sched.settings import Setting
 
+# TGI's default prefill budget since 2.4.1 when the model's compute-optimal size is unknown (launcher/src/main.rs:
+# main, `default_optimal`); before 2.4.1 it was the longest prompt (max_input_tokens) plus 50, which 0 asks for.
+DEFAULT_PREFILL_TOKENS = 4096
+
+
+SUMMARY = "TGI 3: new prompts join the running batch's pass in chunks, under max_batch_prefill_tokens"
+SUMMARY_PAUSED = "TGI 2: prefill passes pause the running batch, gated by waiting_served_ratio and max_waiting_tokens"
+CAPTION = (
+    "TGI 3: at every pass the waiting join the running batch first come first served, their prompts in the same pass "
+    "up to max_batch_prefill_tokens less the running rows' tokens, the last one cut into chunks. Each request reserves "
+    "its prompt plus the answer cap, so none is preempted; no request cap but the KV pool."
+)
+CAPTION_PAUSED = (
+    "TGI without chunking (TGI 2, or prefill_chunking=0): waiting requests join in a prefill pass that pauses the "
+    "running batch; while it decodes, a prefill forms only when the waiting it would admit reach waiting_served_ratio "
+    "times the running batch, or after max_waiting_tokens decode passes. Each request reserves its prompt plus the "
+    "answer cap, so none is preempted."
+)
+
 
 class TGI(Policy):
-    """Text Generation Inference's router (TGI docs, "Text-generation-launcher arguments"): prefill pauses the batch.
+    """Text Generation Inference's router (backends/v3/src/backend.rs `batching_task`, queue.rs `next_batch`).
 
-    The router without chunked prefill (TGI 2, and TGI 3 on a backend that does not chunk): with chunked prefill TGI 3
-    joins prompt chunks to the running batch and ignores waiting_served_ratio.
+    TGI 3 chunks prefill by default (`PREFILL_CHUNKING=1`, server/text_generation_server/models/globals.py): at every
+    boundary the waiting join the running batch first come first served, in the same pass, under a budget of
+    `max_batch_prefill_tokens` less the running batch's own tokens this pass (a decoding row's one, a prompt's next
+    chunk); the last one admitted is cut to fit exactly (its chunk) and the rest of its prompt follows in the next
+    passes. waiting_served_ratio, max_waiting_tokens and max_batch_size are then ignored (the router says so), so no
+    request cap: only the KV pool (max_batch_total_tokens) bounds the batch.
 
-    Requests are admitted first come first served into a prefill pass that holds only their prompts, at most
-    `max_batch_prefill_tokens` of them, while the running batch is paused (it emits nothing in that pass). With
-    nothing running the waiting are admitted at once. While rows decode, a prefill pass forms only when the waiting
-    requests it would admit number at least `waiting_served_ratio` times the running batch (rounded down, at least
-    one), or when `max_waiting_tokens` decode passes have run since the last prefill (TGI's waiting_tokens counts
-    from 1 after a prefill); a prefill that paused the batch is always followed by a decode pass. Each request
-    reserves its prompt plus the output cap at admission (TGI's block allocator reserves max_new_tokens), so nobody
-    is preempted. The cap is the request's own max_tokens where the traffic gives one; what we simplify: else the
-    traffic's cap (`reserve_tokens`, default its longest answer); max_batch_total_tokens is the KV pool; no
-    speculation, no prefix cache.
+    `prefill_chunking=0` is TGI 2, or TGI 3 on a model that cannot chunk: a prefill pass holds only the new prompts,
+    at most `max_batch_prefill_tokens` of them, and pauses the running batch. With nothing running the waiting are
+    admitted at once; while rows decode a prefill forms only when the waiting it would admit number at least
+    `waiting_served_ratio` times the batch (rounded down, in 32-bit floats), or after `max_waiting_tokens` decode
+    passes (waiting_tokens counts from 1 after a prefill); a prefill that paused the batch is followed by a decode
+    pass. `max_batch_size` caps the batch there (0: unset, TGI's default).
+
+    Both reserve each request's prompt plus its max_new_tokens at admission (queue.rs: `block_allocator.allocate`),
+    so nobody is preempted. What we simplify: max_new_tokens is the request's own max_tokens where the traffic gives
+    one, else the traffic's cap (`reserve_tokens`, default its longest answer); the prefill budget is not rounded up
+    to a whole block; the compute-optimal default (the accelerator's flops over the model's, when over 100) is not
+    derived; no speculation, no prefix cache.
     """
 
     name = "tgi"
     engine = "TGI"
     label = "TGI"
     colour = "#CC6677"  # Paul Tol's rose
-    summary = "TGI: prefill passes pause the running batch, gated by waiting_served_ratio and max_waiting_tokens"
-    pauses_decoders = True
-    gates_admission = True
     versus = "continuous"
+    budget_setting = "max_batch_prefill_tokens"
+    shares_budget = False  # its budget is max_batch_prefill_tokens, set as TGI's own
     settings = (
-        Setting("waiting_served_ratio", 0.3, "TGI: while rows decode, a prefill pauses them once the waiting it "
-                "admits reach this times the batch", high=1000),
-        Setting("max_waiting_tokens", 20, "TGI: decode passes after which the waiting are let in whatever the ratio",
-                low=1, high=1_000_000),
-        Setting("max_batch_prefill_tokens", 0, "TGI: the most prompt tokens in a prefill pass (0: the longest "
-                "prompt + 50)", high=10_000_000),
+        Setting("prefill_chunking", 1, "TGI: 1 joins new prompts to the running batch's pass in chunks (TGI 3's "
+                "default); 0 runs them in prefill passes that pause the batch (TGI 2, or a model that cannot chunk)",
+                high=1),
+        Setting("max_batch_prefill_tokens", DEFAULT_PREFILL_TOKENS, "TGI: the most prompt tokens a pass holds (with "
+                "chunking, less the running batch's tokens; 0: the longest prompt + 50, TGI before 2.4.1)",
+                high=10_000_000),
+        Setting("waiting_served_ratio", 0.3, "TGI without chunking: while rows decode, a prefill pauses them once "
+                "the waiting it admits reach this times the batch", high=1000),
+        Setting("max_waiting_tokens", 20, "TGI without chunking: decode passes after which the waiting are let in "
+                "whatever the ratio", low=1, high=1_000_000),
+        Setting("max_batch_size", 0, "TGI without chunking: the most requests in the batch (0: unset, no cap)",
+                high=4096),
     )  # fmt: skip
-    caption = (
-        "TGI: waiting requests join in a prefill pass that pauses the running batch; while it decodes, a prefill "
-        "forms only when the waiting it would admit reach waiting_served_ratio times the running batch, or after "
-        "max_waiting_tokens decode passes. Each request reserves its prompt plus the answer cap, so none is preempted."
-    )
+    def __init__(self, *args, **values):
+        """Take TGI's settings; refuse the ones the router ignores when it chunks, so no label shows one that did not run."""
+        super().__init__(*args, **values)
+        if self.prefill_chunking:
+            ignored = [k for k in ("waiting_served_ratio", "max_waiting_tokens", "max_batch_size")
+                       if k in values and values[k] != self._default(k)]  # fmt: skip
+            if ignored:
+                raise ValueError(
+                    f"tgi: {ignored[0]} applies without chunking; TGI ignores it when it chunks prefill "
+                    "(backends/v3/src/backend.rs, batching_task): add prefill_chunking=0"
+                )
+
+    def _default(self, key: str):
+        return next(s.default for s in self.settings if s.name == key)
+
+    @property
+    def has_token_budget(self) -> bool:
+        """Return whether a pass holds decoding rows and prompt chunks under a budget (chunking)."""
+        return bool(self.prefill_chunking)
+
+    @property
+    def pauses_decoders(self) -> bool:
+        """Return whether a prefill pass pauses the running batch (without chunking)."""
+        return not self.prefill_chunking
+
+    @property
+    def gates_admission(self) -> bool:
+        """Return whether waiting_served_ratio and max_waiting_tokens gate admission (without chunking)."""
+        return not self.prefill_chunking
+
+    @property
+    def summary(self) -> str:
+        """Return the summary of the mode it runs in."""
+        return SUMMARY if self.prefill_chunking else SUMMARY_PAUSED
+
+    @property
+    def caption(self) -> str:
+        """Return the caption of the mode it runs in."""
+        return CAPTION if self.prefill_chunking else CAPTION_PAUSED
+
     caption_memory = caption
+
+    def pass_budget(self, asked: int | None, accelerator: str, prompts: Sequence[int]) -> int | None:
+        """Return max_batch_prefill_tokens as a chunking pass's budget; TGI's own setting, not the caller's."""
+        return self.own_budget(prompts) if self.prefill_chunking else None
+
+    def own_budget(self, prompts: Sequence[int]) -> int:
+        """Return max_batch_prefill_tokens as a pass's budget (0: the longest prompt + 50)."""
+        return self.max_batch_prefill_tokens or max(prompts, default=0) + 50
+
+    def request_cap(self, slots: int, requests: int) -> int:
+        """Return max_batch_size where it is set without chunking, else every request (TGI has no cap by default)."""
+        return self.max_batch_size if not self.prefill_chunking and self.max_batch_size else requests
 
     def reserves_whole_life(self, allocation: str) -> bool:
         """Return True: TGI's allocator reserves the prompt plus max_new_tokens at admission."""
@@ -71,5 +148,7 @@ class TGI(Policy):
         return left if left > 0 else None
 
     def prompt_tokens_cap(self, prompts: Sequence[int]) -> int:
-        """Return max_batch_prefill_tokens; 0 is TGI's default, the longest prompt (max_input_tokens) plus 50."""
-        return self.max_batch_prefill_tokens or max(prompts, default=0) + 50
+        """Return max_batch_prefill_tokens as the cap on a prefill pass's prompts (without chunking; 0: none)."""
+        return 0 if self.prefill_chunking else self.own_budget(prompts)
+
+    cap_name = "max_batch_prefill_tokens"

@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from core.sched.policies import Policy
+from core.sched.settings import Setting
+
+# TensorRT-LLM's per-iteration token limit (BuildConfig.max_num_tokens, 8192 by default), declared once for both.
+MAX_NUM_TOKENS = Setting(
+    "max_num_tokens", 8192, "TensorRT-LLM: the most tokens in one iteration, a decoding row's one each, then whole "
+    "contexts; a context that does not fit ends the iteration's scheduling", low=1, high=10_000_000,
+)  # fmt: skip
 
 
-class TrtllmNoEvict(Policy):
+class _Trtllm(Policy):
+    """What both capacity schedulers share: the micro-batch scheduler's token limit (microBatchScheduler.cpp)."""
+
+    engine = "TensorRT-LLM"
+    settings = (MAX_NUM_TOKENS,)
+    cap_counts_decoders = True
+    cap_name = "max_num_tokens"
+
+    def prompt_tokens_cap(self, prompts: Sequence[int]) -> int:
+        """Return max_num_tokens: decoding rows (one token each) then whole contexts, first come first served."""
+        return self.max_num_tokens
+
+
+class TrtllmNoEvict(_Trtllm):
     """TensorRT-LLM's capacity scheduler, GUARANTEED_NO_EVICT (its default; TensorRT-LLM docs, "Scheduler").
 
     A request is admitted, first come first served, only if its prompt plus its maximum output fits the free KV for
@@ -15,7 +37,6 @@ class TrtllmNoEvict(Policy):
     """
 
     name = "trtllm-no-evict"
-    engine = "TensorRT-LLM"
     label = "TensorRT-LLM no-evict"
     colour = "#882255"
     summary = "admit only what fits its whole life (prompt + max tokens): never preempts"
@@ -31,7 +52,7 @@ class TrtllmNoEvict(Policy):
         return True
 
 
-class TrtllmMaxUtil(Policy):
+class TrtllmMaxUtil(_Trtllm):
     """TensorRT-LLM's capacity scheduler, MAX_UTILIZATION (TensorRT-LLM docs, "Scheduler").
 
     Requests are admitted, first come first served, by what they need now (prompt plus the next token); when a
@@ -40,7 +61,6 @@ class TrtllmMaxUtil(Policy):
     """
 
     name = "trtllm-max-util"
-    engine = "TensorRT-LLM"
     label = "TensorRT-LLM max-util"
     colour = "#117733"
     summary = "admit by current need, pause the newest when a block runs out"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from core.clock.hardware import ACCELERATORS
 from core.sched.policies import Policy
 from core.sched.settings import Setting
 from core.workload.request import Request
@@ -25,10 +26,14 @@ class VLLM(Policy):
     summary = "vLLM v1: chunked prefill under max_num_batched_tokens; fcfs or priority"
     has_token_budget = True
     versus = "continuous"
+    budget_setting = "max_num_batched_tokens"
     settings = (
         Setting("scheduling_policy", "fcfs", "vLLM's queue order: by arrival, or by each request's priority",
                 choices=("fcfs", "priority")),
         Setting("long_prefill_token_threshold", 0, "vLLM: the most of one prompt's tokens in a pass (0: off)",
+                high=10_000_000),
+        Setting("max_num_batched_tokens", 0, "vLLM: the most tokens in a pass, decoding rows first, then prompt "
+                "chunks (0: vLLM's default for the accelerator, 8192 on H100 and H200, 2048 on A100)",
                 high=10_000_000),
     )  # fmt: skip
     caption = (
@@ -36,6 +41,14 @@ class VLLM(Policy):
         "and then prompt chunks; a block shortage preempts the newest request, which later recomputes."
     )
     caption_memory = caption
+
+    def default_budget(self, accelerator: str) -> int:
+        """Return vLLM's serving default (vllm/engine/arg_utils.py `get_batch_defaults`, OPENAI_API_SERVER).
+
+        8192 on a device of at least 70 GiB that is not an A100 (H100, H200), else 2048.
+        """
+        acc = ACCELERATORS[accelerator]
+        return 8192 if acc.memory_gb * 1e9 >= 70 * 2**30 and "a100" not in acc.key else 2048
 
     @property
     def orders_by_class(self) -> bool:
@@ -55,6 +68,11 @@ class VLLM(Policy):
     def queue_key(self, request: Request) -> int | None:
         """Return the priority under scheduling_policy=priority, else None (arrival order)."""
         return request.priority if self.scheduling_policy == "priority" else None
+
+    @property
+    def victim_by_arrival(self) -> bool:
+        """Return whether the victim is the latest arrival of the lowest class (scheduler.py `schedule`, priority)."""
+        return self.scheduling_policy == "priority"
 
     def victim_rank(self, request: Request) -> int:
         """Return the priority under scheduling_policy=priority (the lowest class preempted first), else 0."""

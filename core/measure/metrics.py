@@ -155,15 +155,16 @@ class Comparison:
 
 
 def compare(*runs: Run, window: int | None = None, names: tuple[str, ...] | None = None) -> Comparison:
-    """Return runs of different policies on the same traffic and slots compared, the first the baseline.
+    """Return runs of different policies on the same traffic compared, the first the baseline.
 
-    Each is measured over `window` steps (default: each over its own drain), and named `names` (default: each its
-    policy's name; give names to compare one engine under two of its settings).
+    Each is measured over `window` steps (default: each over its own drain) on its own slots (the same, but for an
+    engine without a request cap: TGI runs every request that fits), and named `names` (default: each its policy's
+    name; give names to compare one engine under two of its settings).
     """
     if len(runs) < 2:
         raise ValueError("compare needs at least two runs")
-    if any(r.requests != runs[0].requests or r.slots != runs[0].slots for r in runs):
-        raise ValueError("compare needs runs of the same requests on the same number of slots")
+    if any(r.requests != runs[0].requests for r in runs):
+        raise ValueError("compare needs runs of the same requests")
     names = names or tuple(r.policy for r in runs)
     if len(names) != len(runs) or len(set(names)) < len(runs):
         raise ValueError("compare needs runs of different policies")  # or a distinct name each

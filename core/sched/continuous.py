@@ -41,7 +41,9 @@ class ContinuousLoop(PromptPass):
         self.keyed = not isinstance(self.waiting, deque)
         self.growth = e.paged_growth  # blocks grow one by one: the only place a victim is asked for
         self.ranks = [pol.victim_rank(r) for r in e.queue] if self.growth else []
-        self.ranked = len(set(self.ranks)) > 1  # else the victim is simply the most recently admitted
+        # By arrival (vLLM's priority victim: max(running, key=(priority, arrival_time))), else by admission.
+        self.by_arrival = pol.victim_by_arrival
+        self.ranked = len(set(self.ranks)) > 1 or self.by_arrival  # else simply the most recently admitted
         self.limited, self.contiguous = e.limited, pool.contiguous
         self.reserving = pol.reserves_whole_life(e.memory.allocation)  # prompt + the output cap, held to the end
         self.paged_limited = self.limited and not self.contiguous
@@ -49,6 +51,7 @@ class ContinuousLoop(PromptPass):
         # A pass with a prompt pauses the decoding rows (TGI); a gate decides when the waiting join the running.
         self.pauses, self.gated = pol.pauses_decoders, pol.gates_admission
         self.pcap = pol.prompt_tokens_cap(self.P)  # the most prompt tokens a pass admits (0: no cap)
+        self.cap_rows = pol.cap_counts_decoders  # the cap counts each decoding row's token too (TensorRT-LLM)
         self.since, self.after_pause = 0, False  # decode passes since the last pass with a prompt; it paused the rows
         self.paused_open: list[int] = []  # decoding requests whose paused cell is open
         self.ahead: set[int] = set()  # paused requests that already took the block their next token fills
@@ -203,6 +206,8 @@ class ContinuousLoop(PromptPass):
         """Return whom a block shortage preempts: the policy's least wanted, then the most recently admitted."""
         if self.ranked:
             ranks, adm = self.ranks, self.adm
+            if self.by_arrival:  # requests are numbered in arrival order
+                return max(self.running, key=lambda j: (ranks[j], j))
             return max(self.running, key=lambda j: (ranks[j], adm[j]))
         return next(reversed(self.running))
 
@@ -260,8 +265,8 @@ class ContinuousLoop(PromptPass):
         admissions, recomputed = self.admissions, self.recomputed  # counted here, written back once
         while waiting and free and (plan.left > 0 or not chunked):
             k = waiting[0]
-            if pcap and taken and plan.prefill + P[k] + g[k] > pcap:
-                break  # the pass's prompt tokens are spent (check_prompt_cap: a first prompt always fits)
+            if pcap and (taken or self.cap_rows) and plan.prefill + P[k] + g[k] + self.cap_rows * self.count > pcap:
+                break  # the pass's tokens are spent (check_prompt_cap: a first prompt fits an empty pass)
             tokens = P[k] + (RES[k] if reserving else g[k] + 1)
             if limited and (self.refused == (self.releases, k) or not pool.can_allocate(k, tokens)):
                 self.refuse(k, tokens)

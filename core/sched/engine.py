@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from core.clock.hardware import DEFAULT_ACCELERATOR
 from core.clock.cost import StepCost, UnitCost, prices_rectangles, scalar_pass_ms, wake_of
 from core.kv.memory import UNLIMITED, KVPool, MemoryConfig
 from core.limits import MAX_DRAIN_STEPS, MAX_SLOTS, check_prefill_passes, check_workload
@@ -66,8 +67,9 @@ def schedule(
     if record_pool and (memory.unlimited or memory.kv_blocks > MAX_RECORDED_BLOCKS):
         raise ValueError(f"record_pool needs a limited pool of at most {MAX_RECORDED_BLOCKS} blocks")
     pol = get_policy(policy)
-    _validate(slots, pol, batch_timeout, token_budget, memory)
     requests = tuple(requests)
+    token_budget = default_budget(pol, requests, slots, token_budget)
+    _validate(slots, pol, batch_timeout, token_budget, memory)
     check_workload(len(requests), sum(r.output_tokens for r in requests))
     check_fits(requests, memory, pol)
     check_prompt_cap(requests, pol)
@@ -77,6 +79,15 @@ def schedule(
     return _Engine(requests, slots, pol, memory, cost, float(batch_timeout), token_budget, record_pool).run()
 
 
+
+
+def default_budget(pol: Policy, requests: Sequence[Request], slots: int, token_budget: int | None) -> int | None:
+    """Return `token_budget`, or where none is given an engine's own (its setting, else its default on the default
+    accelerator, at least the slots); a policy without one keeps None, which `_validate` refuses."""
+    if token_budget is not None or not pol.has_token_budget:
+        return token_budget
+    own = pol.pass_budget(None, DEFAULT_ACCELERATOR, [r.prompt_tokens or 1 for r in requests])
+    return None if own is None else max(own, slots)
 
 
 class _Engine:

@@ -57,6 +57,6 @@ def check_prompt_cap(requests: Sequence[Request], policy: Policy) -> None:
     cap = policy.prompt_tokens_cap(prompts)
     if cap and prompts and max(prompts) > cap:
         raise LimitError(
-            f"a prompt of {max(prompts):,} tokens is longer than {policy.name}'s {cap:,} prompt tokens a pass "
-            f"(max_batch_prefill_tokens): give at least {max(prompts):,}, or 0 for the longest prompt + 50"
+            f"a prompt of {max(prompts):,} tokens is longer than {policy.name}'s {cap:,} tokens a pass "
+            f"({policy.cap_name}): give {policy.cap_name} at least {max(prompts):,}"
         )

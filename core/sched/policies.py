@@ -131,6 +131,8 @@ class Policy:
         """Return how readily a running request is preempted (larger first; ties: the most recently admitted)."""
         return 0
 
+    victim_by_arrival = False  # ties of victim_rank go to the latest arrival, not the latest admission
+
     def reserves_whole_life(self, allocation: str) -> bool:
         """Return whether a request reserves its prompt plus the output cap at admission, not block by block."""
         return allocation == "contiguous"
@@ -151,6 +153,27 @@ class Policy:
     def prompt_tokens_cap(self, prompts: Sequence[int]) -> int:
         """Return the most prompt tokens one pass admits (0: no cap); a single prompt over it is refused."""
         return 0
+
+    cap_counts_decoders = False  # the cap above counts each decoding row's token too (TensorRT-LLM's max_num_tokens)
+    cap_name = ""  # the engine's name for that cap, as a refusal names it
+
+    budget_setting = ""  # the engine setting that holds its tokens a pass ("" : the caller's token_budget)
+    shares_budget = True  # with a budget: a caller's token_budget (--token-budget, the tab's) applies where its own is unset
+
+    def default_budget(self, accelerator: str) -> int | None:
+        """Return the engine's own default tokens a pass on `accelerator` (None: none; the caller must give one)."""
+        return None
+
+    def pass_budget(self, asked: int | None, accelerator: str, prompts: Sequence[int]) -> int | None:
+        """Return the tokens a pass it runs at: its own setting where set, else `asked`, else its default (None: no budget)."""
+        if not self.has_token_budget:
+            return None
+        own = getattr(self, self.budget_setting) if self.budget_setting else 0
+        return own or asked or self.default_budget(accelerator)
+
+    def request_cap(self, slots: int, requests: int) -> int:
+        """Return the most requests it runs at once: the slots, which stand for the engine's own cap (max_num_seqs)."""
+        return slots
 
     def batch_forms_at(self, arrivals: Sequence[float], k: int, slots: int, timeout: float, clock: float) -> float:
         """Batch policies: return when a batch headed by waiting request k forms (arrivals sorted, FCFS)."""
