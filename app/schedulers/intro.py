@@ -13,25 +13,30 @@ INTRO = (
     "<h3>Schedulers: real engines side by side</h3><p>The chapter ends on a question: we admit requests every "
     "step, but on what basis, and how many? Each engine answers it with settings engineers change every day. Here "
     "they run on the same requests, slots, KV pool and clock (a roofline of the model on the accelerator): vLLM "
-    "mixes prompt chunks into decoding passes under a token budget; TGI (its router without chunked prefill) "
-    "pauses its running batch for a prefill pass, and only once enough requests wait (waiting_served_ratio) or the "
-    "wait ran long (max_waiting_tokens); SGLang prefills first, in chunks, while the batch waits; TensorRT-LLM puts "
-    "whole prompts into its passes (no token budget) and admits only what fits for its whole life "
+    "mixes prompt chunks into decoding passes under a token budget; TGI 3 joins new prompts to its running "
+    "batch's pass in chunks too (under max_batch_prefill_tokens), while TGI without chunking (TGI 2, "
+    "tgi:prefill_chunking=0) pauses its running batch for a prefill pass, and only once enough requests wait "
+    "(waiting_served_ratio) or the wait ran long (max_waiting_tokens); SGLang prefills first, in chunks, while the "
+    "batch waits; TensorRT-LLM puts whole prompts into its passes, up to max_num_tokens an iteration, and admits "
+    "only what fits for its whole life "
     "(GUARANTEED_NO_EVICT: on an unlimited pool that never binds) or packs the pool and pauses the newest when it "
-    "runs out (MAX_UTILIZATION). The slots stand for each engine's cap on running requests (max_num_seqs, "
-    "max_batch_size). Each scheduler's rules, and what this simulator leaves out, are in the project's docs "
+    "runs out (MAX_UTILIZATION). The slots stand for each engine's cap on running requests (vLLM's max_num_seqs, "
+    "SGLang's max_running_requests, TensorRT-LLM's max_batch_size); TGI has none by default, so it runs every "
+    "request the pool holds. Each engine runs at its own defaults for the accelerator, token budgets included. Each scheduler's rules, and what this simulator leaves out, are in the project's docs "
     "(docs/schedulers.md in batchviz's repository).</p>"
     "<p><b>Terms.</b> TTFT: time to first token, from arrival (most of it, under load, is the wait for a slot). "
-    "ITL: inter-token latency, the gap between one token and the next. p99: the value 99% of requests (or gaps) "
-    "stay under. Prefill: the pass that computes a prompt; a chunk is part of one. Preempt: evict a running "
-    "request's KV cache; it later recomputes it. Goodput: requests per second that met both targets.</p>"
+    "ITL: inter-token latency, the gap between one token and the next. TPOT: a request's time per output token "
+    "after its first, its mean gap (DistServe's), what the ITL target is met on. Longest stall: a request's "
+    "largest gap. p99: the value 99% of requests (or gaps) stay under. Prefill: the pass that computes a prompt; a "
+    "chunk is part of one. Preempt: evict a running request's KV cache; it later recomputes it. Goodput: requests "
+    "per second that met both targets.</p>"
 )
 # Lesson -> (button, the settings it loads): each lesson's sentence under the table is computed from the runs.
 LESSONS = {
     "ratio": (
-        "TGI's waiting_served_ratio: 0.3 against 1.2",
+        "TGI without chunking: waiting_served_ratio 0.3 against 1.2",
         {
-            "entries": ["tgi", "tgi:waiting_served_ratio=1.2"],
+            "entries": ["tgi:prefill_chunking=0", "tgi:prefill_chunking=0;waiting_served_ratio=1.2"],
             "rate_per_s": 40.0,
             "kv_blocks": 0,
             "priority_share": 0,
