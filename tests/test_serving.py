@@ -1,4 +1,4 @@
-"""Serving figures (TTFT, ITL, goodput, SLO attainment, Jain's fairness), each worked by hand on a tiny run."""
+"""Serving figures (TTFT, ITL, TPOT, stalls, goodput, SLO attainment, fairness), each worked by hand on a tiny run."""
 
 import numpy as np
 import pytest
@@ -19,17 +19,20 @@ A_THEN_B = [Request("A", 0, 3), Request("B", 0, 2)]
 def test_the_worked_example_by_hand():
     """A: first token at 1, gaps 1 and 1, done at 3 (alone 3). B: first token at 4, gap 1, done at 5 (alone 2).
 
-    Slowdowns 1 and 2.5: Jain's index (3.5)^2 / (2 (1 + 6.25)) = 0.8448. Targets TTFT <= 2 and ITL <= 1: A meets
-    them, B misses its TTFT: attainment 1/2, goodput 1 request in 5 steps = 0.2 a step; throughput 5 tokens / 5.
+    TPOT: A (3 - 1) / 2 = 1, B (5 - 4) / 1 = 1; each one's longest stall 1. Slowdowns 1 and 2.5: Jain's index
+    (3.5)^2 / (2 (1 + 6.25)) = 0.8448. Targets TTFT <= 2 and mean TPOT <= 1: A meets them, B misses its TTFT:
+    attainment 1/2, goodput 1 request in 5 steps = 0.2 a step; throughput 5 tokens / 5.
     """
     run = simulate_timed(A_THEN_B, 1, "continuous", UnitCost())
     r = per_request(run, UnitCost())
-    assert r.ttft.tolist() == [1, 4] and r.itl_p99.tolist() == [1, 1] and r.latency.tolist() == [3, 5]
+    assert r.ttft.tolist() == [1, 4] and r.tpot.tolist() == [1, 1] and r.latency.tolist() == [3, 5]
+    assert r.stall.tolist() == [1, 1]
     assert r.wait.tolist() == [0, 3] and r.slowdown.tolist() == [1.0, 2.5]
     s = serving_metrics(run, UnitCost(), ttft_target=2, itl_target=1)
     assert (s.met, s.slo_attainment, s.goodput, s.throughput) == (1, 0.5, 0.2, 1.0)
     assert s.fairness == pytest.approx(12.25 / 14.5) and s.ttft_p50 == 1 and s.ttft_p99 == 4
     assert (s.itl_p50, s.itl_p99, s.latency_p50, s.latency_p99, s.preemptions) == (1, 1, 3, 5, 0)
+    assert (s.tpot_p50, s.tpot_p99, s.stall_p99, s.stall_max) == (1, 1, 1, 1)
     # Shortest first runs B first: B's first token at 1, A's at 3 (slowdowns 5/3 and 1): both meet TTFT <= 3.
     sjf = serving_metrics(simulate_timed(A_THEN_B, 1, "sjf", UnitCost()), UnitCost(), 3, 1)
     assert sjf.met == 2 and sjf.fairness == pytest.approx((5 / 3 + 1) ** 2 / (2 * (25 / 9 + 1)))

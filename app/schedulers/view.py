@@ -57,7 +57,7 @@ INPUTS = {
     "kv_blocks": (pn.widgets.IntInput, "KV pool, 16-token blocks (0: unlimited)", {"width": 270}),
     "token_budget": (pn.widgets.IntInput, "Token budget (vLLM, SGLang)", {}),
     "ttft_ms": (pn.widgets.FloatInput, "TTFT target, ms", {"width": 160}),
-    "itl_ms": (pn.widgets.FloatInput, "ITL target, ms", {"width": 160}),
+    "itl_ms": (pn.widgets.FloatInput, "ITL target (mean TPOT), ms", {"width": 200}),
     "accelerator": (pn.widgets.Select, "Accelerator", {"options": ACCELERATOR_OPTIONS}),
     "model": (pn.widgets.Select, "Model", {"options": MODEL_OPTIONS}),
 }
@@ -91,7 +91,7 @@ class LineupView(LazyViewer):
         default=KEY.token_budget, bounds=(64, 8192), doc="vLLM's max_num_batched_tokens, SGLang's chunk"
     )
     ttft_ms = param.Number(default=KEY.ttft_ms, bounds=(1.0, 60_000.0), doc="TTFT target, ms")
-    itl_ms = param.Number(default=KEY.itl_ms, bounds=(1.0, 1_000.0), doc="ITL target (each request's p99), ms")
+    itl_ms = param.Number(default=KEY.itl_ms, bounds=(1.0, 1_000.0), doc="ITL target on each request's mean TPOT, ms")
     guess = param.Integer(
         default=None, allow_None=True, bounds=(0, MAX_ENTRIES - 1), doc="The scheduler the learner picked (index)"
     )

@@ -1,7 +1,8 @@
 """The schedulers tab's words: its table with the best of each row marked, the guess, and the lessons' sentences.
 
 Every sentence that claims a relation is computed from the runs on screen: its numbers are theirs and its verbs
-follow the numbers ("lowers" only where it is lower), and a lesson's sentence shows only where its pair is on screen.
+follow the numbers ("falls" only where it is lower by more than the lineup's THRESHOLD, else "alike", as the table's
+stars tie), and a lesson's sentence shows only where its pair is on screen.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 
 from app.page.words import plural
 from core.clock.cost import StepCost
-from core.measure.lineup import Line, best
+from core.measure.lineup import LOWER, THRESHOLD, Line, best, differs
 from core.measure.serving import per_request
 from core.states import PAUSED
 
@@ -22,8 +23,12 @@ from core.states import PAUSED
 ROWS = (
     ("ttft_p50", "TTFT p50 (ms)", "{:,.1f}"),
     ("ttft_p99", "TTFT p99 (ms)", "{:,.1f}"),
-    ("itl_p50", "ITL p50 (ms)", "{:,.1f}"),
-    ("itl_p99", "ITL p99 (ms)", "{:,.1f}"),
+    ("itl_p50", "ITL p50, all gaps pooled (ms)", "{:,.1f}"),
+    ("itl_p99", "ITL p99, all gaps pooled (ms)", "{:,.1f}"),
+    ("tpot_p50", "TPOT, each request's mean: p50 (ms)", "{:,.1f}"),
+    ("tpot_p99", "TPOT, each request's mean: p99 (ms)", "{:,.1f}"),
+    ("stall_p99", "Longest stall, p99 over requests (ms)", "{:,.1f}"),
+    ("stall_max", "Longest stall of any request (ms)", "{:,.1f}"),
     ("latency_p50", "End-to-end p50 (ms)", "{:,.0f}"),
     ("latency_p99", "End-to-end p99 (ms)", "{:,.0f}"),
     ("wait_mean", "Queue wait, mean (ms)", "{:,.1f}"),
@@ -36,7 +41,7 @@ ROWS = (
 # The question a lineup asks before its table: figure -> (its words, its unit, its format).
 QUESTIONS = {
     "ttft_p99": ("the lowest p99 TTFT", " ms", "{:,.1f}"),
-    "itl_p99": ("the lowest p99 ITL", " ms", "{:,.1f}"),
+    "itl_p99": ("the lowest ITL p99 (all gaps pooled)", " ms", "{:,.1f}"),
     "latency_p50": ("the lowest median end-to-end latency", " ms", "{:,.0f}"),
     "throughput": ("the highest throughput", " tokens/s", "{:,.0f}"),
     "goodput": ("the highest goodput", " requests/s", "{:,.2f}"),
@@ -44,7 +49,7 @@ QUESTIONS = {
 
 
 def shown_best(lines: Sequence[Line], field: str, fmt: str) -> set[int]:
-    """Return the lines a row stars: the leaders of `field`, and any that reads the same as a leader once shown.
+    """Return the lines a row stars: the leaders of `field` (ties within THRESHOLD), and any that reads as a leader.
 
     None where every entry reads the same on the page (a star there would mark a difference nobody can see).
     """
@@ -70,10 +75,13 @@ def table_html(lines: Sequence[Line], ttft_ms: float, itl_ms: float) -> str:
             cells.append(f'<td data-col="{i}" data-best="{int(lead)}">{mark}</td>')
         body.append(f'<tr data-row="{field}"><th scope="row">{words}</th>{"".join(cells)}</tr>')
     caption = (
-        f"Each scheduler on the same requests, slots, KV pool and clock. ★: the best of the row. Targets: TTFT at "
-        f"most {ttft_ms:g} ms and each request's own ITL p99 at most {itl_ms:g} ms (goodput: the requests that met "
-        "both, per second, DistServe's). Fairness: Jain's index over each request's latency divided by its latency "
-        "alone on the same engine (1: everyone slowed alike)."
+        f"Each scheduler on the same requests, slots, KV pool and clock. ★: the best of the row, and any within "
+        f"{THRESHOLD.share:.0%} of it, or for a time within {THRESHOLD.ms:g} ms: a smaller difference is not claimed "
+        f"(the sentences call it alike). Targets, DistServe's: TTFT at most {ttft_ms:g} ms and each request's mean "
+        f"TPOT (time per output token after its first) at most {itl_ms:g} ms (goodput: the requests that met both, "
+        "per second). TPOT rows: over the requests of two tokens or more. A request's longest stall is its largest "
+        "gap between two tokens, which a p99 of pooled gaps hides. Fairness: Jain's index over each request's "
+        "latency divided by its latency alone on the same engine (1: everyone slowed alike)."
     )
     return (
         '<div style="overflow-x: auto; max-width: 100%" tabindex="0" role="region" aria-label="The schedulers side '
@@ -174,10 +182,14 @@ def guess_html(lines: Sequence[Line], guess: int | None, field: str = "ttft_p99"
     values = [getattr(line.figures, field) for line in lines]
     leaders = shown_best(lines, field, fmt)  # a tie on the page is a tie
     picked = lines[guess].entry.label()
-    if not leaders:
-        verdict = f'all read {show(0)}: <b data-lineup-guess="right">any pick is right</b>.'
+    if not leaders:  # every entry within the THRESHOLD of the best: alike, though they may read apart
+        low, high = show(int(np.argmin(values))), show(int(np.argmax(values)))
+        alike = f"all read {low}" if low == high else f"all are alike ({low} to {high})"
+        verdict = f'{alike}: <b data-lineup-guess="right">any pick is right</b>.'
     elif guess in leaders:
-        verdict = f'<b data-lineup-guess="right">right</b>: {show(guess)}.'
+        top = int(np.argmin(values) if field in LOWER else np.argmax(values))
+        tie = f", alike the best's {show(top)}" if show(top) != show(guess) else ""
+        verdict = f'<b data-lineup-guess="right">right</b>: {show(guess)}{tie}.'
     else:
         lead = min(leaders)
         verdict = (
@@ -196,9 +208,14 @@ def paused_passes(line: Line) -> int:
     return len({p for lo, hi in paused[:, 2:4].tolist() for p in range(lo, hi)})
 
 
-def _than(a: float, b: float, lower: str, higher: str, same: str) -> str:
-    """Return the verb a comparison of a with b earns."""
-    return lower if a < b else higher if a > b else same
+def _than(a: float, b: float, lower: str, higher: str, same: str, time: bool = True) -> str:
+    """Return the verb a comparison of a with b earns: `same` unless they differ past the lineup's THRESHOLD."""
+    return same if not differs(a, b, time) else lower if a < b else higher
+
+
+def _moves(a: float, b: float, time: bool = True) -> str:
+    """Return how a figure moves from b to a: falls, rises, or is alike (within the THRESHOLD)."""
+    return _than(a, b, "falls", "rises", "is alike", time)
 
 
 def _knob(line: Line, name: str):
@@ -215,9 +232,8 @@ def ratio_html(lines: Sequence[Line]) -> str:
     high = max(tgis, key=lambda line: _knob(line, "waiting_served_ratio"))
     a, b = high.figures, low.figures
     rh, rl = _knob(high, "waiting_served_ratio"), _knob(low, "waiting_served_ratio")
-    itl = _than(a.itl_p99, b.itl_p99, "lowers", "raises", "leaves")
-    ttft = _than(a.ttft_p99, b.ttft_p99, "lowers", "raises", "leaves")
-    trades = a.itl_p99 < b.itl_p99 and a.ttft_p99 > b.ttft_p99
+    itl, ttft = _moves(a.itl_p99, b.itl_p99), _moves(a.ttft_p99, b.ttft_p99)
+    trades = (itl, ttft) == ("falls", "rises")
     verdict = (
         "the waiting requests pay for the decoders' steadier tokens: that is the trade the ratio sets."
         if trades
@@ -225,9 +241,9 @@ def ratio_html(lines: Sequence[Line]) -> str:
     )
     return (
         f'<p data-claim="tgi-ratio">Here TGI at waiting_served_ratio {rh:g} pauses its running batch for '
-        f"{paused_passes(high)} prefill passes against {paused_passes(low)} at {rl:g}: it {itl} the ITL p99 "
-        f"({a.itl_p99:,.1f} ms against {b.itl_p99:,.1f}) and {ttft} the TTFT p99 ({a.ttft_p99:,.1f} ms against "
-        f"{b.ttft_p99:,.1f}); {verdict}</p>"
+        f"{paused_passes(high)} prefill passes against {paused_passes(low)} at {rl:g}: the ITL p99 (all gaps "
+        f"pooled) {itl} ({a.itl_p99:,.1f} ms against {b.itl_p99:,.1f}) and the TTFT p99 {ttft} ({a.ttft_p99:,.1f} "
+        f"ms against {b.ttft_p99:,.1f}); {verdict}</p>"
     )
 
 
@@ -268,7 +284,7 @@ def evict_html(lines: Sequence[Line]) -> str:
     cap = (s.memory.reserve_tokens or max(r.output_tokens for r in s.requests)) if s is not None else 0
     capped = any(r.max_tokens for r in ne.run.requests)
     holds = "its prompt plus its max_tokens" if capped else f"its prompt plus {cap:,} tokens (the longest answer here)"
-    more = _than(mu_mean, ne_mean, "fewer", "more", "as many")
+    more = _than(mu_mean, ne_mean, "fewer", "more", "about as many", time=False)
     return (
         f'<p data-claim="trtllm">Here GUARANTEED_NO_EVICT, each request holding {holds} from its admission, '
         f"preempted {ne.figures.preemptions} times and decoded {ne_mean:.1f} rows a pass on average (at most "
@@ -295,13 +311,12 @@ def priority_html(lines: Sequence[Line], cost: StepCost) -> str:
     pri, fcfs = ordered[0], plain[0]
     a, b = class_figures(pri, cost), class_figures(fcfs, cost)
     high, low = min(a), max(a)
-    hi_verb = _than(a[high][1], b[high][1], "lowers", "raises", "leaves")
-    lo_verb = _than(a[low][1], b[low][1], "lowers", "raises", "leaves")
-    fair = _than(pri.figures.fairness, fcfs.figures.fairness, "falls", "rises", "stays")
+    hi_verb, lo_verb = _moves(a[high][1], b[high][1]), _moves(a[low][1], b[low][1])
+    fair = _moves(pri.figures.fairness, fcfs.figures.fairness, time=False)
     return (
         f'<p data-claim="priority">Here {html.escape(pri.entry.label())} against {html.escape(fcfs.entry.label())}: '
-        f"it {hi_verb} the high class's mean TTFT ({a[high][0]} requests: {a[high][1]:,.1f} ms against "
-        f"{b[high][1]:,.1f}) and {lo_verb} the low class's ({a[low][0]}: {a[low][1]:,.1f} ms against "
+        f"the high class's mean TTFT {hi_verb} ({a[high][0]} requests: {a[high][1]:,.1f} ms against "
+        f"{b[high][1]:,.1f}) and the low class's {lo_verb} ({a[low][0]}: {a[low][1]:,.1f} ms against "
         f"{b[low][1]:,.1f}); fairness over every request's slowdown {fair} ({pri.figures.fairness:.3f} against "
         f"{fcfs.figures.fairness:.3f}).</p>"
     )
@@ -326,9 +341,9 @@ def sjf_html(lines: Sequence[Line]) -> str:
     mean_c = float((c.run.finish_ms - c.run.arrival_ms).mean())
     (n, long_s), (_, long_c) = longest_mean(s), longest_mean(c)
     return (
-        f'<p data-claim="sjf">Here shortest-first {_than(mean_s, mean_c, "lowers", "raises", "leaves")} the mean '
-        f"end-to-end latency ({mean_s:,.0f} ms against {mean_c:,.0f} in arrival order) while the {n} longest answers "
-        f"{_than(long_s, long_c, 'finish sooner', 'wait longer', 'take as long')} ({long_s:,.0f} ms against "
+        f'<p data-claim="sjf">Here under shortest-first the mean end-to-end latency {_moves(mean_s, mean_c)} '
+        f"({mean_s:,.0f} ms against {mean_c:,.0f} in arrival order) while the {n} longest answers "
+        f"{_than(long_s, long_c, 'finish sooner', 'wait longer', 'are alike')} ({long_s:,.0f} ms against "
         f"{long_c:,.0f} on average).</p>"
     )
 

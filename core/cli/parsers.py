@@ -119,13 +119,14 @@ def add_compare(sub) -> None:
     add_cost_args(p)
     add_memory_args(p)
     add_knob_args(p)
-    for name, what in (("ttft", "time to first token"), ("itl", "p99 of a request's own inter-token gaps")):
+    for name, what in (("ttft", "time to first token"), ("itl", "a request's mean time per output token, TPOT")):
         p.add_argument(
             f"--{name}-target",
             type=_positive_target,
             default=None,
-            help=f"serving target: {what}, in ms under --cost, in steps without; with both targets compare adds "
-            "TTFT, ITL, goodput, SLO attainment and fairness (default: none)",
+            help=f"serving target: {what}, in ms under --cost, in steps without (a request meets the SLO with "
+            "TTFT and mean TPOT within them, DistServe's); with both targets compare adds TTFT, pooled ITL, TPOT, "
+            "longest stalls, goodput, SLO attainment and fairness (default: none)",
         )
     json_flag(p, "each policy's metrics and the ratios")
 

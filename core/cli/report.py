@@ -214,15 +214,19 @@ def comparison_text(comparison: Comparison, workload: str, slots: int, runs: dic
 
 
 def serving_text(targets: dict, figures: dict) -> str:
-    """Return each policy's serving figures side by side: TTFT, ITL, goodput against the targets, fairness."""
+    """Return each policy's serving figures side by side: TTFT, ITL, TPOT, stalls, goodput, fairness."""
     unit = targets["unit"]
     rate = "per step" if unit == "steps" else "per s"
     names = list(figures)
     rows = [
         (f"TTFT p50 ({unit})", "ttft_p50", ".1f"),
         (f"TTFT p99 ({unit})", "ttft_p99", ".1f"),
-        (f"ITL p50 ({unit})", "itl_p50", ".1f"),
-        (f"ITL p99 ({unit})", "itl_p99", ".1f"),
+        (f"ITL p50, pooled ({unit})", "itl_p50", ".1f"),
+        (f"ITL p99, pooled ({unit})", "itl_p99", ".1f"),
+        (f"TPOT mean p50 ({unit})", "tpot_p50", ".1f"),
+        (f"TPOT mean p99 ({unit})", "tpot_p99", ".1f"),
+        (f"longest stall p99 ({unit})", "stall_p99", ".1f"),
+        (f"longest stall max ({unit})", "stall_max", ".1f"),
         (f"queue wait mean ({unit})", "wait_mean", ".1f"),
         ("met both targets", "met", "d"),
         ("SLO attainment", "slo_attainment", ".1%"),
@@ -231,8 +235,10 @@ def serving_text(targets: dict, figures: dict) -> str:
         ("preemptions", "preemptions", "d"),
     ]
     head = (
-        f"serving: targets TTFT <= {targets['ttft_target']:g} {unit} and each request's ITL p99 <= "
-        f"{targets['itl_target']:g} {unit} (goodput: requests that met both, DistServe's)"
+        f"serving: targets TTFT <= {targets['ttft_target']:g} {unit} and each request's mean TPOT <= "
+        f"{targets['itl_target']:g} {unit} (goodput: requests that met both, DistServe's)\n"
+        "ITL pooled: over every gap of every request; TPOT mean: a request's (last token - first) / (tokens - 1);\n"
+        "longest stall: a request's largest gap; TPOT and stall percentiles over the requests of 2+ tokens"
     )
     w = column_width(names)
     lines = [head, f"{'':27}" + "".join(f"{n:>{w}}" for n in names)]

@@ -3,13 +3,14 @@
 An entry is a registered policy's name with some of its engine settings, written `tgi` or
 `tgi:waiting_served_ratio=1.2` (several settings joined by `;`). A lineup runs every entry on the same requests,
 slots, KV pool, token budget and roofline, and reads each run's serving figures (`measure.serving`) against the same
-TTFT and ITL targets; `best` names the entries that lead each figure.
+TTFT and ITL (mean TPOT) targets; `best` names the entries that lead each figure, ties within THRESHOLD included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,8 +24,24 @@ from core.workload.request import Request
 
 MIN_ENTRIES, MAX_ENTRIES = 2, 4
 # Each figure's better direction: lower latencies and waits; higher rates, attainment and fairness.
-LOWER = ("ttft_p50", "ttft_p99", "itl_p50", "itl_p99", "latency_p50", "latency_p99", "wait_mean", "preemptions")
+TIMES = (
+    "ttft_p50", "ttft_p99", "itl_p50", "itl_p99", "tpot_p50", "tpot_p99", "stall_p99", "stall_max", "latency_p50",
+    "latency_p99", "wait_mean",
+)  # fmt: skip
+LOWER = (*TIMES, "preemptions")
 HIGHER = ("throughput", "met", "slo_attainment", "goodput", "fairness")
+
+
+class Threshold(NamedTuple):
+    """The least difference claimed: a share of the larger value, and for a time an amount in ms too."""
+
+    share: float
+    ms: float
+
+
+# Two figures differ only by at least 5% of the larger and, for times, at least 1 ms: closer, they tie (both starred)
+# and a sentence calls them alike rather than one lower.
+THRESHOLD = Threshold(share=0.05, ms=1.0)
 
 
 @dataclass(frozen=True)
@@ -159,13 +176,20 @@ def lineup(
     return lines
 
 
+def differs(a: float, b: float, time: bool = False) -> bool:
+    """Return whether a and b differ past THRESHOLD: by its share of the larger, and for a time by its ms too."""
+    gap = abs(a - b)
+    return gap > 0 and gap >= THRESHOLD.share * max(abs(a), abs(b)) and (not time or gap >= THRESHOLD.ms)
+
+
 def best(lines: Sequence[Line], field: str) -> set[int]:
-    """Return the indices of the lines that lead `field` (ties all lead); none where every line is equal."""
+    """Return the lines that lead `field`: the best and all within THRESHOLD of it; none where every line is."""
     values = np.array([getattr(line.figures, field) for line in lines], dtype=float)
-    if len(values) == 0 or np.all(values == values[0]):
+    if len(values) == 0:
         return set()
-    target = values.min() if field in LOWER else values.max()
-    return {i for i, v in enumerate(values) if v == target}
+    top = values.min() if field in LOWER else values.max()
+    leaders = {i for i, v in enumerate(values) if not differs(float(v), float(top), field in TIMES)}
+    return set() if len(leaders) == len(values) else leaders
 
 
 def registered_presets() -> tuple[str, ...]:
