@@ -59,10 +59,10 @@ def test_compare_refuses_a_target_of_zero_and_sweep_offers_no_priority_share(cap
 
 
 def test_a_text_timeline_names_every_letter_it_draws(capsys):
-    """TGI's paused rows are drawn Z: the legend above the timeline says what Z is."""
+    """TGI without chunking draws its paused rows Z: the legend above the timeline says what Z is."""
     from core.cli.commands import main
 
-    assert main(["simulate", "--policy", "tgi", "--requests", "12", "--slots", "4"]) == 0
+    assert main(["simulate", "--policy", "tgi", "--prefill-chunking", "0", "--requests", "12", "--slots", "4"]) == 0
     out = capsys.readouterr().out
     drawn = set("".join(line.split()[1] for line in out.splitlines() if re.match(r"slot\d", line)))
     legend = out.splitlines()[0]

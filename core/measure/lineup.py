@@ -16,7 +16,8 @@ import numpy as np
 
 from core.clock.cost import StepCost
 from core.kv.memory import UNLIMITED, MemoryConfig
-from core.limits import LimitError, show_text
+from core.clock.hardware import DEFAULT_ACCELERATOR
+from core.limits import MAX_SLOTS, LimitError, show_text
 from core.measure.serving import Serving, serving_metrics
 from core.sched.policies import REGISTRY, Policy, get_policy
 from core.sched.timed import TimedRun, simulate_timed
@@ -158,22 +159,40 @@ def lineup(
     ttft_ms: float,
     itl_ms: float,
     memory: MemoryConfig = UNLIMITED,
-    token_budget: int = 512,
+    token_budget: int | None = None,
+    accelerator: str = DEFAULT_ACCELERATOR,
 ) -> list[Line]:
     """Return each entry's run on the same requests (arrivals in ms), slots, pool and clock, with its figures.
 
-    `token_budget` is every budgeted preset's tokens a pass (vLLM's max_num_batched_tokens, SGLang's
-    chunked_prefill_size); the others take none.
+    Each preset runs at its engine's defaults (`entry_budget`, `entry_slots`): `token_budget` (None: each engine's
+    own default on `accelerator`) is the tokens a pass of every budgeted preset whose entry does not set its own.
     """
     if not ttft_ms > 0 or not itl_ms > 0:
         raise LimitError(f"the targets must be positive, got TTFT {ttft_ms!r} and ITL {itl_ms!r} ms")
     lines = []
     for entry in entries:
         pol = entry.policy()
-        budget = max(token_budget, slots) if pol.has_token_budget else None
-        run = simulate_timed(requests, slots, pol, cost, memory=memory, token_budget=budget)
+        budget = entry_budget(pol, requests, slots, token_budget, accelerator)
+        run = simulate_timed(
+            requests, entry_slots(pol, slots, len(requests), budget), pol, cost, memory=memory, token_budget=budget
+        )
         lines.append(Line(entry, run, serving_metrics(run, cost, ttft_ms, itl_ms)))
     return lines
+
+
+def entry_budget(pol: Policy, requests: Sequence[Request], slots: int, asked: int | None, accelerator: str):
+    """Return the tokens a pass `pol` runs at (None: no budget): its own setting, else `asked`, else its default.
+
+    At least the slots, so every decoding row fits in a pass.
+    """
+    budget = pol.pass_budget(asked, accelerator, [r.prompt_tokens or 1 for r in requests])
+    return None if budget is None else max(budget, min(slots, MAX_SLOTS))
+
+
+def entry_slots(pol: Policy, slots: int, requests: int, budget: int | None) -> int:
+    """Return the most requests `pol` runs at once: the slots, or all (an engine without a request cap, TGI)."""
+    cap = min(pol.request_cap(slots, requests), MAX_SLOTS)
+    return max(1, min(cap, budget) if budget is not None else cap)
 
 
 def differs(a: float, b: float, time: bool = False) -> bool:
