@@ -86,13 +86,16 @@ def _tgi_pair():
 def test_a_difference_inside_the_threshold_ties_and_is_called_alike():
     """0.1 ms apart: both starred (or nobody, where all tie), and the ratio's sentence claims no trade."""
     assert not differs(27.0, 27.1, time=True) and not differs(34.4, 35.4, time=True)  # 0.4%, and 2.9% of 35.4
-    assert differs(6.0, 27.1, time=True) and not differs(0.5, 0.9, time=True)  # 80% but under 1 ms
+    assert differs(6.0, 27.1, time=True) and not differs(0.5, 0.9, time=True)  # 44% but under 0.5 ms
     assert not differs(100, 104) and differs(1, 5)  # counts and shares: the share alone
     low, high = _tgi_pair()
-    low, high = _with(low, itl_p99=27.1, ttft_p99=300.0), _with(high, itl_p99=27.0, ttft_p99=300.1)
+    low, high = (
+        _with(low, itl_p99=27.1, tpot_p99=9.6, ttft_p99=300.0),
+        _with(high, itl_p99=27.0, tpot_p99=9.5, ttft_p99=300.1),
+    )
     assert best([low, high], "itl_p99") == set() and best([low, high], "ttft_p99") == set()
     words = ratio_html([low, high])
-    assert "the ITL p99 (all gaps pooled) is alike (27.0 ms against 27.1)" in words
+    assert "mean time per token after its first) is alike (9.50 ms against 9.60)" in words
     assert "the TTFT p99 is alike" in words and "does not trade" in words and "trade the ratio sets" not in words
     verdict = guess_html([low, high], 0, "itl_p99")  # nobody starred: any pick is right, the spread said
     assert "all are alike (27.0 ms to 27.1 ms)" in verdict and 'data-lineup-guess="right"' in verdict
@@ -106,10 +109,10 @@ def test_a_difference_inside_the_threshold_ties_and_is_called_alike():
 
 
 def test_a_difference_past_the_threshold_is_named():
-    """The higher ratio with a much lower ITL p99 and a higher TTFT p99: the sentence names the trade."""
+    """The higher ratio with a lower TPOT p99 (8%, 0.9 ms) and a higher TTFT p99: the sentence names the trade."""
     low, high = _tgi_pair()
-    low, high = _with(low, itl_p99=27.1, ttft_p99=300.0), _with(high, itl_p99=6.0, ttft_p99=400.0)
-    assert best([low, high], "itl_p99") == {1} and best([low, high], "ttft_p99") == {0}
+    low, high = _with(low, tpot_p99=10.6, ttft_p99=300.0), _with(high, tpot_p99=9.7, ttft_p99=400.0)
+    assert best([low, high], "tpot_p99") == {1} and best([low, high], "ttft_p99") == {0}
     words = ratio_html([low, high])
-    assert "the ITL p99 (all gaps pooled) falls (6.0 ms against 27.1)" in words
+    assert "mean time per token after its first) falls (9.70 ms against 10.60)" in words
     assert "the TTFT p99 rises (400.0 ms against 300.0)" in words and "trade the ratio sets" in words

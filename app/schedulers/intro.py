@@ -40,7 +40,7 @@ LESSONS = {
             "rate_per_s": 40.0,
             "kv_blocks": 0,
             "priority_share": 0,
-            "question": "itl_p99",
+            "question": "tpot_p99",
         },
     ),
     "evict": (

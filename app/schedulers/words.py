@@ -42,6 +42,7 @@ ROWS = (
 QUESTIONS = {
     "ttft_p99": ("the lowest p99 TTFT", " ms", "{:,.1f}"),
     "itl_p99": ("the lowest ITL p99 (all gaps pooled)", " ms", "{:,.1f}"),
+    "tpot_p99": ("the lowest TPOT p99 (each request's mean time per token)", " ms", "{:,.1f}"),
     "latency_p50": ("the lowest median end-to-end latency", " ms", "{:,.0f}"),
     "throughput": ("the highest throughput", " tokens/s", "{:,.0f}"),
     "goodput": ("the highest goodput", " requests/s", "{:,.2f}"),
@@ -223,7 +224,7 @@ def _knob(line: Line, name: str):
 
 
 def ratio_html(lines: Sequence[Line]) -> str:
-    """TGI at two waiting_served_ratios: what the higher one does to the decoders' ITL and the waiting's TTFT."""
+    """TGI at two waiting_served_ratios: what the higher one does to the decoders' TPOT and the waiting's TTFT."""
     tgis = [line for line in lines if "waiting_served_ratio" in line.entry.policy().knobs]
     ratios = {_knob(line, "waiting_served_ratio") for line in tgis}
     if len(tgis) < 2 or len(ratios) < 2:
@@ -232,8 +233,8 @@ def ratio_html(lines: Sequence[Line]) -> str:
     high = max(tgis, key=lambda line: _knob(line, "waiting_served_ratio"))
     a, b = high.figures, low.figures
     rh, rl = _knob(high, "waiting_served_ratio"), _knob(low, "waiting_served_ratio")
-    itl, ttft = _moves(a.itl_p99, b.itl_p99), _moves(a.ttft_p99, b.ttft_p99)
-    trades = (itl, ttft) == ("falls", "rises")
+    tpot, ttft = _moves(a.tpot_p99, b.tpot_p99), _moves(a.ttft_p99, b.ttft_p99)
+    trades = (tpot, ttft) == ("falls", "rises")
     verdict = (
         "the waiting requests pay for the decoders' steadier tokens: that is the trade the ratio sets."
         if trades
@@ -241,9 +242,9 @@ def ratio_html(lines: Sequence[Line]) -> str:
     )
     return (
         f'<p data-claim="tgi-ratio">Here TGI at waiting_served_ratio {rh:g} pauses its running batch for '
-        f"{paused_passes(high)} prefill passes against {paused_passes(low)} at {rl:g}: the ITL p99 (all gaps "
-        f"pooled) {itl} ({a.itl_p99:,.1f} ms against {b.itl_p99:,.1f}) and the TTFT p99 {ttft} ({a.ttft_p99:,.1f} "
-        f"ms against {b.ttft_p99:,.1f}); {verdict}</p>"
+        f"{paused_passes(high)} prefill passes against {paused_passes(low)} at {rl:g}: the TPOT p99 (a request's "
+        f"mean time per token after its first) {tpot} ({a.tpot_p99:,.2f} ms against {b.tpot_p99:,.2f}) and the TTFT "
+        f"p99 {ttft} ({a.ttft_p99:,.1f} ms against {b.ttft_p99:,.1f}); {verdict}</p>"
     )
 
 
