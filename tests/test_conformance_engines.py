@@ -78,6 +78,21 @@ def test_vllm_priority_preempts_the_lowest_class_latest_arrival():
     assert events(s)[0] == (2, "preempt", 0) and s.finish_pass.tolist() == [15, 9]
 
 
+def test_vllm_takes_a_prompts_blocks_chunk_by_chunk():
+    """Scheduler.schedule: `kv_cache_manager.allocate_slots(request, num_new_tokens)` for each scheduled chunk.
+
+    Blocks of 4, a pool of 4; a budget of 16 and long_prefill_token_threshold 8. Pass 0: A's first 8 prompt tokens
+    take 2 blocks, and B (2 tokens) is admitted beside them with 1 block. Pass 1: A's last 4 tokens and its first
+    token need 4 blocks, 1 is free: B, the last admitted, is preempted, and after A finishes at 3 it recomputes the
+    token it had. Had A taken its whole prompt's blocks at admission, B would have waited until pass 3.
+    """
+    vllm = get_policy("vllm").with_knobs(max_num_batched_tokens=16, long_prefill_token_threshold=8)
+    s = schedule([R("A", 0, 2, 12), R("B", 0, 6, 2)], 2, vllm, MemoryConfig(kv_blocks=4, block_size=4))
+    assert s.start_pass.tolist() == [0, 0] and s.first_pass.tolist() == [1, 0]
+    assert events(s) == [(1, "preempt", 1), (2, "blocked", 1)] and s.recomputed_tokens == 1
+    assert s.finish_pass.tolist() == [3, 8]
+
+
 @pytest.mark.parametrize("accelerator,budget", [("h100-sxm", 8192), ("h200", 8192), ("a100-80gb", 2048)])
 def test_vllm_budget_default_is_the_serving_default_per_accelerator(accelerator, budget):
     """EngineArgs.get_batch_defaults (VLLM_ARGS), OPENAI_API_SERVER: 8192 from 70 GiB unless an A100, else 2048."""

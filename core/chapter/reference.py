@@ -272,10 +272,33 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
         if left is not None and not pauses:  # a pausing policy's prompt step holds no decoding row
             left -= sum(1 for i in admitted if prefilled[i] == target[i])
         chunk = {}
-        for i in admitted:
-            if prefilled[i] < target[i]:
-                chunk[i] = min(target[i] - prefilled[i], left, pol.prefill_chunk_cap or left)
-                left -= chunk[i]
+        per_chunk = pol.allocates_per_chunk and left is not None and not reserving and pool is not None
+        for i in list(admitted):  # oldest first: a prompt being chunked, then (vLLM) its chunk's blocks
+            if i not in admitted or prefilled[i] == target[i]:
+                continue
+            c = min(target[i] - prefilled[i], left, pol.prefill_chunk_cap or left)
+            need = prefilled[i] + c + (prefilled[i] + c == target[i])  # its first token's too, if the chunk ends it
+            while per_chunk and blocks(need) - held[i] > free_blocks():
+                newest = order.index if pol.victim_by_arrival else admitted.index
+                victim = max(admitted, key=lambda j: (pol.victim_rank(requests[j]), newest(j)))
+                admitted.remove(victim)
+                occupant[occupant.index(victim)] = None
+                drop(victim)
+                waiting.appendleft(victim)
+                events.append((t, "preempt", victim))
+                preempted = True
+                if victim in chunk:  # its planned chunk leaves the pass
+                    left += chunk.pop(victim)
+                elif prefilled[victim] == target[victim]:  # a decoding row leaves the pass
+                    left += 1
+                if victim == i:
+                    break
+            if i not in admitted:
+                continue
+            if per_chunk:
+                held[i] = max(held[i], blocks(need))
+            chunk[i] = c
+            left -= c
         if static:
             if all(o is None for o in occupant) and waiting:
                 can_form = len(waiting) >= slots or t - requests[waiting[0]].arrival >= batch_timeout or arrived == n
@@ -306,6 +329,9 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
                 if pcap and (taken or rows) and prompts + prompt[i] + generated[i] + rows > pcap:
                     break
                 tokens = prompt[i] + (res[i] if reserving else generated[i] + 1)
+                if per_chunk:  # its first chunk's blocks, and its first token's if the chunk ends the prompt
+                    c = min(prompt[i] + generated[i], left, pol.prefill_chunk_cap or left)
+                    tokens = c + (c == prompt[i] + generated[i])
                 if not fits(i, tokens):
                     if i not in noted:
                         noted.add(i)

@@ -25,6 +25,7 @@ class VLLM(Policy):
     colour = "#332288"
     summary = "vLLM v1: chunked prefill under max_num_batched_tokens; fcfs or priority"
     has_token_budget = True
+    allocates_per_chunk = True  # scheduler.py: allocate_slots(request, num_new_tokens), chunk by chunk
     versus = "continuous"
     budget_setting = "max_num_batched_tokens"
     settings = (

@@ -46,6 +46,8 @@ class ContinuousLoop(PromptPass):
         self.ranked = len(set(self.ranks)) > 1 or self.by_arrival  # else simply the most recently admitted
         self.limited, self.contiguous = e.limited, pool.contiguous
         self.reserving = pol.reserves_whole_life(e.memory.allocation)  # prompt + the output cap, held to the end
+        # A prompt takes its blocks chunk by chunk, as each is scheduled (vLLM's allocate_slots), not all at admission.
+        self.per_chunk = pol.allocates_per_chunk and self.chunked and self.growth
         self.paged_limited = self.limited and not self.contiguous
         self.plain = e.plain
         # A pass with a prompt pauses the decoding rows (TGI); a gate decides when the waiting join the running.
@@ -96,7 +98,7 @@ class ContinuousLoop(PromptPass):
         self.admissions = self.recomputed = 0  # admission order, readmissions included: growth serves oldest first
         # Blocks come free only when somebody leaves, and only a leaver can become the head: a head refused since
         # the last release is refused again, so it is not asked again until something is released.
-        self.releases, self.refused = 0, (-1, -1)  # (releases, head) at the last refusal
+        self.releases, self.refused = 0, (-1, -1, -1)  # (releases, head, tokens) at the last refusal
 
     def run(self) -> None:
         """Run every boundary's phases until nobody runs, waits or will arrive; leave the passes on the engine."""
@@ -111,6 +113,7 @@ class ContinuousLoop(PromptPass):
             retire()
             preempted = grow_or_preempt() if growth else False
             plan = plan_pass()
+            preempted = preempted or plan.preempted  # a chunk's blocks preempted someone (per-chunk allocation)
             if not preempted and waiting and free:  # after a preemption, admission is tried at the next boundary
                 admit(plan)
             if not running:
@@ -184,10 +187,13 @@ class ContinuousLoop(PromptPass):
             self.grown = [k for k in due if k in running]
         return preempted
 
-    def preempt_for(self, k: int) -> bool:
-        """Preempt the policy's victims until request k's next block fits (or k itself goes); return whether any."""
+    def preempt_for(self, k: int, tokens: int = 0) -> bool:
+        """Preempt the policy's victims until request k's next block (or `tokens`) fits, or k itself goes.
+
+        Return whether anyone was preempted.
+        """
         pool, p, preempted = self.pool, self.p, False
-        tokens = self.P[k] + p + self.base[k] + 1
+        tokens = tokens or self.P[k] + p + self.base[k] + 1
         while not pool.can_append(k, tokens):
             victim = self.victim()
             slot_left = self.slot[victim]
@@ -237,14 +243,39 @@ class ContinuousLoop(PromptPass):
         if self.chunked:
             left = self.budget if self.pauses else self.budget - self.count  # a pausing pass holds no decoding row
             cap, chunks = self.cap, plan.chunks
-            for k, (done, target) in self.prefilling.items():
+            for k, (done, target) in list(self.prefilling.items()):
+                if k not in self.prefilling:  # preempted for an older one's chunk
+                    continue
                 c = min(target - done, left, cap)
+                if self.per_chunk:
+                    left += self.take_chunk(k, done + c + (done + c == target), plan)
+                    if k not in self.prefilling:
+                        continue
                 left -= c
                 chunks.append((k, c))
                 plan.prefill += c
                 plan.prefilled += done
             plan.left = left
         return plan
+
+    def take_chunk(self, k: int, tokens: int, plan: Plan) -> int:
+        """Grow request k's blocks to `tokens` for its next chunk, preempting where none is free (vLLM).
+
+        Return the pass's tokens given back by victims already in it (a decoding row's one, a planned chunk's).
+        """
+        if self.pool.can_append(k, tokens):
+            self.pool.append(k, tokens)
+            return 0
+        rows, planned = self.count, {j: (c, self.prefilling[j][0]) for j, c in plan.chunks}
+        plan.preempted = self.preempt_for(k, tokens) or plan.preempted
+        back = rows - self.count  # each decoding victim's row
+        for j, (c, done) in planned.items():
+            if j not in self.prefilling:  # a victim whose chunk was planned: out of the pass
+                plan.chunks.remove((j, c))
+                plan.prefill -= c
+                plan.prefilled -= done
+                back += c
+        return back
 
     def admit(self, plan: Plan) -> None:
         """Admit the waiting, head first, into the lowest free slots while the head fits the pool and the pass.
@@ -267,8 +298,13 @@ class ContinuousLoop(PromptPass):
             k = waiting[0]
             if pcap and (taken or self.cap_rows) and plan.prefill + P[k] + g[k] + self.cap_rows * self.count > pcap:
                 break  # the pass's tokens are spent (check_prompt_cap: a first prompt fits an empty pass)
-            tokens = P[k] + (RES[k] if reserving else g[k] + 1)
-            if limited and (self.refused == (self.releases, k) or not pool.can_allocate(k, tokens)):
+            target = P[k] + g[k]
+            c = min(target, plan.left, cap) if chunked else target
+            if self.per_chunk:  # its first chunk's blocks (and its first token's, if the chunk ends the prompt)
+                tokens = c + (c == target)
+            else:
+                tokens = P[k] + (RES[k] if reserving else g[k] + 1)
+            if limited and (self.refused == (self.releases, k, tokens) or not pool.can_allocate(k, tokens)):
                 self.refuse(k, tokens)
                 break
             waiting.popleft()
@@ -283,9 +319,7 @@ class ContinuousLoop(PromptPass):
             if start[k] < 0:
                 start[k] = p
             recomputed += g[k]
-            target = P[k] + g[k]
             if chunked:
-                c = min(target, plan.left, cap)
                 plan.left -= c
                 self.prefilling[k] = [0, target]
                 self.cell_state[k] = IDLE  # no cell open yet in this residency
@@ -298,7 +332,7 @@ class ContinuousLoop(PromptPass):
 
     def refuse(self, k: int, tokens: int) -> None:
         """Note that head k does not fit the pool (once per wait: a blocked event for the views)."""
-        self.refused = (self.releases, k)
+        self.refused = (self.releases, k, tokens)
         if k not in self.noted:
             self.noted.add(k)
             need = -(-tokens // self.bs)

@@ -131,6 +131,7 @@ class Policy:
         """Return how readily a running request is preempted (larger first; ties: the most recently admitted)."""
         return 0
 
+    allocates_per_chunk = False  # with a budget, a paged prompt takes each chunk's blocks as it is scheduled (vLLM)
     victim_by_arrival = False  # ties of victim_rank go to the latest arrival, not the latest admission
 
     def reserves_whole_life(self, allocation: str) -> bool:

@@ -14,13 +14,14 @@ from core.states import GENERATING, PAUSED, PREFILL, RECOMPUTE
 class Plan:
     """A pass's plan: what it holds beside the decoding rows (prompt chunks or admissions), and its budget left."""
 
-    __slots__ = ("chunks", "left", "prefill", "prefilled")
+    __slots__ = ("chunks", "left", "prefill", "prefilled", "preempted")
 
     def __init__(self):
         self.chunks: list = []  # chunked: (request, tokens this pass); otherwise the requests admitted
         self.left = 0  # chunked: the pass's token budget still free
         self.prefill = 0  # prompt tokens in this pass
         self.prefilled = 0  # their cached prompt before it (context the pass reads)
+        self.preempted = False  # a chunk's blocks preempted someone (per-chunk allocation)
 
 
 class PromptPass:
