@@ -778,6 +778,28 @@ def test_a_websocket_gone_while_tornado_upgrades_it_is_one_line_and_our_own_asse
     assert ours.levelno == logging.ERROR and ours.exc_info is not None
 
 
+def test_a_websocket_closed_after_its_session_went_is_one_line(caplog):
+    """Round 5: a socket closing after its session was discarded fails Bokeh's `assert self._session is not None`
+    in its `on_close` (the flake of the malformed-websocket test under load): one debug line, no traceback."""
+    import logging
+
+    from bokeh.server.connection import ServerConnection
+
+    from app.server.server_log import install
+
+    install()
+    connection = ServerConnection.__new__(ServerConnection)
+    connection._session = None  # detach_session ran: the session was discarded before the socket closed
+    logger = logging.getLogger("tornado.application")
+    with caplog.at_level(logging.DEBUG, logger="tornado.application"):
+        try:
+            connection.session  # noqa: B018 (what WSHandler.on_close asks)
+        except AssertionError:
+            logger.error("Exception in callback WSHandler.on_close", exc_info=True)
+    [record] = [r for r in caplog.records if r.name == "tornado.application"]
+    assert record.levelno == logging.DEBUG and record.exc_info is None and "\n" not in record.getMessage()
+
+
 def test_a_profile_prices_a_pass_on_python_floats_with_the_same_bits():
     """Round 4, defect 6: the timed loop's scalar profile (no numpy per pass) equals Fitted.pass_ms, in and off grid."""
     import random

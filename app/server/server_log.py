@@ -49,19 +49,25 @@ class OneLine(logging.Filter):
         return True
 
 
+# Where a websocket gone under the server fails a bare `assert`: Tornado finishing an upgrade, Bokeh closing one.
+GONE_CHECKS = ("tornado/websocket.py", "bokeh/server/connection.py")
+
+
 def _closed_under_tornado(exc: BaseException) -> bool:
-    """Return whether `exc` is Tornado's own check that a websocket is still open, failed in Tornado's code.
+    """Return whether `exc` is Tornado's or Bokeh's own check that a websocket is still there, failed in their code.
 
     A client that upgrades without Bokeh's subprotocol and leaves at once: Bokeh refuses it (a ProtocolError, one
     line), and Tornado, still finishing the upgrade, finds its connection gone (`assert self.ws_connection is not
-    None` in tornado/websocket.py). The client left; nothing of ours failed.
+    None` in tornado/websocket.py). A client that closes its socket after its session was discarded: Bokeh's
+    `on_close` asks the connection for it (`assert self._session is not None` in bokeh/server/connection.py). The
+    client left; nothing of ours failed.
     """
     if not isinstance(exc, AssertionError) or exc.args:
         return False
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    return tb is not None and tb.tb_frame.f_code.co_filename.replace("\\", "/").endswith("tornado/websocket.py")
+    return tb is not None and tb.tb_frame.f_code.co_filename.replace("\\", "/").endswith(GONE_CHECKS)
 
 
 def refused(what: str, value, allowed: str) -> None:
