@@ -381,3 +381,49 @@ def test_the_knee_intro_describes_the_sweeps_own_requests():
     assert f"answers of {mean_output_tokens():.1f} output tokens" in INTRO
     assert f"prompts of {sum(prompts) / len(prompts):,.0f} tokens on average" in INTRO
     assert f"from {min(prompts):,} to {max(prompts):,} tokens" in INTRO
+
+
+def test_a_served_knee_computes_its_sweep_off_the_event_loop_and_only_the_latest(monkeypatch):
+    """Served, the knee's sweep runs in a worker thread, the latest settings only, and the tab says what it computes.
+
+    Round 5: a rate not computed yet left the tab blank for 9-12 s on a busy server, and each typed value cost a
+    sweep of its own. Now the tab shows its controls and a line saying what is computed; settings changed meanwhile
+    cost one sweep, the latest's; the views then fill.
+    """
+    import asyncio
+    import threading
+
+    import app.exercises.knee as knee_module
+    from app.exercises.knee import KneeView
+
+    calls, real = [], knee_module.sweep
+
+    def counted(rate, batches, model):
+        calls.append((rate, threading.current_thread() is threading.main_thread()))
+        return real(rate, batches, model)
+
+    ticks = []
+
+    class Document:  # what a session's document does for the view: run a callback with the document held
+        def add_next_tick_callback(self, callback):
+            ticks.append(callback)
+
+    monkeypatch.setattr(knee_module, "sweep", counted)
+    monkeypatch.setattr(knee_module, "served_document", Document)
+    knee_module.cached_sweep.cache_clear()
+
+    async def learner() -> KneeView:
+        view = KneeView(rate_per_s=13)
+        view.__panel__()
+        assert view.status.visible and "Computing the sweep at 13 requests/s" in view.status.object
+        assert view.verdict.object == ""  # not computed on the event loop
+        view.rate_per_s, view.rate_per_s = 17, 19  # typed in a row, before the worker starts
+        await view._task
+        for tick in ticks:
+            tick()
+        return view
+
+    view = asyncio.run(learner())
+    assert calls == [(19, False)]  # one sweep, the latest rate's, in a worker thread
+    assert "knee" in view.verdict.object and not view.status.visible
+    knee_module.cached_sweep.cache_clear()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import html
 import math
 from dataclasses import replace
@@ -75,6 +76,17 @@ EXPLAIN = (
     "batch: past the batch size the load fills, more slots change nothing. What a looser target or a higher rate "
     "does here is below the table, computed from the sweeps.</p>"
 )
+
+
+def served_document():
+    """Return the session's Bokeh document where a server serves this view, else None (a notebook, an export)."""
+    doc = pn.state.curdoc
+    return doc if doc is not None and doc.session_context is not None else None
+
+
+def _other_rate(rate: float) -> float:
+    """Return the rate the "what moves the knee" line compares with: twice this one, or half where that is too high."""
+    return rate * 2 if rate * 2 <= RATE_RANGE[1] else rate / 2
 
 
 @lru_cache(maxsize=64)
@@ -171,12 +183,14 @@ class KneeView(LazyViewer):
 
     def _build(self) -> None:
         self.verdict, self.table, self.load, self.moves = text_pane(""), text_pane(""), text_pane(""), text_pane("")
-        self.motivation = text_pane("")
+        self.motivation, self.status = text_pane(""), text_pane("")
+        self.status.visible = False  # shown only while a sweep is computed: an empty pane would take a line
         self.charts = KneeCharts(sizing_mode="stretch_width")  # a replay may have run before this tab opened
         self._build_widgets()
-        self._refresh()
-        watched = ["rate_per_s", "itl_target_ms", "model", "guess"]
-        self.param.watch(lambda *_e: on_document(self._refresh), watched)
+        self._computing = self._stale = False
+        self._recompute()
+        self.param.watch(lambda *_e: on_document(self._refresh), ["itl_target_ms"])  # a target re-reads the sweep
+        self.param.watch(self._recompute, ["rate_per_s", "model", "guess"])
         self.measurements.param.watch(lambda *_e: on_document(self._show_measured), "step_ms_by_batch")
         self.param.watch(self._apply_presets, ["accelerator", "model_shape"])
 
@@ -256,6 +270,9 @@ class KneeView(LazyViewer):
         self.model = replace(self.model, **{name: number})
 
     def _refresh(self, *_events) -> None:
+        if self._computing:  # the worker's refresh follows with the latest settings
+            return
+        self.status.object, self.status.visible = "", False
         points = self.points()
         best, decode_best = knee(list(points)), decode_knee(list(points))
         full = dict(kept_full(self.model))
@@ -267,7 +284,7 @@ class KneeView(LazyViewer):
         self.load.object = load_html(self.rate_per_s, self.model)
         self.motivation.object = motivation_html(self.model)
         # What moves the knee, once the learner has guessed: from this sweep and one at another rate (~0.6 s, cached).
-        other = self.rate_per_s * 2 if self.rate_per_s * 2 <= RATE_RANGE[1] else self.rate_per_s / 2
+        other = _other_rate(self.rate_per_s)
         self.moves.object = (
             moves_html(points, self.itl_target_ms, self.rate_per_s, cached_sweep(other, self.model), other)
             + latency_html(points)
@@ -277,6 +294,46 @@ class KneeView(LazyViewer):
 
     def _show_measured(self, *_events) -> None:
         self._refresh()
+
+    def _sweeps(self, rate: float, model: CostModel, revealed: bool) -> None:
+        """Compute (into `cached_sweep`) the sweeps a refresh reads: this rate's, and once guessed the other's."""
+        cached_sweep(rate, model)
+        if revealed:
+            cached_sweep(_other_rate(rate), model)
+
+    def _recompute(self, *_events) -> None:
+        """Refresh for new settings; served, the sweeps (~0.6 s each) run in a worker thread, the latest only.
+
+        A tab opened on a busy server shows its controls and a line saying what is computed, instead of nothing;
+        other sessions are served meanwhile, and edits typed in a row cost one sweep, not one each.
+        """
+        doc = served_document()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or doc is None:  # a notebook, a test, an export: at once
+            self._refresh()
+            return
+        self._stale = True
+        self.status.visible = True
+        self.status.object = (
+            f'<p class="bv-computing" data-computing="1">Computing the sweep at {self.rate_per_s:g} requests/s '
+            "on this cost model: every batch size 1 to 512 on the timed simulator…</p>"
+        )
+        if not self._computing:
+            self._computing = True
+            self._task = loop.create_task(self._compute(doc))  # held: a task nobody holds may be collected
+
+    async def _compute(self, doc) -> None:
+        """Compute the latest settings' sweeps off the event loop, then refresh the views with the document held."""
+        try:
+            while self._stale:
+                self._stale = False
+                await asyncio.to_thread(self._sweeps, self.rate_per_s, self.model, self.guess is not None)
+        finally:
+            self._computing = False
+        doc.add_next_tick_callback(self._refresh)
 
     def _assumptions(self) -> str:
         m = self.model
@@ -298,6 +355,7 @@ class KneeView(LazyViewer):
             self.motivation,
             pn.FlexBox(self.rate, self.target, sizing_mode="stretch_width"),
             self.load,
+            self.status,
             presets,
             pn.FlexBox(*self.inputs.values()),
             self.input_message,

@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from playwright.sync_api import expect
 
 from .helpers import open_app
 
@@ -31,6 +32,7 @@ def test_page_matches_its_golden(page, page_errors, app_url, artifacts, request,
     """The page at a fixed viewport matches its golden image within the tolerance."""
     page.set_viewport_size({"width": width, "height": height})
     open_app(page, app_url, query)
+    expect(page.locator("[data-computing]")).to_have_count(0, timeout=30_000)  # the knee's sweep, off the loop
     page.wait_for_timeout(500)  # let web fonts and late layout settle
     shot = artifacts / f"golden-{name}.png"
     page.screenshot(path=shot)
