@@ -246,3 +246,32 @@ def test_compare_on_a_clock(capsys, tmp_path):
     )
     code, out, _ = _run(capsys, "compare", "--requests", "40", "--cost", str(profile))
     assert code == 0 and "time under the fitted" in out and "inter-token p99, ms" in out
+
+
+ENGINE_CLOCK = "time: the roofline of {} on {} (engine presets are judged on a clock; --cost unit for steps)\n"
+
+
+def test_engine_presets_run_on_the_roofline_by_default_and_say_so(capsys):
+    """An engine preset listed: --cost roofline unless --cost is given; the chapter's policies keep unit steps.
+
+    On unit steps a 2,048-token chunk costs what a decode does, and TGI, without a request cap, looked 3x faster.
+    """
+    engines = ["compare", "--requests", "40", "--policies", "vllm,tgi,sglang,trtllm-no-evict,trtllm-max-util"]
+    code, out, err = _run(capsys, *engines, "--ttft-target", "500", "--itl-target", "50")
+    assert code == 0, err
+    assert out.startswith(ENGINE_CLOCK.format("Llama-2 7B", "H100 SXM")) and out.count("time: the roofline") == 1
+    assert "time under the roofline (Llama-2 7B on H100 SXM) cost model" in out and "TTFT p50 (ms)" in out
+    roofline = _run_json(capsys, *engines, "--cost", "roofline")
+    assert _run_json(capsys, *engines) == roofline and roofline["timed"]["cost"] == "roofline (Llama-2 7B on H100 SXM)"
+    code, out, _ = _run(capsys, *engines, "--accelerator", "a100-80gb", "--model-shape", "llama3-8b")
+    assert out.startswith(ENGINE_CLOCK.format("Llama-3 8B", "A100 80GB SXM")), out.splitlines()[0]
+    code, out, _ = _run(capsys, *engines, "--cost", "unit")  # steps, when asked for
+    assert code == 0 and "time: " not in out and "time under" not in out
+    code, out, _ = _run(capsys, "compare", "--requests", "40", "--policies", "continuous,sjf")  # the chapter's
+    assert code == 0 and out.startswith("workload: ") and "time under" not in out
+    code, out, _ = _run(capsys, "simulate", "--policy", "vllm")
+    assert code == 0 and out.startswith(ENGINE_CLOCK.format("Llama-2 7B", "H100 SXM")) and "time under the" in out
+    code, out, _ = _run(capsys, "simulate", "--policy", "continuous")
+    assert code == 0 and "time: " not in out and "time under" not in out
+    code, _, err = _run(capsys, "compare", "--policies", "continuous,sjf", "--accelerator", "a100-80gb")
+    assert code == 2 and "--accelerator applies to --cost roofline only" in err

@@ -818,11 +818,11 @@ def test_a_profile_prices_a_pass_on_python_floats_with_the_same_bits():
 
 # (the Schedulers tab's setting, its widget's label, a value out of its range); "guess": the guess's buttons
 LINEUP_WIDGETS = [
-    ("slots", "Slots", 200),
-    ("slots", "Slots", 0),
+    ("slots", "Slots (each engine's request cap)", 200),
+    ("slots", "Slots (each engine's request cap)", 0),
     ("requests", "Requests", 10_000),
     ("kv_blocks", "KV pool, 16-token blocks (0: unlimited)", -3),
-    ("token_budget", "Token budget (vLLM, SGLang)", None),
+    ("token_budget", "Token budget (0: each engine's default)", None),
     ("ttft_ms", "TTFT target, ms", 0.0),
     ("guess", "Your guess", 7),
 ]

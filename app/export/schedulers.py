@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from app.schedulers.command import command_html
 from app.schedulers.data import LineupKey, budget_of, lineup_json, shared_lineup
 from app.schedulers.intro import INTRO, LESSONS, legend_html
 from app.schedulers.view import DEFAULT_ENTRIES
@@ -38,7 +39,7 @@ def export_lineups() -> dict:
             "load": load_html(lines, *budget_of(key)),
             "ask": guess_html(lines, None, question),
             "verdicts": [guess_html(lines, k, question) for k in range(len(lines))],
-            "table": table_html(lines, key.ttft_ms, key.itl_ms),
+            "table": table_html(lines, key.ttft_ms, key.itl_ms) + command_html(key),
             "lessons": lessons_html(lines, cost_model(key.accelerator, key.model)),
         }
     return out

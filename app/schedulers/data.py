@@ -13,7 +13,8 @@ from app.simulator.state import arrival_step_ms, requests_of
 from app.simulator.widget_data import policy_fields
 from core.clock.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, cost_model
 from core.kv.memory import MemoryConfig
-from core.measure.lineup import Entry, Line, lineup
+from core.limits import LimitError
+from core.measure.lineup import Entry, Line, entry_budget, lineup
 from core.states import GENERATING, PAUSED, PREFILL
 from core.workload.request import Request
 from core.workload.traffic import TrafficConfig, generate
@@ -21,6 +22,7 @@ from core.workload.traffic import TrafficConfig, generate
 BLOCK_SIZE = 16  # tokens a KV block holds (vLLM's default)
 # The tab's traffic: chat-like, heavy-tailed answers and prompts, Poisson arrivals; one arrival step is 1 ms.
 MEAN_OUTPUT, MAX_OUTPUT, MEAN_PROMPT = 128, 1024, 512
+MIN_BUDGET, MAX_BUDGET = 64, 8192  # the tab's token budget, besides 0 (each engine's own default)
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,9 @@ class LineupKey:
     priority_share: int = 0  # percent in the high class (priority 0)
     slots: int = 8
     kv_blocks: int = 0  # 0: unlimited
-    token_budget: int = 2048  # vLLM's max_num_batched_tokens and SGLang's chunked_prefill_size for serving
+    # vLLM's max_num_batched_tokens and SGLang's chunked_prefill_size; 0: each engine's own default on `accelerator`
+    # (core.measure.lineup.entry_budget), as `batchviz compare` runs without --token-budget.
+    token_budget: int = 0
     ttft_ms: float = 500.0
     itl_ms: float = 50.0
     accelerator: str = DEFAULT_ACCELERATOR
@@ -70,18 +74,40 @@ class LineupKey:
         return MemoryConfig(kv_blocks=self.kv_blocks, block_size=BLOCK_SIZE) if self.kv_blocks else MemoryConfig()
 
 
-def budget_of(key: LineupKey) -> tuple[int, bool]:
-    """Return the budgeted presets' tokens a pass (core.measure.lineup's rule) and whether the pool is unlimited."""
-    return max(key.token_budget, key.slots), not key.kv_blocks
+def budget_of(key: LineupKey) -> tuple[dict[str, int], bool]:
+    """Return each budgeted entry's tokens a pass (by its link text) and whether the pool is unlimited.
+
+    Each entry's is what it runs at (core.measure.lineup's `entry_budget`): its own setting, the tab's budget, or its
+    engine's default on the accelerator.
+    """
+    requests = key.arrivals()
+    budgets = {}
+    for entry in key.entries:
+        budget = entry_budget(entry.policy(), requests, key.slots, key.token_budget or None, key.accelerator)
+        if budget is not None:
+            budgets[entry.text()] = budget
+    return budgets, not key.kv_blocks
 
 
 @byte_cache(share=0.05)  # a lineup of 64 requests holds about 0.5 MB, 256 requests on 64 slots about 1.3 MB
 def shared_lineup(key: LineupKey) -> tuple[Line, ...]:
     """Return every entry's run and figures for `key`; computed once per process for all sessions."""
+    if 0 < key.token_budget < MIN_BUDGET:
+        raise LimitError(
+            f"the token budget is 0 (each engine's default) or at least {MIN_BUDGET}, got {key.token_budget}"
+        )
     requests = key.arrivals()
     cost = cost_model(key.accelerator, key.model)
+    budget = key.token_budget or None  # None: each engine's default on the accelerator
+    for entry in key.entries:
+        pol = entry.policy()
+        if pol.has_token_budget and entry_budget(pol, requests, key.slots, budget, key.accelerator) is None:
+            raise LimitError(
+                f"{pol.label} has no engine's default token budget: set the token budget ({MIN_BUDGET:,} to "
+                f"{MAX_BUDGET:,}), as the command line needs --token-budget for it"
+            )
     return tuple(
-        lineup(requests, key.slots, key.entries, cost, key.ttft_ms, key.itl_ms, key.memory(), key.token_budget)
+        lineup(requests, key.slots, key.entries, cost, key.ttft_ms, key.itl_ms, key.memory(), budget, key.accelerator)
     )
 
 

@@ -12,7 +12,8 @@ from panel.custom import JSComponent
 from app.page import palette
 from app.page.tabs import LazyViewer, plain_number, query_number, text_pane
 from app.page.url import query_choice, query_value
-from app.schedulers.data import LineupKey, budget_of, lineup_json, shared_lineup
+from app.schedulers.command import command_html, knobs_html
+from app.schedulers.data import MAX_BUDGET, LineupKey, budget_of, lineup_json, shared_lineup
 from app.schedulers.intro import INTRO, LESSONS, SOURCE_WORDS, legend_html
 from app.schedulers.words import QUESTIONS, guess_html, lessons_html, load_html, table_html
 from app.server.loop import on_document
@@ -41,7 +42,7 @@ NUMBERS = {
     "s_share": ("priority_share", 0, 100, True),
     "s_slots": ("slots", 1, 64, True),
     "s_kv": ("kv_blocks", 0, 100_000, True),
-    "s_budget": ("token_budget", 64, 8192, True),
+    "s_budget": ("token_budget", 0, MAX_BUDGET, True),  # 0: each engine's default; else data.MIN_BUDGET up
     "s_ttft": ("ttft_ms", 1.0, 60_000.0, False),
     "s_itl": ("itl_ms", 1.0, 1_000.0, False),
 }
@@ -53,9 +54,9 @@ INPUTS = {
     "requests": (pn.widgets.IntSlider, "Requests", {}),
     "rate_per_s": (pn.widgets.FloatSlider, "Arrivals, requests/s", {"step": 1}),
     "priority_share": (pn.widgets.IntSlider, "High priority class, %", {}),
-    "slots": (pn.widgets.IntSlider, "Slots", {}),
+    "slots": (pn.widgets.IntSlider, "Slots (each engine's request cap)", {"width": 250}),
     "kv_blocks": (pn.widgets.IntInput, "KV pool, 16-token blocks (0: unlimited)", {"width": 270}),
-    "token_budget": (pn.widgets.IntInput, "Token budget (vLLM, SGLang)", {}),
+    "token_budget": (pn.widgets.IntInput, "Token budget (0: each engine's default)", {"width": 270}),
     "ttft_ms": (pn.widgets.FloatInput, "TTFT target, ms", {"width": 160}),
     "itl_ms": (pn.widgets.FloatInput, "ITL target (mean TPOT), ms", {"width": 200}),
     "accelerator": (pn.widgets.Select, "Accelerator", {"options": ACCELERATOR_OPTIONS}),
@@ -83,12 +84,18 @@ class LineupView(LazyViewer):
     priority_share = param.Integer(
         default=KEY.priority_share, bounds=(0, 100), doc="Requests in the high priority class, %"
     )
-    slots = param.Integer(default=KEY.slots, bounds=(1, 64), doc="Batch slots (max_num_seqs, max_batch_size)")
+    slots = param.Integer(
+        default=KEY.slots,
+        bounds=(1, 64),
+        doc="Each engine's request cap (max_num_seqs, max_running_requests, max_batch_size; TGI has none by default)",
+    )
     kv_blocks = param.Integer(
         default=KEY.kv_blocks, bounds=(0, 100_000), doc="KV pool in 16-token blocks (0: unlimited)"
     )
     token_budget = param.Integer(
-        default=KEY.token_budget, bounds=(64, 8192), doc="vLLM's max_num_batched_tokens, SGLang's chunk"
+        default=KEY.token_budget,
+        bounds=(0, MAX_BUDGET),
+        doc="vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size (0: each engine's default)",
     )
     ttft_ms = param.Number(default=KEY.ttft_ms, bounds=(1.0, 60_000.0), doc="TTFT target, ms")
     itl_ms = param.Number(default=KEY.itl_ms, bounds=(1.0, 1_000.0), doc="ITL target on each request's mean TPOT, ms")
@@ -196,6 +203,7 @@ class LineupView(LazyViewer):
             config={"colours": _colours(self.theme)}, payload="{}", sizing_mode="stretch_width"
         )
         self.verdict, self.table, self.lessons, self.load = text_pane(""), text_pane(""), text_pane(""), text_pane("")
+        self.knobs, self.command = text_pane(""), text_pane("")  # what slots and budget stand for; the CLI's command
         refused = _refusal(self.key())
         if refused:  # settings made before the tab opened (the simulator's traffic, say) that the core refuses
             self.param.update(**_values_of(LineupKey(parse_entries(",".join(DEFAULT_ENTRIES)))))
@@ -327,6 +335,8 @@ class LineupView(LazyViewer):
         self.verdict.object = guess_html(lines, self.guess, self.question)
         revealed = self.guess is not None
         self.table.object = table_html(lines, key.ttft_ms, key.itl_ms) if revealed else ""
+        self.command.object = command_html(key) if revealed else ""
+        self.knobs.object = knobs_html(key)
         self.lessons.object = lessons_html(lines, cost_model(key.accelerator, key.model)) if revealed else ""
 
     def _compose(self):
@@ -347,6 +357,7 @@ class LineupView(LazyViewer):
             source,
             traffic,
             engine,
+            self.knobs,
             text_pane(
                 "<p><b>Lessons</b> (each loads its settings; its sentence under the table is computed from "
                 "the runs):</p>"
@@ -356,6 +367,7 @@ class LineupView(LazyViewer):
             self.verdict,
             self.guesses,
             self.table,
+            self.command,
             self.lessons,
             text_pane(legend_html()),
             self.timelines,

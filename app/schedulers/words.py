@@ -92,7 +92,7 @@ def table_html(lines: Sequence[Line], ttft_ms: float, itl_ms: float) -> str:
     )
 
 
-def load_html(lines: Sequence[Line], budget: int | None = None, unlimited: bool = False) -> str:
+def load_html(lines: Sequence[Line], budget: int | dict[str, int] | None = None, unlimited: bool = False) -> str:
     """Return the traffic against the schedulers (arrivals, drains, TTFT), and which entries look alike on it."""
     run = lines[0].run
     n, span = len(run.requests), float(run.arrival_ms.max() - run.arrival_ms.min()) / 1e3
@@ -123,15 +123,19 @@ def gap_ms(a: Line, b: Line) -> float | None:
     return max(float(np.abs(getattr(ra, c) - getattr(rb, c)).max(initial=0.0)) for c in TIMES)
 
 
-def _split_words(a: Line, b: Line, budget: int | None) -> str:
-    """Return the prompts one entry splits over passes (over its token budget) and the other computes in one."""
+def _split_words(a: Line, b: Line, budget: int | dict[str, int] | None) -> str:
+    """Return the prompts one entry splits over passes (over its token budget) and the other computes in one.
+
+    `budget`: every budgeted entry's, or each one's by its link text (each engine at its own default).
+    """
     split = [line.entry.policy().has_token_budget for line in (a, b)]
     if budget is None or split[0] == split[1] or a.figures.preemptions or b.figures.preemptions:
         return ""
-    over = sorted(r.prompt_tokens for r in a.run.requests if r.prompt_tokens > budget)
+    chunks, whole = (a, b) if split[0] else (b, a)
+    budget = budget.get(chunks.entry.text()) if isinstance(budget, dict) else budget
+    over = sorted(r.prompt_tokens for r in a.run.requests if budget is not None and r.prompt_tokens > budget)
     if not over:
         return ""
-    chunks, whole = (a, b) if split[0] else (b, a)
     return (
         f"; where they part: {plural(len(over), 'prompt')} of these requests "
         f"({', '.join(f'{t:,}' for t in over[:3])}{', ...' if len(over) > 3 else ''} tokens) "
@@ -141,11 +145,11 @@ def _split_words(a: Line, b: Line, budget: int | None) -> str:
     )
 
 
-def alike_html(lines: Sequence[Line], budget: int | None = None, unlimited: bool = False) -> str:
+def alike_html(lines: Sequence[Line], budget: int | dict[str, int] | None = None, unlimited: bool = False) -> str:
     """Return which entries on screen draw the same timeline, or one the eye cannot tell apart, and by how much.
 
-    `budget` is the budgeted presets' tokens a pass; the split prompts are named as the difference only on an
-    unlimited pool without preemptions (elsewhere memory can part two entries too).
+    `budget` is the budgeted presets' tokens a pass (or each one's, by its link text); the split prompts are named
+    as the difference only on an unlimited pool without preemptions (elsewhere memory can part two entries too).
     """
     said = []
     span = max((float(line.run.drain_ms) for line in lines), default=0.0)

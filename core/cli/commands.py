@@ -18,6 +18,7 @@ from core.cli.args import (
 )
 from core.cli.cost_flags import (
     cost_from_args,
+    default_cost,
     describe_cost,
     requests_in_ms,
     step_ms,
@@ -36,8 +37,8 @@ from core.cli.parsers import (
 from core.clock.cost import UnitCost
 from core.clock.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from core.limits import MAX_SLOTS, LimitError, one_line, show_name
-from core.measure.losses import losses
 from core.measure.lineup import entry_slots
+from core.measure.losses import losses
 from core.measure.metrics import compare, compute_metrics
 from core.measure.serving import serving_metrics
 from core.measure.sweep import (
@@ -58,6 +59,7 @@ Registrar = Callable[..., dict[str, Command]]  # (subparsers) -> runners by comm
 def _simulate(args) -> str:
     if args.batch_timeout is not None and not get_policy(args.policy).has_timeout:
         raise UsageError(f"--batch-timeout applies to a policy with a timeout ({_with('has_timeout')}) only")
+    clock = default_cost(args, (args.policy,))
     memory = memory_from_args(args, (args.policy,))
     cost = cost_from_args(args)
     requests = load_requests(args)
@@ -72,7 +74,7 @@ def _simulate(args) -> str:
         if timed:
             doc["timed"] = {"cost": describe_cost(cost), **timed.as_dict()}
         return report.dumps(doc)
-    text = report.run_text(run, metrics)
+    text = (clock + "\n" if clock else "") + report.run_text(run, metrics)
     if timed:
         text += f"\ntime under the {describe_cost(cost)} cost model: drain {timed.drain_ms:,.1f} ms, "
         text += f"{timed.tokens_per_s:,.0f} tokens/s, TTFT p50 {timed.ttft_ms['p50']:,.1f} ms, "
@@ -129,6 +131,7 @@ def _compare(args) -> str:
     pols = tuple(objects.values())
     if args.batch_timeout is not None and not any(p.has_timeout for p in pols):
         raise UsageError(f"--batch-timeout applies to a policy with a timeout ({_with('has_timeout')}) only")
+    clock = default_cost(args, pols)
     memory = memory_from_args(args, pols)
     cost = cost_from_args(args)
     requests = load_requests(args)
@@ -153,6 +156,7 @@ def _compare(args) -> str:
             doc["serving"] = {**serving[0], **{k: m.as_dict() for k, m in serving[1].items()}}
         return report.dumps(doc)
     text = report.comparison_text(result, describe_traffic(args, requests), args.slots, runs)
+    text = (clock + "\n" if clock else "") + text
     if not memory.unlimited:
         width = max(len(k) for k in keys) + 1
         text += "\n\n" + "\n".join(f"{k:<{width}}{report.memory_text(run)}" for k, run in runs.items())

@@ -10,6 +10,7 @@ from core.cli.report import column_width, how_much_sooner
 from core.clock.cost import Fitted, StepCost
 from core.clock.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from core.limits import show_name
+from core.sched.policies import REGISTRY, get_policy
 from core.sched.timed import TimedMetrics
 from core.workload.request import Request
 from core.workload.traces import DEFAULT_STEP_MS, TraceError, TraceOptions, parse_trace, read_trace_bytes
@@ -17,15 +18,18 @@ from core.workload.traces import DEFAULT_STEP_MS, TraceError, TraceOptions, pars
 
 def add_cost_args(parser: argparse.ArgumentParser) -> None:
     """Add --cost and its presets; `--step-ms` (a traffic flag) then also says how long a generated arrival step is."""
-    group = parser.add_argument_group("time (default: every pass costs one step)")
+    group = parser.add_argument_group(
+        "time (default: every pass costs one step; the roofline where an engine preset is listed)"
+    )
     group.add_argument(
         "--cost",
-        default="unit",
+        default=None,
         metavar="unit|roofline|FILE.json",
-        help="what a forward pass costs: unit (one step, the default), roofline (memory or compute, whichever is "
-        "slower, for --accelerator and --model-shape), or a profile measured by `batchviz calibrate`. With a cost, "
-        "arrivals are in milliseconds: Azure timestamps to the millisecond, and a generated or plain-CSV arrival "
-        f"step is --step-ms milliseconds (default {DEFAULT_STEP_MS:g})",
+        help="what a forward pass costs: unit (one step), roofline (memory or compute, whichever is slower, for "
+        "--accelerator and --model-shape), or a profile measured by `batchviz calibrate` (default: roofline where "
+        f"an engine preset is listed ({', '.join(engine_presets())}), else unit). With a cost, arrivals are in "
+        "milliseconds: Azure timestamps to the millisecond, and a generated or plain-CSV arrival step is --step-ms "
+        f"milliseconds (default {DEFAULT_STEP_MS:g})",
     )
     group.add_argument(
         "--accelerator",
@@ -38,6 +42,31 @@ def add_cost_args(parser: argparse.ArgumentParser) -> None:
         choices=list(MODEL_SHAPES),
         default=None,
         help=f"--cost roofline: the model (default {DEFAULT_MODEL_SHAPE})",
+    )
+
+
+def engine_presets() -> tuple[str, ...]:
+    """Return the registered policies that follow a serving engine (Policy.engine set)."""
+    return tuple(name for name, pol in REGISTRY.items() if pol.engine)
+
+
+def default_cost(args: argparse.Namespace, policies) -> str | None:
+    """Set --cost where it was not given: the roofline when a policy is an engine preset, else unit steps.
+
+    An engine preset runs at its engine's defaults (prompt chunks of thousands of tokens, TGI without a request cap),
+    which unit steps cannot judge: there a 2,048-token chunk costs what one decode does. Return the line saying the
+    clock was chosen so (None where --cost was given, or unit steps were kept).
+    """
+    if args.cost is not None:
+        return None
+    if not any(get_policy(p).engine for p in policies):
+        args.cost = "unit"
+        return None
+    args.cost = "roofline"
+    model = MODEL_SHAPES[args.model_shape or DEFAULT_MODEL_SHAPE].name
+    accelerator = ACCELERATORS[args.accelerator or DEFAULT_ACCELERATOR].name
+    return (
+        f"time: the roofline of {model} on {accelerator} (engine presets are judged on a clock; --cost unit for steps)"
     )
 
 
