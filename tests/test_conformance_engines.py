@@ -1,4 +1,4 @@
-"""Conformance tables of vLLM, TGI and TensorRT-LLM: small traces whose schedules are derived by hand from each engine's code.
+"""Conformance tables of vLLM, TGI and TensorRT-LLM: small traces, their schedules derived by hand from engine code.
 
 Each case cites the engine's file and function, at the commit read; the expected passes in its docstring are worked
 out from that code on the unit clock (a pass is a step), under the simplifications docs/schedulers.md states (a
@@ -60,7 +60,8 @@ def test_vllm_fcfs_preempts_the_newest_and_requeues_it_at_the_front():
     pass 2, but B is at the front and needs two: the queue waits (a waiting request that cannot allocate stops the
     step's scheduling) until A finishes at pass 6; B then recomputes its one generated token.
     """
-    s = schedule([R("A", 0, 6, 3), R("B", 0, 6, 4), R("C", 1, 1, 1)], 3, "vllm", MemoryConfig(kv_blocks=3, block_size=4))
+    reqs = [R("A", 0, 6, 3), R("B", 0, 6, 4), R("C", 1, 1, 1)]
+    s = schedule(reqs, 3, "vllm", MemoryConfig(kv_blocks=3, block_size=4))
     assert events(s) == [(1, "preempt", 1), (2, "blocked", 1)]
     assert s.start_pass.tolist() == [0, 0, 6] and s.recomputed_tokens == 1
 
@@ -95,7 +96,7 @@ def test_vllm_takes_a_prompts_blocks_chunk_by_chunk():
 
 @pytest.mark.parametrize("accelerator,budget", [("h100-sxm", 8192), ("h200", 8192), ("a100-80gb", 2048)])
 def test_vllm_budget_default_is_the_serving_default_per_accelerator(accelerator, budget):
-    """EngineArgs.get_batch_defaults (VLLM_ARGS), OPENAI_API_SERVER: 8192 from 70 GiB unless an A100, else 2048."""
+    """EngineArgs.get_batch_defaults (VLLM_ARGS), serving: 8192 from 70 GiB unless an A100, else 2048."""
     assert entry_budget(get_policy("vllm"), [R("A", 0, 1, 1)], 8, None, accelerator) == budget
     assert entry_budget(get_policy("vllm"), [R("A", 0, 1, 1)], 8, 512, accelerator) == 512  # a budget given wins
 
@@ -113,9 +114,10 @@ def test_sglang_chunked_prefill_size_default_by_gpu_memory(accelerator):
 
 
 def test_tgi_chunks_new_prompts_into_the_running_batchs_pass():
-    """backend.rs batching_task, support_chunking: `prefill_token_budget = max_batch_prefill_tokens - current_tokens`;
-    queue.rs next_batch cuts the last entry to `chunk_len`; the new batch is prefilled with the cached one, unpaused.
+    """TGI 3 joins a new prompt to the running batch's pass in chunks, the decoders unpaused.
 
+    backend.rs batching_task, support_chunking: `prefill_token_budget = max_batch_prefill_tokens - current_tokens`;
+    queue.rs next_batch cuts the last entry to `chunk_len`; the new batch is prefilled with the cached one.
     A decodes from 0; B (10 tokens) arrives at 2, budget 6: pass 2 holds A's token and 5 of B's; pass 3 the other 5
     (flash_causal_lm.py generate_token: the next chunk is the budget less the other rows). A is never paused.
     """
@@ -127,9 +129,10 @@ def test_tgi_chunks_new_prompts_into_the_running_batchs_pass():
 
 
 def test_tgi_has_no_request_cap():
-    """backend.rs batching_task: with chunking `(None, None, prefill_token_budget)`, max_size None; launcher main.rs:
-    `max_batch_size: Option<usize>`, unset by default.
+    """TGI has no request cap by default.
 
+    backend.rs batching_task: with chunking `(None, None, prefill_token_budget)`, max_size None; launcher main.rs:
+    `max_batch_size: Option<usize>`, unset by default.
     Seven decoding, five arriving at 3, the tab's 8 slots: all five join at 3 (capped at 8, the gate kept them out).
     """
     tgi = get_policy("tgi")
@@ -182,9 +185,10 @@ def test_tgi_reserves_the_prompt_and_max_new_tokens_and_never_preempts():
 
 
 def test_trtllm_max_num_tokens_stops_the_iterations_scheduling():
-    """microBatchScheduler.cpp MicroBatchScheduler::operator(): generation requests take a token each, then contexts
-    first come first served; `if (batchNumTokens + reqNumTokens > maxNumTokensRuntime) break`.
+    """A context that does not fit max_num_tokens ends the iteration's scheduling.
 
+    microBatchScheduler.cpp MicroBatchScheduler::operator(): generation requests take a token each, then contexts
+    first come first served; `if (batchNumTokens + reqNumTokens > maxNumTokensRuntime) break`.
     Three decoding; an 8,190-token context at 2 does not fit 8,192 with three rows: it waits until d0 finishes at 10,
     and a 10-token context at 3 waits behind it (the break ends the step's scheduling), joining at 11.
     """
@@ -211,9 +215,10 @@ def test_trtllm_no_evict_reserves_the_whole_life():
 
 
 def test_trtllm_max_util_admits_by_current_need_and_pauses_the_newest():
-    """capacityScheduler.cpp MaxUtilizationScheduler: schedule by the blocks needed now; when a started request needs
-    one more, pause the last started (`trySchedulingRequestMaxUtilization`, then the paused requests).
+    """MAX_UTILIZATION admits by current need and pauses the newest when a block runs out.
 
+    capacityScheduler.cpp MaxUtilizationScheduler: schedule by the blocks needed now; when a started request needs
+    one more, pause the last started (`trySchedulingRequestMaxUtilization`, then the paused requests).
     Blocks of 4, a pool of 3: A (3-token prompt) and B (4) start at 0; at 1 A needs a block and B, the newest, pauses.
     """
     s = schedule([R("A", 0, 6, 3), R("B", 0, 6, 4)], 2, "trtllm-max-util", MemoryConfig(kv_blocks=3, block_size=4))

@@ -779,8 +779,11 @@ def test_a_websocket_gone_while_tornado_upgrades_it_is_one_line_and_our_own_asse
 
 
 def test_a_websocket_closed_after_its_session_went_is_one_line(caplog):
-    """Round 5: a socket closing after its session was discarded fails Bokeh's `assert self._session is not None`
-    in its `on_close` (the flake of the malformed-websocket test under load): one debug line, no traceback."""
+    """A socket closing after its session was discarded is one debug line, no traceback.
+
+    Round 5: it fails Bokeh's `assert self._session is not None` in its `on_close` (the flake of the
+    malformed-websocket test under load).
+    """
     import logging
 
     from bokeh.server.connection import ServerConnection

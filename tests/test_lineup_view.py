@@ -11,7 +11,7 @@ from app.schedulers.view import DEFAULT_ENTRIES, LineupView
 from app.schedulers.words import QUESTIONS, ROWS, lessons_html, shown_best
 from app.shell import App
 from core.clock.hardware import cost_model
-from core.measure.lineup import THRESHOLD, best, lineup, parse_entries
+from core.measure.lineup import THRESHOLD, best, lineup, parse_entries, parse_entry
 from core.states import GENERATING, PAUSED, PREFILL, RECOMPUTE
 from core.workload.traffic import generate
 
@@ -68,7 +68,7 @@ def _n(text: str) -> float:
 
 
 def _verb(a: float, b: float, lower: str, higher: str, same: str, time: bool = True) -> str:
-    """The verb a sentence owes: `same` within the lineup's THRESHOLD (5%, and 0.5 ms for a time), else the direction."""
+    """The verb a sentence owes: `same` within the lineup's THRESHOLD (5%, 0.5 ms for a time), else the direction."""
     share, ms = THRESHOLD
     gap = abs(a - b)
     past = gap > 0 and gap >= share * max(abs(a), abs(b)) and (not time or gap >= ms)
@@ -175,7 +175,8 @@ def test_the_lesson_buttons_load_their_settings_and_ask_first():
 
 def test_a_link_round_trips_and_bad_values_are_named_and_kept_out():
     view = _view()
-    view.param.update(entries=["tgi:prefill_chunking=0;waiting_served_ratio=1.2", "sglang:schedule_policy=lof"], slots=4, seed=9)
+    entries = ["tgi:prefill_chunking=0;waiting_served_ratio=1.2", "sglang:schedule_policy=lof"]
+    view.param.update(entries=entries, slots=4, seed=9)
     view.guess = 1
     query = {k: [v] for k, v in view.query().items()}
     assert query["schedulers"] == ["tgi:prefill_chunking=0;waiting_served_ratio=1.2,sglang:schedule_policy=lof"]
@@ -358,7 +359,10 @@ def test_entries_that_look_alike_are_named_with_their_largest_difference_and_whe
             assert said[(i, j)][1] == (f"{gap:.1f}" if gap else "0")
             if "where they part" in said[(i, j)][2]:
                 gaps += 1
-                roomy = dataclasses.replace(key, entries=(key.entries[i], key.entries[j]), token_budget=8192)
+                # Every budget above all the prompts at once: TensorRT-LLM's max_num_tokens as well as the tab's.
+                pair = [parse_entry(f"{e.name}:max_num_tokens=1000000") if e.name.startswith("trtllm") else e
+                        for e in (key.entries[i], key.entries[j])]  # fmt: skip
+                roomy = dataclasses.replace(key, entries=tuple(pair), token_budget=1_000_000)
                 x, y = (line.run for line in shared_lineup(roomy))
                 for column in ("slot", "start_ms", "first_token_ms", "finish_ms"):
                     assert (getattr(x, column) == getattr(y, column)).all(), (seed, rate, i, j, column)
@@ -454,3 +458,16 @@ def test_an_address_says_numbers_as_written_and_keeps_every_digit():
     said = " ".join(messages)
     assert "s_requests=1000000000 is out of range" in said and "e+" not in said
     assert view.query()["s_ttft"] == "1234.5678"
+
+
+def test_an_engine_without_a_request_cap_is_said_to_run_more_at_once():
+    """TGI has no request cap: the tab says how many it ran at once against the others' slots, from the runs."""
+    from app.schedulers.words import load_html
+
+    lines = shared_lineup(LineupKey(parse_entries("vllm,tgi")))
+    most = int(lines[1].run.slot.max()) + 1
+    text = load_html(lines)
+    assert most > 8 and f"TGI has no request cap: it ran up to {most} requests at once" in text
+    assert "on 8 slots" in text and f"give the others {most} slots" in text
+    capped = shared_lineup(LineupKey(parse_entries("vllm,tgi:prefill_chunking=0;max_batch_size=8")))
+    assert 'data-claim="uncapped"' not in load_html(capped) and int(capped[1].run.slot.max()) + 1 <= 8

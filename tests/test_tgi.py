@@ -81,7 +81,8 @@ def test_a_prompt_longer_than_the_prefill_budget_is_refused_by_name(capsys):
         assert "a prompt of 100 tokens is longer than tgi's 64 tokens a pass" in str(exc)
     else:
         raise AssertionError("a 100-token prompt ran under a 64-token prefill budget")
-    argv = ["simulate", "--policy", "tgi", "--prefill-chunking", "0", "--max-batch-prefill-tokens", "8", "--requests", "5"]
+    argv = ["simulate", "--policy", "tgi", "--prefill-chunking", "0", "--max-batch-prefill-tokens", "8"]
+    argv += ["--requests", "5"]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "max_batch_prefill_tokens" in err and err.count("\n") == 1 and "Traceback" not in err

@@ -114,10 +114,11 @@ def shared_lineup(key: LineupKey) -> tuple[Line, ...]:
 def run_json(line: Line, allocation: str) -> dict:
     """Return one entry's run as the renderer draws it on a clock: per-request times, and its cells in ms."""
     run = line.run
+    capped = run.rules.has_request_cap  # else it ran every request that fit: draw the rows it used, say so
     out = {
         **policy_fields(line.run.rules, allocation),
-        "title": line.entry.label(),
-        "slots": run.slots,
+        "title": line.entry.label() + ("" if capped else " (no request cap)"),
+        "slots": run.slots if capped else int(run.slot.max(initial=0)) + 1,
         "slot": run.slot.tolist(),
         "start_ms": run.start_ms.tolist(),
         "finish_ms": run.finish_ms.tolist(),

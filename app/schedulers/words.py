@@ -101,12 +101,33 @@ def load_html(lines: Sequence[Line], budget: int | dict[str, int] | None = None,
     ttfts = [float(np.mean(line.run.first_token_ms - line.run.arrival_ms)) for line in lines]
     share = min(w / t for w, t in zip(waits, ttfts) if t > 0) if any(t > 0 for t in ttfts) else 0.0
     most = "most" if share > 0.5 else "part" if share > 0.05 else "little"
+    capped = [line.run.slots for line in lines if line.run.rules.has_request_cap]
+    where = f"on {capped[0]} slots" if capped else "with no request cap"
     return (
-        f'<p data-claim="load">{n} requests arrive over {span:,.1f} s on {run.slots} slots; the schedulers finish them '
+        f'<p data-claim="load">{n} requests arrive over {span:,.1f} s {where}; the schedulers finish them '
         f"in {min(drains):,.1f} to {max(drains):,.1f} s. The mean wait for a slot is {min(waits):,.0f} to "
         f"{max(waits):,.0f} ms of a mean TTFT of {min(ttfts):,.0f} to {max(ttfts):,.0f} ms: {most} of the time to "
-        "first token here is the wait for a slot.</p>" + alike_html(lines, budget, unlimited)
+        "first token here is the wait for a slot.</p>" + uncapped_html(lines) + alike_html(lines, budget, unlimited)
     )
+
+
+def uncapped_html(lines: Sequence[Line]) -> str:
+    """Return, for an entry without a request cap (TGI), how many it ran at once against the others' cap ("" : none)."""
+    capped = [line.run.slots for line in lines if line.run.rules.has_request_cap]
+    if not capped:
+        return ""
+    out = []
+    for line in lines:
+        if line.run.rules.has_request_cap:
+            continue
+        most = int(line.run.slot.max(initial=0)) + 1  # the lowest free slot each time: the rows used are the peak
+        if most > capped[0]:
+            out.append(
+                f"{html.escape(line.entry.label())} has no request cap: it ran up to {most} requests at once where "
+                f"the others ran at most {capped[0]}, the slots standing for their caps (vLLM's max_num_seqs is 1,024 "
+                f"by default on an H100, 256 on an A100); to compare the rules alone, give the others {most} slots"
+            )
+    return f'<p data-claim="uncapped">{"; ".join(out)}.</p>' if out else ""
 
 
 # Two timelines whose every start, first token and finish lie within this share of the run of each other look the

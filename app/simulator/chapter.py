@@ -187,8 +187,9 @@ def spread_argument_html() -> str:
     """Return the chapter's spread argument (equal lengths; max/mean in a batch of 32) with the core's figures."""
     f = compare_figures()
     return (
-        "<p>If every request generated the same number of tokens, every static batch would finish together and "
-        "there would be nothing for continuous batching to reclaim (the queued fixed-lengths lesson above shows it). "
+        "<p>If every request generated the same number of tokens and all were queued at once, every static batch "
+        "would be full and finish together, and there would be nothing for continuous batching to reclaim (the "
+        "queued fixed-lengths lesson above shows it; arriving over time, even equal lengths wait for a boundary). "
         "Real output lengths are heavy-tailed. In <code>batchviz compare</code>'s default traffic, cut into "
         f"{f['batches']} batches of {SPREAD_BATCH} in arrival order, the longest request is "
         f'<b data-figure="max-mean-median">{f["batch_max_mean_median"]:.1f}×</b> the batch mean at the median and up '

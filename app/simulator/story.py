@@ -18,8 +18,10 @@ WHY = (
     "finished requests leave at once and waiting ones take their slots. There is no batch boundary any more; the "
     "batch is simply whoever is running now. It does not make one forward pass any faster. It removes the gaps, the "
     "padding and the wait for the next batch, and on real traffic, where a few answers are many times longer than "
-    'most, that is worth <span data-claim="gain-2-4x">2-4x the throughput</span> '
-    '<span data-claim="latency-lower">with lower latency at the same time</span>.</p>'
+    'most, that is worth <span data-claim="gain-2-4x">2-4x the throughput on heavy-tailed traffic that keeps a '
+    "queue (the chapter's figure; <code>batchviz compare</code>'s 256 chat-shaped requests, in the cards below)</span> "
+    '<span data-claim="latency-lower">with lower latency at the same time</span>. The small example the timelines '
+    "open on shows its own ratio, which the head-to-head states.</p>"
 )
 
 SPREAD = (
@@ -167,8 +169,9 @@ ONE_SLOT_KV = (
 
 NOT_FIXED = (
     "<h3>What batching does not fix</h3>"
-    "<p>Here every forward pass costs one step, whatever it holds (switch the time axis to ms to see each pass "
-    'take what a real GPU would: <a href="?clock=ms">on a clock</a>). On a real GPU a small batch is memory-bound: '
+    "<p>On the steps axis every forward pass costs one step, whatever it holds; on a clock (the time axis in ms, "
+    '<a href="?clock=ms">on a clock</a>) each pass takes what a real GPU would. On a real GPU a small batch is '
+    "memory-bound: "
     "reading the weights dominates, so more rows are nearly free. Past a point the batch becomes compute-bound, each "
     "step gets slower as rows are added, and every request in the batch feels it: a single request's latency gets "
     "worse, not better. Batching raises throughput; it never makes one request faster than running it alone. "

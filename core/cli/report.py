@@ -196,7 +196,10 @@ def comparison_text(comparison: Comparison, workload: str, slots: int, runs: dic
         *class_rows(runs),
     ]
     w = column_width(comparison.names)
-    lines = [f"workload: {workload}; {slots} slots", "", f"{'':27}" + "".join(f"{n:>{w}}" for n in comparison.names)]
+    own = [f"{name} on {run.slots}" for name, run in runs.items() if run.slots != slots]  # TGI: no request cap
+    note = f" ({', '.join(own)}: an engine without a request cap runs every request that fits)" if own else ""
+    header = f"{'':27}" + "".join(f"{n:>{w}}" for n in comparison.names)
+    lines = [f"workload: {workload}; {slots} slots{note}", "", header]
     lines += [f"{name:27}" + "".join(f"{x:>{w}}" for x in xs) for name, *xs in rows]
     lines.append("")
     base = comparison.names[0]

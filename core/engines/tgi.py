@@ -75,7 +75,7 @@ class TGI(Policy):
                 high=4096),
     )  # fmt: skip
     def __init__(self, *args, **values):
-        """Take TGI's settings; refuse the ones the router ignores when it chunks, so no label shows one that did not run."""
+        """Take TGI's settings; refuse those the router ignores when it chunks: no label shows one that did not run."""
         super().__init__(*args, **values)
         if self.prefill_chunking:
             ignored = [k for k in ("waiting_served_ratio", "max_waiting_tokens", "max_batch_size")
@@ -123,6 +123,11 @@ class TGI(Policy):
     def own_budget(self, prompts: Sequence[int]) -> int:
         """Return max_batch_prefill_tokens as a pass's budget (0: the longest prompt + 50)."""
         return self.max_batch_prefill_tokens or max(prompts, default=0) + 50
+
+    @property
+    def has_request_cap(self) -> bool:
+        """Return whether max_batch_size caps the batch (set, without chunking); TGI has no cap by default."""
+        return not self.prefill_chunking and self.max_batch_size > 0
 
     def request_cap(self, slots: int, requests: int) -> int:
         """Return max_batch_size where it is set without chunking, else every request (TGI has no cap by default)."""

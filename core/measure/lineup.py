@@ -15,8 +15,8 @@ from typing import NamedTuple
 import numpy as np
 
 from core.clock.cost import StepCost
-from core.kv.memory import UNLIMITED, MemoryConfig
 from core.clock.hardware import DEFAULT_ACCELERATOR
+from core.kv.memory import UNLIMITED, MemoryConfig
 from core.limits import MAX_SLOTS, LimitError, show_text
 from core.measure.serving import Serving, serving_metrics
 from core.sched.policies import REGISTRY, Policy, get_policy

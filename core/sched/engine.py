@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.clock.hardware import DEFAULT_ACCELERATOR
 from core.clock.cost import StepCost, UnitCost, prices_rectangles, scalar_pass_ms, wake_of
+from core.clock.hardware import DEFAULT_ACCELERATOR
 from core.kv.memory import UNLIMITED, KVPool, MemoryConfig
 from core.limits import MAX_DRAIN_STEPS, MAX_SLOTS, check_prefill_passes, check_workload
 from core.sched.assemble import STRETCH_FIELDS, assemble
@@ -82,8 +82,11 @@ def schedule(
 
 
 def default_budget(pol: Policy, requests: Sequence[Request], slots: int, token_budget: int | None) -> int | None:
-    """Return `token_budget`, or where none is given an engine's own (its setting, else its default on the default
-    accelerator, at least the slots); a policy without one keeps None, which `_validate` refuses."""
+    """Return `token_budget`, or where none is given an engine's own, at least the slots.
+
+    An engine's own: its setting, else its default on the default accelerator; a policy without one keeps None,
+    which `_validate` refuses.
+    """
     if token_budget is not None or not pol.has_token_budget:
         return token_budget
     own = pol.pass_budget(None, DEFAULT_ACCELERATOR, [r.prompt_tokens or 1 for r in requests])

@@ -133,6 +133,27 @@ class Policy:
 
     allocates_per_chunk = False  # with a budget, a paged prompt takes each chunk's blocks as it is scheduled (vLLM)
     victim_by_arrival = False  # ties of victim_rank go to the latest arrival, not the latest admission
+    # SGLang's (core/engines/sglang.py): a pass that can take a prompt does, and only a decode pass asks for the
+    # decoding rows' next blocks; a shortage there retracts `retraction_victims` at once, to the back of the queue.
+    prefill_first = False
+    retracts_in_bulk = False
+
+    def retraction_victims(self, running: Sequence[tuple[int, int, int]], fits) -> list[int]:
+        """Bulk retracters: return whom a decode pass's block shortage retracts, in order.
+
+        `running`: (request, tokens out, prompt tokens) of each decoding request, oldest admission first;
+        `fits(victims)`: whether the others' next blocks fit once `victims` have freed theirs.
+        """
+        raise NotImplementedError(f"{self.name} preempts one victim at a time (victim_rank)")
+
+    def estimate(self, prompts: Sequence[int], max_tokens: Sequence[int], caps: Sequence[int], pool_tokens):
+        """Return one run's estimate of the running requests' future tokens that admission leaves room for, or None.
+
+        Requests numbered as given: their prompts, their max_tokens (0: none), the caps a reservation holds (max_tokens
+        or the traffic's), and the pool's tokens (None: unlimited). None: admission asks the pool only (SGLang's is
+        `NewTokenEstimate`).
+        """
+        return None
 
     def reserves_whole_life(self, allocation: str) -> bool:
         """Return whether a request reserves its prompt plus the output cap at admission, not block by block."""
@@ -159,18 +180,20 @@ class Policy:
     cap_name = ""  # the engine's name for that cap, as a refusal names it
 
     budget_setting = ""  # the engine setting that holds its tokens a pass ("" : the caller's token_budget)
-    shares_budget = True  # with a budget: a caller's token_budget (--token-budget, the tab's) applies where its own is unset
+    shares_budget = True  # a caller's token_budget (--token-budget, the tab's) applies where its own is unset
 
     def default_budget(self, accelerator: str) -> int | None:
         """Return the engine's own default tokens a pass on `accelerator` (None: none; the caller must give one)."""
         return None
 
     def pass_budget(self, asked: int | None, accelerator: str, prompts: Sequence[int]) -> int | None:
-        """Return the tokens a pass it runs at: its own setting where set, else `asked`, else its default (None: no budget)."""
+        """Return its tokens a pass: its own setting where set, else `asked`, else its default (None: no budget)."""
         if not self.has_token_budget:
             return None
         own = getattr(self, self.budget_setting) if self.budget_setting else 0
         return own or asked or self.default_budget(accelerator)
+
+    has_request_cap = True  # the slots stand for its cap on running requests (max_num_seqs); False: it has none
 
     def request_cap(self, slots: int, requests: int) -> int:
         """Return the most requests it runs at once: the slots, which stand for the engine's own cap (max_num_seqs)."""
