@@ -1,4 +1,7 @@
-"""SGLang's preset: prefill first, in chunks, with the running batch paused; fcfs or lof by max_tokens."""
+"""SGLang's preset: prefill first, in chunks, with the running batch paused; fcfs or lof by max_new_tokens.
+
+Its rules one by one, from SGLang's code, are tests/test_conformance_sglang.py's.
+"""
 
 import json
 
@@ -37,7 +40,11 @@ def test_a_prompt_pass_pauses_the_running_request_until_its_last_chunk():
 
 
 def test_lof_admits_the_largest_max_tokens_first():
-    """One slot busy; three wait with caps 10, 50 and 30: lof admits 50, 30, 10; fcfs (or no caps) arrival order."""
+    """One slot busy; three wait with caps 10, 50 and 30: lof admits 50, 30, 10; fcfs arrival order.
+
+    Without caps, lof orders by what the context leaves each (max_req_len - prompt - 1): equal prompts, equal keys,
+    arrival order; a shorter prompt first.
+    """
     reqs = [Request("A", 0, 5, 1), Request("B", 1, 3, 1, 0, 10), Request("C", 2, 3, 1, 0, 50)]
     reqs.append(Request("D", 3, 3, 1, 0, 30))
     lof = schedule(reqs, 1, SGLang("lof"), token_budget=4)
@@ -46,6 +53,8 @@ def test_lof_admits_the_largest_max_tokens_first():
     assert fcfs.start_pass.tolist() == [0, 5, 8, 11]
     uncapped = [Request(r.id, r.arrival, r.output_tokens, r.prompt_tokens) for r in reqs]
     assert schedule(uncapped, 1, SGLang("lof"), token_budget=4).start_pass.tolist() == [0, 5, 8, 11]
+    longer = [uncapped[0], Request("B", 1, 3, 3), uncapped[2], uncapped[3]]  # B's longer prompt leaves it less
+    assert schedule(longer, 1, SGLang("lof"), token_budget=4).start_pass.tolist() == [0, 11, 5, 8]
 
 
 @settings(max_examples=200, deadline=None)
@@ -73,6 +82,43 @@ def test_sglang_with_its_settings_equals_the_oracle(reqs, slots, order, allocati
     assert s.recomputed_tokens == recomputed and s.memory_metrics()["peak_blocks"] == peak
     assert not ((s.pass_rows > 0) & (s.pass_prefill > 0)).any()
     assert (s.pass_prefill <= budget).all()
+
+
+class _Eager(SGLang):
+    """SGLang whose estimate counts none of the running requests' tokens to come (ratio 0): it retracts often."""
+
+    def estimate(self, prompts, max_tokens, caps, pool_tokens):
+        """Return SGLang's estimate with its ratio held at 0 (a test double)."""
+        est = super().estimate(prompts, max_tokens, caps, pool_tokens)
+        est.init = est.base = est.floor = est.decay = 0.0
+        return est
+
+
+# Requests as (arrival, output tokens, prompt tokens), each capped at its output: concurrent, over-committed.
+tight_traffic = st.lists(
+    st.tuples(st.integers(0, 10), st.integers(1, 20), st.integers(0, 8)), min_size=2, max_size=12
+).map(lambda rows: [Request(f"r{i}", a, o, p, 0, o) for i, (a, o, p) in enumerate(rows)])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    tight_traffic,
+    st.integers(2, 6),
+    st.sampled_from(["fcfs", "lof"]),
+    st.integers(0, 4),
+    st.sampled_from([1, 2, 4]),
+    st.integers(0, 20),
+)
+def test_retraction_equals_the_oracle(reqs, slots, order, extra, block_size, budget_extra):
+    """Where the estimate admits freely, a retraction is frequent (about a quarter of these): the oracle's, exactly."""
+    pol = _Eager(order)
+    memory = _pool(reqs, "paged", extra, block_size)
+    budget = slots + budget_extra
+    s = schedule(reqs, slots, pol, memory, token_budget=budget)
+    strings, events, recomputed, peak = simulate_memory_per_step(reqs, slots, pol, memory, 0, budget)
+    assert as_run(s).timeline_strings() == strings
+    assert [(int(s.pass_start[e.step]), e.kind, e.request) for e in s.events] == events
+    assert s.recomputed_tokens == recomputed and s.memory_metrics()["peak_blocks"] == peak
 
 
 def test_a_trace_carries_max_tokens_and_refuses_one_below_the_answer():

@@ -214,6 +214,13 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
     static = pol.forms_batches
     reserving = pol.reserves_whole_life(memory.allocation)
     keyed = pol.ordered
+    # SGLang: an estimate of the running requests' tokens to come (binding on a limited paged pool), lof's order by
+    # max_new_tokens (ties: who joined the queue first), a pass that prefills before the decoders ask for blocks, a
+    # refusal that holds the queue until a request leaves (batch_is_full), and retraction in bulk to the back.
+    est = pol.estimate(prompt, [r.max_tokens for r in requests], res, None if pool is None else pool * bs)
+    binds = est is not None and not reserving and pool is not None
+    prefill_first = pol.prefill_first and not reserving and pool is not None
+    leaves, full = 0, -1  # requests that left (finished or retracted); `leaves` at the last refusal (-1: not full)
     pauses, gated = pol.pauses_decoders, pol.gates_admission
     pcap = pol.prompt_tokens_cap(prompt)
     since, after_pause = 0, False  # decode steps since the last step with a prompt; that step paused the rows
@@ -237,7 +244,54 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
     def head():  # the waiting request the policy serves next (a keyed queue: by key, then arrival and trace order)
         if not keyed:
             return 0
+        if est is not None and est.keys is not None:  # SGLang's lof: ties by who joined the queue first
+            return min(range(len(waiting)), key=lambda j: (est.keys[waiting[j]], j))
         return min(range(len(waiting)), key=lambda j: (pol.queue_key(requests[waiting[j]]), order.index(waiting[j])))
+
+    def leave(victim):  # a preempted (retracted) request frees its slot and blocks
+        nonlocal leaves
+        admitted.remove(victim)
+        occupant[occupant.index(victim)] = None
+        drop(victim)
+        events.append((t, "preempt", victim))
+        leaves += 1
+
+    def grow():  # decoding requests that outgrew their blocks take one, preempting where none is free
+        preempted = False
+        if pol.retracts_in_bulk:  # SGLang: the policy's victims at once, to the back, then the others' blocks
+            decoding = [i for i in admitted if prefilled[i] == target[i]]  # oldest admission first
+            due = [i for i in decoding if blocks(prompt[i] + generated[i] + 1) > held[i]]
+            if len(due) > free_blocks():
+                rest = lambda vs: sum(i not in vs for i in due) <= free_blocks() + sum(held[v] for v in vs)  # noqa: E731
+                for victim in pol.retraction_victims([(i, generated[i], prompt[i]) for i in decoding], rest):
+                    leave(victim)
+                    waiting.append(victim)
+                    preempted = True
+                est.retracted([(i, generated[i]) for i in admitted])
+            for i in due:
+                if i in admitted:
+                    held[i] = blocks(prompt[i] + generated[i] + 1)
+            return preempted
+        for i in list(admitted):  # oldest first: a decoding request that outgrew its blocks takes one
+            if i not in admitted or prefilled[i] < target[i]:
+                continue
+            while blocks(prompt[i] + generated[i] + 1) - held[i] > free_blocks():
+                # The policy's least wanted, then the most recently admitted.
+                newest = order.index if pol.victim_by_arrival else admitted.index  # vLLM's priority: by arrival
+                victim = max(admitted, key=lambda j: (pol.victim_rank(requests[j]), newest(j)))
+                leave(victim)
+                waiting.appendleft(victim)
+                preempted = True
+                if victim == i:
+                    break
+            if i in admitted:
+                held[i] = blocks(prompt[i] + generated[i] + 1)
+        return preempted
+
+    def room(chunk):  # SGLang: the free tokens less the estimate of the decoders and of the prompts completing now
+        decoding = [(i, generated[i]) for i in admitted if prefilled[i] == target[i]]
+        completing = [i for i in chunk if prefilled[i] + chunk[i] == target[i]]
+        return est.room(free_blocks() * bs, decoding, completing)
 
     while done < n:
         while arrived < n and requests[order[arrived]].arrival <= t:
@@ -249,25 +303,10 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
                 occupant[s] = None
                 admitted.remove(o)
                 drop(o)
+                leaves += 1
         preempted = False
-        if not reserving and pool is not None:
-            for i in list(admitted):  # oldest first: a decoding request that outgrew its blocks takes one
-                if i not in admitted or prefilled[i] < target[i]:
-                    continue
-                while blocks(prompt[i] + generated[i] + 1) - held[i] > free_blocks():
-                    # The policy's least wanted, then the most recently admitted.
-                    newest = order.index if pol.victim_by_arrival else admitted.index  # vLLM's priority: by arrival
-                    victim = max(admitted, key=lambda j: (pol.victim_rank(requests[j]), newest(j)))
-                    admitted.remove(victim)
-                    occupant[occupant.index(victim)] = None
-                    drop(victim)
-                    waiting.appendleft(victim)
-                    events.append((t, "preempt", victim))
-                    preempted = True
-                    if victim == i:
-                        break
-                if i in admitted:
-                    held[i] = blocks(prompt[i] + generated[i] + 1)
+        if not reserving and pool is not None and not prefill_first:
+            preempted = grow()
         left = None if token_budget is None else token_budget
         if left is not None and not pauses:  # a pausing policy's prompt step holds no decoding row
             left -= sum(1 for i in admitted if prefilled[i] == target[i])
@@ -322,6 +361,8 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
             if gated and decoding and waiting and None in occupant and not preempted:
                 if not pol.admits_now(would_admit(), len(decoding), since, after_pause):
                     limit = 0
+            if binds and full == leaves:  # SGLang's batch_is_full: nobody is admitted until a request leaves
+                limit = 0
             taken = prompts = 0
             while not preempted and waiting and None in occupant and (left is None or left > 0) and taken < limit:
                 i = waiting[head()]
@@ -332,10 +373,11 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
                 if per_chunk:  # its first chunk's blocks, and its first token's if the chunk ends the prompt
                     c = min(prompt[i] + generated[i], left, pol.prefill_chunk_cap or left)
                     tokens = c + (c == prompt[i] + generated[i])
-                if not fits(i, tokens):
+                if not fits(i, tokens) or binds and not est.admits(i, generated[i], room(chunk)):
                     if i not in noted:
                         noted.add(i)
                         events.append((t, "blocked", i))
+                    full = leaves  # SGLang's batch_is_full (read only where the estimate binds)
                     break
                 waiting.remove(i)
                 taken, prompts = taken + 1, prompts + prompt[i] + generated[i]
@@ -348,6 +390,15 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
                 chunk[i] = target[i] if left is None else min(target[i], left, pol.prefill_chunk_cap or left)
                 if left is not None:
                     left -= chunk[i]
+                if binds and room(chunk) <= 0:  # SGLang: the estimate is spent (PrefillAdder.budget_state)
+                    full = leaves
+                    break
+        retracted = prefill_first and not chunk and grow()  # SGLang: only a decode step asks for the rows' blocks
+        if est is not None and not chunk:  # SGLang's ratio: a decode step decays it (not one that retracted)
+            if any(o is not None for o in occupant):
+                est.decoded(0 if retracted else 1)
+            else:
+                est.reset()  # nothing runs: self_check_during_idle
         peak = max(peak, sum(held.values()))
         col = []
         paused = pauses and bool(chunk) and any(o is not None and o not in chunk for o in occupant)
@@ -371,6 +422,8 @@ def simulate_memory_per_step(requests, slots, policy, memory, batch_timeout=0, t
                 col.append("G")
                 generated[o] += 1
                 done += generated[o] == out[o]
+        if binds and any(prefilled[i] < target[i] for i in admitted):  # SGLang: a chunked request left the step's
+            full = -1  # batch, which clears batch_is_full (get_next_batch_to_run)
         cols.append(col)
         t += 1
     strings = ["".join(col[s] for col in cols) for s in range(slots)]

@@ -6,8 +6,9 @@ take the block their next token needs, preempting the policy's victim when none 
 chunks already prefilling, under a token budget), `admit` (the queue's head into the lowest free slot while it fits
 the pool and the pass), then `run_prompt_pass` (a pass that holds a prompt) or `jump` (a stretch of identical
 decode passes, run or costed as one, up to the next event). The rules are the policy's and the pool's answers; the
-semantics are docs/design.md's. The loop keeps flat lists of numbers only: `_Engine` records the passes and
-assemble.py turns them into a Schedule.
+semantics are docs/design.md's. A policy that prefills first (SGLang) grows or retracts only before a decode pass,
+after `admit`, and admits against its estimate of the running requests' tokens to come (`room`). The loop keeps flat
+lists of numbers only: `_Engine` records the passes and assemble.py turns them into a Schedule.
 """
 
 from __future__ import annotations
@@ -37,9 +38,18 @@ class ContinuousLoop(PromptPass):
         # The policy's order: a deque (arrival; a preempted request back at the front) or a queue by its key, where
         # an arrival may become the head: then a refused head is not the last one refused, and an arrival may be
         # admitted past a waiting head, so stretches stop at arrivals while a slot is free.
-        self.waiting = pol.new_queue(e.queue)
+        # SGLang: an estimate of the running requests' tokens to come that admission leaves room for (binding on a
+        # limited paged pool), with its new_token_ratio; it orders lof's queue by each request's max_new_tokens.
+        self.est = pol.estimate(self.P, [r.max_tokens for r in e.queue], self.RES,
+                                e.memory.kv_blocks * pool.block_size if e.limited else None)  # fmt: skip
+        self.waiting = pol.new_queue(e.queue) if self.est is None else self.est.queue()
         self.keyed = not isinstance(self.waiting, deque)
         self.growth = e.paged_growth  # blocks grow one by one: the only place a victim is asked for
+        self.binds = self.est is not None and self.growth
+        self.full = -1  # SGLang's batch_is_full: the releases at a refusal, until a request leaves (-1: not full)
+        # SGLang: a pass takes a prompt if it can, and only a decode pass asks for the decoding rows' next blocks; a
+        # shortage there retracts the policy's victims at once, to the back of the queue.
+        self.prefill_first, self.bulk = pol.prefill_first and self.growth, pol.retracts_in_bulk
         self.ranks = [pol.victim_rank(r) for r in e.queue] if self.growth else []
         # By arrival (vLLM's priority victim: max(running, key=(priority, arrival_time))), else by admission.
         self.by_arrival = pol.victim_by_arrival
@@ -108,15 +118,20 @@ class ContinuousLoop(PromptPass):
         )
         run_prompt_pass, jump, running, waiting = self.run_prompt_pass, self.jump, self.running, self.waiting
         growth, free = self.growth, self.free  # without growth nobody is preempted; `free` is one list throughout
+        prefill_first, est = self.prefill_first, self.est
         while True:
             arrive()
             retire()
-            preempted = grow_or_preempt() if growth else False
+            preempted = grow_or_preempt() if growth and not prefill_first else False
             plan = plan_pass()
             preempted = preempted or plan.preempted  # a chunk's blocks preempted someone (per-chunk allocation)
             if not preempted and waiting and free:  # after a preemption, admission is tried at the next boundary
                 admit(plan)
+            if prefill_first and not plan.chunks:  # a decode pass: now the rows ask for their blocks
+                preempted = grow_or_preempt()
             if not running:
+                if est is not None:
+                    est.reset()  # SGLang's self_check_during_idle
                 if self.nxt == self.n and not waiting:
                     break
                 if waiting:  # check_fits makes an empty pool fit any head, and an idle pass has budget
@@ -125,6 +140,8 @@ class ContinuousLoop(PromptPass):
                 continue
             if plan.chunks:
                 run_prompt_pass(plan)
+                if self.binds and self.prefilling:  # SGLang: the chunked request leaves the last batch, which
+                    self.full = -1  # clears batch_is_full (get_next_batch_to_run)
             else:
                 jump(preempted)
         self.engine.passes, self.engine.recomputed = self.p, self.recomputed
@@ -176,6 +193,8 @@ class ContinuousLoop(PromptPass):
         pool, running, preempted = self.pool, self.running, False
         if not self.track and pool.can_grow(len(due)):
             pool.grow(due)  # a block for each: nobody is preempted, so the order they are served in is moot
+        elif self.bulk:
+            preempted = self.retract(sorted(due, key=self.adm.__getitem__))
         else:
             due = sorted(due, key=self.adm.__getitem__)  # oldest admitted first
             served = min(len(due), pool.free)  # these take a free block each, as one by one they would
@@ -207,6 +226,29 @@ class ContinuousLoop(PromptPass):
         if k in self.running:
             pool.append(k, tokens)
         return preempted
+
+    def retract(self, due: list[int]) -> bool:
+        """Give the due their blocks; where too few are free, retract the policy's victims at once (SGLang).
+
+        The victims leave for the back of the queue and later recompute; the others take their blocks, and the
+        estimate's ratio is the retraction's. Return whether anyone was retracted.
+        """
+        pool, p, base = self.pool, self.p, self.base
+        if pool.free >= len(due):
+            pool.grow(due)
+            return False
+        held, wanted = pool.held, set(due)
+        fits = lambda victims: pool.free + sum(held[v] for v in victims) >= len(wanted.difference(victims))  # noqa: E731
+        victims = self.pol.retraction_victims([(k, p + base[k], self.P[k]) for k in self.running], fits)
+        order = self.order
+        for v in victims:
+            slot_left = self.slot[v]
+            self.leave(v, p)
+            self.waiting.append(v)
+            self.events.append(Event(p, "preempt", order[v], slot_left, self.g[v], pool.free, order[due[0]]))
+        pool.grow([k for k in due if k in self.running])
+        self.est.retracted([(k, p + base[k]) for k in self.running])
+        return bool(victims)
 
     def victim(self) -> int:
         """Return whom a block shortage preempts: the policy's least wanted, then the most recently admitted."""
@@ -287,6 +329,9 @@ class ContinuousLoop(PromptPass):
         waiting, free = self.waiting, self.free
         if not waiting or not free:
             return
+        binds = self.binds
+        if binds and self.full == self.releases:
+            return  # SGLang's batch_is_full: after a refusal nobody is admitted until a request leaves
         if self.gated and self.count:
             fitting = gate_fitting(self, len(free))
             if not self.pol.admits_now(fitting, self.count, self.since, self.after_pause):
@@ -304,7 +349,11 @@ class ContinuousLoop(PromptPass):
                 tokens = c + (c == target)
             else:
                 tokens = P[k] + (RES[k] if reserving else g[k] + 1)
-            if limited and (self.refused == (self.releases, k, tokens) or not pool.can_allocate(k, tokens)):
+            if limited and (
+                self.refused == (self.releases, k, tokens)
+                or not pool.can_allocate(k, tokens)
+                or binds and not self.est.admits(k, g[k], self.room(plan))  # SGLang's estimate
+            ):
                 self.refuse(k, tokens)
                 break
             waiting.popleft()
@@ -328,11 +377,27 @@ class ContinuousLoop(PromptPass):
             else:
                 chunks.append(k)  # the whole prompt in this pass
                 plan.prefill += target
+            if binds and self.room(plan) <= 0:  # SGLang: the estimate is spent (PrefillAdder.budget_state)
+                self.full = self.releases
+                break
         self.admissions, self.recomputed = admissions, recomputed
+
+    def room(self, plan: Plan) -> float:
+        """Return the tokens SGLang's estimate leaves for the next head (NewTokenEstimate.room).
+
+        The free tokens less the decoding requests' tokens to come times the ratio, less the max_new_tokens of each
+        prompt completing in this pass.
+        """
+        p, base, prefilling = self.p, self.base, self.prefilling
+        decoding = [(k, p + base[k]) for k in self.running if k not in prefilling]
+        completing = [k for k, c in plan.chunks if prefilling[k][0] + c == prefilling[k][1]]
+        return self.est.room(self.pool.free * self.bs, decoding, completing)
 
     def refuse(self, k: int, tokens: int) -> None:
         """Note that head k does not fit the pool (once per wait: a blocked event for the views)."""
         self.refused = (self.releases, k, tokens)
+        if self.binds:
+            self.full = self.releases  # SGLang's batch_is_full
         if k not in self.noted:
             self.noted.add(k)
             need = -(-tokens // self.bs)
@@ -355,6 +420,7 @@ class ContinuousLoop(PromptPass):
         if self.paused_open:
             self.resume_decoders(p)
         self.ahead.clear()  # this pass fills the blocks they took
+        self.grown = ()
         L = self.stretch_length(preempted)
         # An arrival may be admitted at the first pass after it (past a waiting head, or opening a gate).
         cut = self.free and (self.keyed or self.gated or not self.waiting) and self.nxt < self.n
@@ -372,6 +438,8 @@ class ContinuousLoop(PromptPass):
         self.clock = end
         self.p = p + L
         self.since, self.after_pause = self.since + L, False
+        if self.est is not None:  # SGLang: each decode pass decays the ratio, but one whose boundary retracted
+            self.est.decoded(L - preempted)
 
     def resume_decoders(self, p: int) -> None:
         """The rows a prompt pass paused decode again from pass p: their paused cells close."""
