@@ -65,10 +65,12 @@ QUESTION = (
     "passes?"
 )
 EXPLAIN = (
-    "<p>Below the knee a pass is memory-bound: it reads every weight once whatever the batch, so each extra row is "
-    "nearly free and throughput climbs. Past it, as far as the load fills the batch, the batch's KV cache and "
-    "compute dominate: each pass slows, every request in the batch feels it as inter-token latency, and throughput "
-    "flattens. A pass that prefills a new "
+    "<p>A decode pass reads every weight once whatever the batch, so while the weights dominate the pass each extra "
+    "row is nearly free and throughput climbs. Each row also adds its own KV cache to read and its own compute, so "
+    "the pass grows with the batch; as far as the load fills the batch, every request in it feels that as "
+    "inter-token latency. The knee is the largest batch whose p99 inter-token latency still meets the target, so it "
+    "moves with the target (move the ITL target and watch it): it is not a fixed point where passes turn from "
+    "memory-bound to compute-bound. A pass that prefills a new "
     "prompt is compute-bound and long, and the more slots there are, the more often some slot is admitting: the "
     "prefill stalls can pull the knee below where decode alone would put it (the readout above says whether they "
     "do here). Chunked prefill (the next chapter) splits each prompt over several passes so no pass stalls the "

@@ -99,13 +99,14 @@ QUESTIONS = (
         (
             "It does: a bigger batch finishes every request sooner, because the GPU's work is shared among "
             "all of them.",
-            "A request still needs one pass per token, and past the compute-bound point more rows slow every pass.",
+            "A request still needs one pass per token, and every extra row adds to what each pass reads and computes.",
             "The scheduler spends time between passes deciding who joins, and that time grows with the batch.",
             "Padding: without padding rows, every request in a batch would finish faster than it would alone.",
         ),
         1,
         "Batching shares each pass among more requests: throughput rises, but a request alone on the GPU is as fast "
-        "as it gets. Past the compute-bound point, more rows make every step, and so every request, slower.",
+        "as it gets. Each row adds its KV cache to read and its compute to every step, so more rows make every step, "
+        "and so every request, slower.",
         "?tab=knee",
         "Exercise 1: past the knee, every step slows",
     ),
