@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from app.page.words import plural
+from app.page.words import plural, times, value_range
 from core.clock.cost import StepCost
 from core.measure.lineup import LOWER, THRESHOLD, Line, best, differs
 from core.measure.serving import per_request
@@ -95,7 +95,7 @@ def table_html(lines: Sequence[Line], ttft_ms: float, itl_ms: float) -> str:
 def load_html(lines: Sequence[Line], budget: int | dict[str, int] | None = None, unlimited: bool = False) -> str:
     """Return the traffic against the schedulers (arrivals, drains, TTFT), and which entries look alike on it."""
     run = lines[0].run
-    n, span = len(run.requests), float(run.arrival_ms.max() - run.arrival_ms.min()) / 1e3
+    n, arrivals = len(run.requests), float(run.arrival_ms.max() - run.arrival_ms.min()) / 1e3
     drains = [float(line.run.drain_ms) / 1e3 for line in lines]
     waits = [line.figures.wait_mean for line in lines]
     ttfts = [float(np.mean(line.run.first_token_ms - line.run.arrival_ms)) for line in lines]
@@ -104,10 +104,11 @@ def load_html(lines: Sequence[Line], budget: int | dict[str, int] | None = None,
     capped = [line.run.slots for line in lines if line.run.rules.has_request_cap]
     where = f"on {capped[0]} slots" if capped else "with no request cap"
     return (
-        f'<p data-claim="load">{n} requests arrive over {span:,.1f} s {where}; the schedulers finish them '
-        f"in {min(drains):,.1f} to {max(drains):,.1f} s. The mean wait for a slot is {min(waits):,.0f} to "
-        f"{max(waits):,.0f} ms of a mean TTFT of {min(ttfts):,.0f} to {max(ttfts):,.0f} ms: {most} of the time to "
-        "first token here is the wait for a slot.</p>" + uncapped_html(lines) + alike_html(lines, budget, unlimited)
+        f'<p data-claim="load">{n} requests arrive over {arrivals:,.1f} s {where}; the schedulers finish them '
+        f"in {value_range(min(drains), max(drains), '{:,.1f}', ' s')}. The mean wait for a slot is "
+        f"{value_range(min(waits), max(waits), '{:,.0f}', ' ms')} of a mean TTFT of "
+        f"{value_range(min(ttfts), max(ttfts), '{:,.0f}', ' ms')}: {most} of the time to first token here is the "
+        "wait for a slot.</p>" + uncapped_html(lines) + alike_html(lines, budget, unlimited)
     )
 
 
@@ -173,10 +174,10 @@ def alike_html(lines: Sequence[Line], budget: int | dict[str, int] | None = None
     as the difference only on an unlimited pool without preemptions (elsewhere memory can part two entries too).
     """
     said = []
-    span = max((float(line.run.drain_ms) for line in lines), default=0.0)
+    run_ms = max((float(line.run.drain_ms) for line in lines), default=0.0)
     for i, j in itertools.combinations(range(len(lines)), 2):
         gap = gap_ms(lines[i], lines[j])
-        if gap is None or gap > ALIKE * span:
+        if gap is None or gap > ALIKE * run_ms:
             continue
         names = f"{html.escape(lines[i].entry.label())} and {html.escape(lines[j].entry.label())}"
         if gap == 0:
@@ -191,9 +192,14 @@ def alike_html(lines: Sequence[Line], budget: int | dict[str, int] | None = None
         said.append(
             f'<p data-claim="same-timeline" data-alike="{i},{j}" data-gap-ms="{gap:.1f}">Here {names} look alike: '
             f"every request takes the same slot, and no start, first token or finish differs by more than "
-            f"{gap:,.1f} ms ({gap / span:.2%} of the {span / 1e3:,.1f} s run){why}.</p>"
+            f"{gap:,.1f} ms ({_share(gap / run_ms)} of the {run_ms / 1e3:,.1f} s run){why}.</p>"
         )
     return "".join(said)
+
+
+def _share(x: float) -> str:
+    """Return a small share as it reads: "0.27%", or "under 0.01%" where two decimals would show 0.00%."""
+    return f"{x:.2%}" if x >= 0.00005 else "under 0.01%"
 
 
 def guess_html(lines: Sequence[Line], guess: int | None, field: str = "ttft_p99") -> str:
@@ -313,9 +319,9 @@ def evict_html(lines: Sequence[Line]) -> str:
     more = _than(mu_mean, ne_mean, "fewer", "more", "about as many", time=False)
     return (
         f'<p data-claim="trtllm">Here GUARANTEED_NO_EVICT, each request holding {holds} from its admission, '
-        f"preempted {ne.figures.preemptions} times and decoded {ne_mean:.1f} rows a pass on average (at most "
+        f"preempted {times(ne.figures.preemptions)} and decoded {ne_mean:.1f} rows a pass on average (at most "
         f"{ne_max}); MAX_UTILIZATION decoded {more} at once, "
-        f"{mu_mean:.1f} on average (at most {mu_max}), preempted {mu.figures.preemptions} times and recomputed "
+        f"{mu_mean:.1f} on average (at most {mu_max}), preempted {times(mu.figures.preemptions)} and recomputed "
         f"{recomputed:,} tokens. TTFT p99 {ne.figures.ttft_p99:,.1f} ms against {mu.figures.ttft_p99:,.1f}; "
         f"throughput {ne.figures.throughput:,.0f} tokens/s against {mu.figures.throughput:,.0f}.</p>"
     )
