@@ -118,7 +118,7 @@ def run_json(line: Line, allocation: str) -> dict:
     out = {
         **policy_fields(line.run.rules, allocation),
         "title": line.entry.label() + ("" if capped else " (no request cap)"),
-        "slots": run.slots if capped else int(run.slot.max(initial=0)) + 1,
+        "slots": run.slots,  # an engine without a request cap: the rows it used (core.measure.lineup.rows_used)
         "slot": run.slot.tolist(),
         "start_ms": run.start_ms.tolist(),
         "finish_ms": run.finish_ms.tolist(),

@@ -37,7 +37,7 @@ from core.cli.parsers import (
 from core.clock.cost import UnitCost
 from core.clock.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
 from core.limits import MAX_SLOTS, LimitError, one_line, show_name
-from core.measure.lineup import entry_slots
+from core.measure.lineup import entry_slots, rows_used
 from core.measure.losses import losses
 from core.measure.metrics import compare, compute_metrics
 from core.measure.serving import serving_metrics
@@ -66,7 +66,7 @@ def _simulate(args) -> str:
     (policy,) = policies_with_knobs(args, (args.policy,))
     budget = token_budget(args, policy, args.slots, requests=requests)
     slots = entry_slots(policy, args.slots, len(requests), budget)  # TGI: no request cap of its own
-    run = simulate(requests, slots, policy, batch_timeout(args), memory, budget)
+    run = rows_used(simulate(requests, slots, policy, batch_timeout(args), memory, budget))
     metrics = compute_metrics(run, args.window)
     timed = _timed(args, requests, cost, policy, memory, budget, slots) if cost else None
     if args.json:
@@ -89,7 +89,7 @@ def _timed_run(args, requests, cost, policy, memory=None, budget=None, slots=Non
     else:
         timeout, arrivals = batch_timeout(args) * step_ms(args), requests_in_ms(args, requests)
     timeout = timeout if get_policy(policy).has_timeout else 0.0
-    return simulate_timed(arrivals, slots or args.slots, policy, cost, timeout, memory, budget)
+    return rows_used(simulate_timed(arrivals, slots or args.slots, policy, cost, timeout, memory, budget))
 
 
 def _timed(args, requests, cost, policy, memory=None, budget=None, slots=None):
@@ -138,7 +138,7 @@ def _compare(args) -> str:
     budgets = {k: token_budget(args, p, args.slots, pols, requests) for k, p in objects.items()}
     slots = {k: entry_slots(p, args.slots, len(requests), budgets[k]) for k, p in objects.items()}
     timeout = lambda k: batch_timeout(args) if objects[k].has_timeout else 0  # noqa: E731
-    runs = {k: simulate(requests, slots[k], p, timeout(k), memory, budgets[k]) for k, p in objects.items()}
+    runs = {k: rows_used(simulate(requests, slots[k], p, timeout(k), memory, budgets[k])) for k, p in objects.items()}
     result = compare(*runs.values(), names=keys)
     timed = (
         {k: _timed(args, requests, cost, p, memory, budgets[k], slots[k]) for k, p in objects.items()} if cost else None

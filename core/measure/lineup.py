@@ -8,6 +8,7 @@ TTFT and ITL (mean TPOT) targets; `best` names the entries that lead each figure
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -174,8 +175,10 @@ def lineup(
     for entry in entries:
         pol = entry.policy()
         budget = entry_budget(pol, requests, slots, token_budget, accelerator)
-        run = simulate_timed(
-            requests, entry_slots(pol, slots, len(requests), budget), pol, cost, memory=memory, token_budget=budget
+        run = rows_used(
+            simulate_timed(
+                requests, entry_slots(pol, slots, len(requests), budget), pol, cost, memory=memory, token_budget=budget
+            )
         )
         lines.append(Line(entry, run, serving_metrics(run, cost, ttft_ms, itl_ms)))
     return lines
@@ -188,6 +191,17 @@ def entry_budget(pol: Policy, requests: Sequence[Request], slots: int, asked: in
     """
     budget = pol.pass_budget(asked, accelerator, [r.prompt_tokens or 1 for r in requests])
     return None if budget is None else max(budget, min(slots, MAX_SLOTS))
+
+
+def rows_used(run):
+    """Return `run` on the slots it used where its policy has no request cap (TGI), else as it is.
+
+    It ran with a slot for every request; the lowest free slot is taken each time, so the rows used are the most it
+    ran at once, and the same schedule on that many slots is this one: its occupancy is then read on them.
+    """
+    if run.rules.has_request_cap or not len(run.slot):
+        return run
+    return dataclasses.replace(run, slots=int(run.slot.max()) + 1)
 
 
 def entry_slots(pol: Policy, slots: int, requests: int, budget: int | None) -> int:
