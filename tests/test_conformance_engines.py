@@ -223,3 +223,15 @@ def test_trtllm_max_util_admits_by_current_need_and_pauses_the_newest():
     """
     s = schedule([R("A", 0, 6, 3), R("B", 0, 6, 4)], 2, "trtllm-max-util", MemoryConfig(kv_blocks=3, block_size=4))
     assert events(s)[0] == (1, "preempt", 1) and s.start_pass.tolist() == [0, 0]
+
+
+def test_the_five_presets_compare_with_no_other_flag(capsys):
+    """Every engine at its defaults: `compare --policies vllm,tgi,sglang,trtllm-no-evict,trtllm-max-util` runs alone.
+
+    It refused to run without --token-budget (its message named --policy), and ran on unit steps.
+    """
+    from core.cli.commands import main
+
+    assert main(["compare", "--policies", "vllm,tgi,sglang,trtllm-no-evict,trtllm-max-util"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("time: the roofline of Llama-2 7B on H100 SXM") and "tokens/s" in out
