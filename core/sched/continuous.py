@@ -119,13 +119,21 @@ class ContinuousLoop(PromptPass):
         run_prompt_pass, jump, running, waiting = self.run_prompt_pass, self.jump, self.running, self.waiting
         growth, free = self.growth, self.free  # without growth nobody is preempted; `free` is one list throughout
         prefill_first, est = self.prefill_first, self.est
+        A, n, fin, chunked = self.A, self.n, self.fin, self.chunked
+        empty = Plan()  # without a budget, a boundary that admits nobody shares this one (nothing writes to it)
         while True:
-            arrive()
-            retire()
+            nxt = self.nxt
+            if nxt < n and A[nxt] <= self.clock:  # the phases' own first test, here: most boundaries skip them
+                arrive()
+            if fin and fin[0][0] <= self.p:
+                retire()
             preempted = grow_or_preempt() if growth and not prefill_first else False
-            plan = plan_pass()
-            preempted = preempted or plan.preempted  # a chunk's blocks preempted someone (per-chunk allocation)
+            plan = plan_pass() if chunked else empty
+            if plan.preempted:  # a chunk's blocks preempted someone (per-chunk allocation)
+                preempted = True
             if not preempted and waiting and free:  # after a preemption, admission is tried at the next boundary
+                if plan is empty:
+                    plan = Plan()
                 admit(plan)
             if prefill_first and not plan.chunks:  # a decode pass: now the rows ask for their blocks
                 preempted = grow_or_preempt()
@@ -339,13 +347,14 @@ class ContinuousLoop(PromptPass):
         P, g, RES, pool, pcap, chunked, cap, limited, reserving, start, running, slot, adm = self.fixed_admit
         p, chunks, taken = self.p, plan.chunks, 0
         admissions, recomputed = self.admissions, self.recomputed  # counted here, written back once
+        per_chunk, rows = self.per_chunk, self.cap_rows * self.count  # admission changes neither
         while waiting and free and (plan.left > 0 or not chunked):
             k = waiting[0]
-            if pcap and (taken or self.cap_rows) and plan.prefill + P[k] + g[k] + self.cap_rows * self.count > pcap:
+            if pcap and (taken or rows) and plan.prefill + P[k] + g[k] + rows > pcap:
                 break  # the pass's tokens are spent (check_prompt_cap: a first prompt fits an empty pass)
             target = P[k] + g[k]
             c = min(target, plan.left, cap) if chunked else target
-            if self.per_chunk:  # its first chunk's blocks (and its first token's, if the chunk ends the prompt)
+            if per_chunk:  # its first chunk's blocks (and its first token's, if the chunk ends the prompt)
                 tokens = c + (c == target)
             else:
                 tokens = P[k] + (RES[k] if reserving else g[k] + 1)
