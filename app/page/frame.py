@@ -1,6 +1,9 @@
 """The page's frame: its header, its tabs in order, the simulator's disclosures and the traffic buttons' words."""
 
-HEADER = "<h1>Static vs continuous batching</h1><p>Each row is a batch slot, each column one forward pass.</p>"
+# The subtitle holds on every tab; how to read a timeline is said beside the timelines (palette.legend_html).
+HEADER = (
+    "<h1>Static vs continuous batching</h1><p>The chapter's simulator, its exercises and engines.</p>"
+)
 WORKED_NAME = "the chapter's worked example"
 CHAPTER_BUTTON = "The chapter's traffic (12 requests)"
 GENERATED_NOTE = (

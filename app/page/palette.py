@@ -89,4 +89,5 @@ def legend_html() -> str:
         if key == "P":
             style += f";background-image:repeating-linear-gradient(45deg,{PADDING_HATCH} 0 1px,transparent 1px 6px)"
         items.append(f'<span class="bv-legend-item"><span class="bv-swatch" style="{style}"></span>{words}</span>')
-    return '<div class="bv-legend">' + "".join(items) + "</div>"
+    lead = '<span class="bv-legend-item"><b>Each row is a batch slot, each column one forward pass:</b></span>'
+    return '<div class="bv-legend">' + lead + "".join(items) + "</div>"

@@ -92,4 +92,5 @@ def legend_html() -> str:
         f'{palette.GENERATING_COLOR}">{mark}</span>{words}</span>'
         for words, colour, mark in LEGEND
     ]
-    return '<div class="bv-legend">' + "".join(items) + "</div>"
+    lead = '<span class="bv-legend-item"><b>Each row is a slot (a running request), time runs left to right:</b></span>'
+    return '<div class="bv-legend">' + lead + "".join(items) + "</div>"
