@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from app.schedulers.words import column_label
 from app.server.byte_cache import byte_cache
 from app.simulator.plots import MIN_LABEL_CELLS
 from app.simulator.state import arrival_step_ms, requests_of
@@ -114,10 +115,9 @@ def shared_lineup(key: LineupKey) -> tuple[Line, ...]:
 def run_json(line: Line, allocation: str) -> dict:
     """Return one entry's run as the renderer draws it on a clock: per-request times, and its cells in ms."""
     run = line.run
-    capped = run.rules.has_request_cap  # else it ran every request that fit: draw the rows it used, say so
     out = {
         **policy_fields(line.run.rules, allocation),
-        "title": line.entry.label() + ("" if capped else " (no request cap)"),
+        "title": column_label(line),  # an engine without a request cap says so: it ran every request that fit
         "slots": run.slots,  # an engine without a request cap: the rows it used (core.measure.lineup.rows_used)
         "slot": run.slot.tolist(),
         "start_ms": run.start_ms.tolist(),

@@ -12,7 +12,7 @@ SOURCE_WORDS = (
 INTRO = (
     "<h3>Schedulers: real engines side by side</h3><p>The chapter ends on a question: we admit requests every "
     "step, but on what basis, and how many? Each engine answers it with settings engineers change every day. Here "
-    "they run on the same requests, slots, KV pool and clock (a roofline of the model on the accelerator): vLLM "
+    "they run on the same requests, KV pool and clock (a roofline of the model on the accelerator): vLLM "
     "mixes prompt chunks into decoding passes under a token budget; TGI 3 joins new prompts to its running "
     "batch's pass in chunks too (under max_batch_prefill_tokens), while TGI without chunking (TGI 2, "
     "tgi:prefill_chunking=0) pauses its running batch for a prefill pass, and only once enough requests wait "
@@ -22,10 +22,11 @@ INTRO = (
     "(GUARANTEED_NO_EVICT: on an unlimited pool that never binds) or packs the pool and pauses the newest when it "
     "runs out (MAX_UTILIZATION). The slots stand for each engine's cap on running requests (vLLM's max_num_seqs, "
     "SGLang's max_running_requests, TensorRT-LLM's max_batch_size); TGI has none by default, so it runs every "
-    "request the pool holds. Each engine runs at its own defaults for the accelerator, token budgets included. "
+    "request the pool holds. Each engine runs at its own defaults for the accelerator, token budgets included, but "
+    "for the request cap: the slots stand for it (vLLM's max_num_seqs is 1,024 by default on an H100). "
     "Each scheduler's rules, and what this simulator leaves out, are in the project's docs "
     "(docs/schedulers.md in batchviz's repository).</p>"
-    "<p><b>Terms.</b> TTFT: time to first token, from arrival (most of it, under load, is the wait for a slot). "
+    "<p><b>Terms.</b> TTFT: time to first token, from arrival (under load, much of it is the wait to be admitted). "
     "ITL: inter-token latency, the gap between one token and the next. TPOT: a request's time per output token "
     "after its first, its mean gap (DistServe's), what the ITL target is met on. Longest stall: a request's "
     "largest gap. p99: the value 99% of requests (or gaps) stay under. Prefill: the pass that computes a prompt; a "
@@ -77,7 +78,7 @@ LESSONS = {
 }
 LEGEND = (
     ("generating (its prompt, then a token a pass; a prompt chunk too)", palette.GENERATING_COLOR, ""),
-    ("paused while a pass prefills others' prompts (TGI, SGLang)", palette.PAUSED_COLOR, "···"),
+    ("paused while a pass prefills others' prompts (SGLang, TGI without chunking)", palette.PAUSED_COLOR, "···"),
     ("recomputing its KV after a preemption", palette.RECOMPUTE_COLOR, ""),
     ("idle slot", palette.IDLE_COLOR, ""),
     ("a white edge: one request's stay ends and the next begins", "#FFFFFF", "|"),

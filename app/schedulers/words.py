@@ -62,9 +62,17 @@ def shown_best(lines: Sequence[Line], field: str, fmt: str) -> set[int]:
     return {i for i, text in enumerate(texts) if text in shown}
 
 
+def column_label(line: Line) -> str:
+    """Return an entry's label as its column and its verdict name it: an engine without a request cap says so."""
+    label = line.entry.label()
+    if line.run.rules.has_request_cap:
+        return label
+    return label[:-1] + "; no request cap)" if label.endswith(")") else label + " (no request cap)"
+
+
 def table_html(lines: Sequence[Line], ttft_ms: float, itl_ms: float) -> str:
     """Return the figures side by side, each row's best marked (a star and bold) where the entries differ."""
-    head = "".join(f'<th scope="col">{html.escape(line.entry.label())}</th>' for line in lines)
+    head = "".join(f'<th scope="col">{html.escape(column_label(line))}</th>' for line in lines)
     body = []
     for field, words, fmt in ROWS:
         leaders = shown_best(lines, field, fmt)
@@ -76,9 +84,10 @@ def table_html(lines: Sequence[Line], ttft_ms: float, itl_ms: float) -> str:
             cells.append(f'<td data-col="{i}" data-best="{int(lead)}">{mark}</td>')
         body.append(f'<tr data-row="{field}"><th scope="row">{words}</th>{"".join(cells)}</tr>')
     caption = (
-        f"Each scheduler on the same requests, slots, KV pool and clock. ★: the best of the row, and any within "
-        f"{THRESHOLD.share:.0%} of it, or for a time within {THRESHOLD.ms:g} ms: a smaller difference is not claimed "
-        f"(the sentences call it alike). Targets, DistServe's: TTFT at most {ttft_ms:g} ms and each request's mean "
+        f"Each scheduler on the same requests, KV pool and clock, and the same slots but for an engine without a "
+        f"request cap. ★: the best of the row, and any within {THRESHOLD.share:.0%} of it, or for a time within "
+        f"{THRESHOLD.ms:g} ms: a smaller difference is not claimed (the sentences call it alike), and a row where "
+        f"all are alike has no star. Targets, DistServe's: TTFT at most {ttft_ms:g} ms and each request's mean "
         f"TPOT (time per output token after its first) at most {itl_ms:g} ms (goodput: the requests that met both, "
         "per second). TPOT rows: over the requests of two tokens or more. A request's longest stall is its largest "
         "gap between two tokens, which a p99 of pooled gaps hides. Fairness: Jain's index over each request's "
@@ -99,17 +108,33 @@ def load_html(lines: Sequence[Line], budget: int | dict[str, int] | None = None,
     drains = [float(line.run.drain_ms) / 1e3 for line in lines]
     waits = [line.figures.wait_mean for line in lines]
     ttfts = [float(np.mean(line.run.first_token_ms - line.run.arrival_ms)) for line in lines]
-    share = min(w / t for w, t in zip(waits, ttfts) if t > 0) if any(t > 0 for t in ttfts) else 0.0
-    most = "most" if share > 0.5 else "part" if share > 0.05 else "little"
+    shares = [w / t if t > 0 else 0.0 for w, t in zip(waits, ttfts)]
     capped = [line.run.slots for line in lines if line.run.rules.has_request_cap]
     where = f"on {capped[0]} slots" if capped else "with no request cap"
     return (
         f'<p data-claim="load">{n} requests arrive over {arrivals:,.1f} s {where}; the schedulers finish them '
-        f"in {value_range(min(drains), max(drains), '{:,.1f}', ' s')}. The mean wait for a slot is "
-        f"{value_range(min(waits), max(waits), '{:,.0f}', ' ms')} of a mean TTFT of "
-        f"{value_range(min(ttfts), max(ttfts), '{:,.0f}', ' ms')}: {most} of the time to first token here is the "
-        "wait for a slot.</p>" + uncapped_html(lines) + alike_html(lines, budget, unlimited)
+        f"in {value_range(min(drains), max(drains), '{:,.1f}', ' s')}. The mean wait to be admitted (for a slot or "
+        f"for KV blocks) is {value_range(min(waits), max(waits), '{:,.0f}', ' ms')} of a mean TTFT of "
+        f"{value_range(min(ttfts), max(ttfts), '{:,.0f}', ' ms')}: {_wait_words(lines, shares)}.</p>"
+        + uncapped_html(lines)
+        + alike_html(lines, budget, unlimited)
     )
+
+
+def _wait_words(lines: Sequence[Line], shares: Sequence[float]) -> str:
+    """Return how much of each entry's time to first token is the wait to be admitted: most, part or little."""
+    groups: dict[str, list[str]] = {}
+    for line, share in zip(lines, shares):
+        how = "most" if share > 0.5 else "part" if share > 0.05 else "little"
+        groups.setdefault(how, []).append(html.escape(column_label(line)))
+    if len(groups) == 1:
+        return f"{next(iter(groups))} of the time to first token here is that wait"
+    said = [f"{how} of it for {_names(names)}" for how, names in groups.items()]
+    return "of the time to first token here, that wait is " + "; ".join(said)
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def uncapped_html(lines: Sequence[Line]) -> str:
@@ -202,6 +227,15 @@ def _share(x: float) -> str:
     return f"{x:.2%}" if x >= 0.00005 else "under 0.01%"
 
 
+def _more_at_once(lines: Sequence[Line], k: int) -> str:
+    """Return ", running up to N at once against the others' M" where line k has no request cap and ran more."""
+    capped = [line.run.slots for line in lines if line.run.rules.has_request_cap]
+    run = lines[k].run
+    if run.rules.has_request_cap or not capped or run.slots <= capped[0]:
+        return ""
+    return f", running up to {run.slots} requests at once against the others' {capped[0]}"
+
+
 def guess_html(lines: Sequence[Line], guess: int | None, field: str = "ttft_p99") -> str:
     """Return the question before the guess; after it, whether it was right, with the figures that decide it."""
     words, unit, fmt = QUESTIONS[field]
@@ -225,8 +259,8 @@ def guess_html(lines: Sequence[Line], guess: int | None, field: str = "ttft_p99"
     else:
         lead = min(leaders)
         verdict = (
-            f'<b data-lineup-guess="wrong">not quite</b>: {html.escape(lines[lead].entry.label())} has {words}, '
-            f"{show(lead)} against {show(guess)}."
+            f'<b data-lineup-guess="wrong">not quite</b>: {html.escape(column_label(lines[lead]))} has {words}, '
+            f"{show(lead)} against {show(guess)}{_more_at_once(lines, lead)}."
         )
     return f'<p class="bv-lineup-guess">You picked {html.escape(picked)}: {verdict}</p>'
 
@@ -267,7 +301,8 @@ def ratio_html(lines: Sequence[Line]) -> str:
     tpot, ttft = _moves(a.tpot_p99, b.tpot_p99), _moves(a.ttft_p99, b.ttft_p99)
     trades = (tpot, ttft) == ("falls", "rises")
     verdict = (
-        "the waiting requests pay for the decoders' steadier tokens: that is the trade the ratio sets."
+        "the waiting requests pay for the decoders' lower time per token (fewer prefill pauses, each longer): that is "
+        "the trade the ratio sets."
         if trades
         else "here the ratio does not trade one for the other."
     )
@@ -312,6 +347,12 @@ def evict_html(lines: Sequence[Line]) -> str:
     ne = next(line for line in reserving if line.entry.policy().engine == mu.entry.policy().engine)
     (ne_mean, ne_max), (mu_mean, mu_max) = _rows(ne), _rows(mu)
     recomputed = mu.run.schedule.recomputed_tokens if mu.run.schedule is not None else 0
+    # A readmission prefills its prompt again with the tokens it had made: the recompute in all.
+    again = sum(
+        mu.run.requests[e.request].prompt_tokens + e.tokens
+        for e in (mu.run.schedule.events if mu.run.schedule is not None else ())
+        if e.kind == "preempt"
+    )
     s = ne.run.schedule
     cap = (s.memory.reserve_tokens or max(r.output_tokens for r in s.requests)) if s is not None else 0
     capped = any(r.max_tokens for r in ne.run.requests)
@@ -322,7 +363,8 @@ def evict_html(lines: Sequence[Line]) -> str:
         f"preempted {times(ne.figures.preemptions)} and decoded {ne_mean:.1f} rows a pass on average (at most "
         f"{ne_max}); MAX_UTILIZATION decoded {more} at once, "
         f"{mu_mean:.1f} on average (at most {mu_max}), preempted {times(mu.figures.preemptions)} and recomputed "
-        f"{recomputed:,} tokens. TTFT p99 {ne.figures.ttft_p99:,.1f} ms against {mu.figures.ttft_p99:,.1f}; "
+        f"{recomputed:,} generated tokens, {again:,} with their prompts. TTFT p99 {ne.figures.ttft_p99:,.1f} ms "
+        f"against {mu.figures.ttft_p99:,.1f}; "
         f"throughput {ne.figures.throughput:,.0f} tokens/s against {mu.figures.throughput:,.0f}.</p>"
     )
 
@@ -375,8 +417,8 @@ def sjf_html(lines: Sequence[Line]) -> str:
     return (
         f'<p data-claim="sjf">Here under shortest-first the mean end-to-end latency {_moves(mean_s, mean_c)} '
         f"({mean_s:,.0f} ms against {mean_c:,.0f} in arrival order) while the {n} longest answers "
-        f"{_than(long_s, long_c, 'finish sooner', 'wait longer', 'are alike')} ({long_s:,.0f} ms against "
-        f"{long_c:,.0f} on average).</p>"
+        f"{_than(long_s, long_c, 'finish sooner', 'finish later', 'are alike')} ({long_s:,.0f} ms against "
+        f"{long_c:,.0f} end to end on average).</p>"
     )
 
 
