@@ -140,7 +140,14 @@ def test_the_tab_shows_the_command_under_the_table_and_what_slots_and_budget_sta
     knobs = view.knobs.object
     for words in ("max_num_seqs", "max_running_requests", "max_batch_size", "TGI has no request cap by default"):
         assert words in knobs
-    assert "vLLM 8,192, TGI 4,096, SGLang 8,192 tokens a pass" in knobs_html(DEFAULT)  # H100: each engine's own
+    words = knobs_html(DEFAULT)  # H100: each engine's own, in its own name; TensorRT-LLM's limit too
+    for said in (
+        "vLLM 8,192 (<code>max_num_batched_tokens</code>)",
+        "TGI 4,096 (<code>max_batch_prefill_tokens</code>)",
+        "SGLang 8,192 (<code>chunked_prefill_size</code>)",
+        "TensorRT-LLM no-evict 8,192 (<code>max_num_tokens</code>) tokens a pass",
+    ):
+        assert said in words
     assert view.token_budget == 0 and view.inputs["token_budget"].start == 0
     assert "0: each engine's default" in view.inputs["token_budget"].name
 

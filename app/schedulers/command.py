@@ -137,7 +137,14 @@ def _first(key: LineupKey) -> str:
 def knobs_html(key: LineupKey) -> str:
     """Return what the slots and the token budget stand for in each engine, with the budgets this lineup runs at."""
     budgets = budget_of(key)[0]
-    shown = [f"{html.escape(e.label())} {budgets[e.text()]:,}" for e in key.entries if e.text() in budgets]
+    shown = []
+    for e in key.entries:
+        pol = e.policy()
+        if e.text() in budgets:  # each engine's own name for it: TGI's is the prompts' share of a pass
+            name = pol.budget_setting or "token budget"
+            shown.append(f"{html.escape(e.label())} {budgets[e.text()]:,} (<code>{name}</code>)")
+        elif pol.cap_counts_decoders:  # TensorRT-LLM: a limit on a pass's tokens, not a budget it chunks under
+            shown.append(f"{html.escape(e.label())} {pol.prompt_tokens_cap(()):,} (<code>{pol.cap_name}</code>)")
     here = f" Here: {', '.join(shown)} tokens a pass." if shown else ""
     return (
         '<p class="bv-muted" data-claim="knobs"><b>Slots</b> stand for each engine\'s cap on running requests: '
