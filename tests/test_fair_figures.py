@@ -103,7 +103,7 @@ def test_a_difference_inside_the_threshold_ties_and_is_called_alike():
     lines = [_with(low, ttft_p99=34.4), _with(high, ttft_p99=35.4), third]
     assert best(lines, "ttft_p99") == {0, 1} == shown_best(lines, "ttft_p99", "{:,.1f}")
     verdict = guess_html(lines, 1, "ttft_p99")  # 35.4 ties with 34.4: not "not quite"
-    assert 'data-lineup-guess="right"' in verdict and "35.4 ms, alike the best's 34.4 ms" in verdict
+    assert 'data-lineup-guess="right"' in verdict and "35.4 ms, alike the best's 34.4 ms (tied with " in verdict
     table = table_html(lines, 500, 50)
     assert f"within {THRESHOLD.share:.0%} of it, or for a time within {THRESHOLD.ms:g} ms" in table
 

@@ -255,7 +255,9 @@ def guess_html(lines: Sequence[Line], guess: int | None, field: str = "ttft_p99"
     elif guess in leaders:
         top = int(np.argmin(values) if field in LOWER else np.argmax(values))
         tie = f", alike the best's {show(top)}" if show(top) != show(guess) else ""
-        verdict = f'<b data-lineup-guess="right">right</b>: {show(guess)}{tie}.'
+        others = [html.escape(column_label(lines[i])) for i in sorted(leaders) if i != guess]
+        shared = f" (tied with {_names(others)})" if others else ""
+        verdict = f'<b data-lineup-guess="right">right</b>: {show(guess)}{tie}{shared}.'
     else:
         lead = min(leaders)
         verdict = (
