@@ -196,8 +196,12 @@ def comparison_text(comparison: Comparison, workload: str, slots: int, runs: dic
         *class_rows(runs),
     ]
     w = column_width(comparison.names)
-    own = [f"{name} on {run.slots}" for name, run in runs.items() if run.slots != slots]  # TGI: no request cap
-    note = f" ({', '.join(own)}: an engine without a request cap runs every request that fits)" if own else ""
+    own = [f"{name} ran up to {run.slots}" for name, run in runs.items() if run.slots != slots]  # no request cap
+    note = (  # these runs are on steps: on a clock (the timed figures below) the passes, and so the rows, differ
+        f" ({', '.join(own)} at once on these steps: an engine without a request cap runs every request that fits)"
+        if own
+        else ""
+    )
     header = f"{'':27}" + "".join(f"{n:>{w}}" for n in comparison.names)
     lines = [f"workload: {workload}; {slots} slots{note}", "", header]
     lines += [f"{name:27}" + "".join(f"{x:>{w}}" for x in xs) for name, *xs in rows]
