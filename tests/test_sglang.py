@@ -57,6 +57,16 @@ def test_lof_admits_the_largest_max_tokens_first():
     assert schedule(longer, 1, SGLang("lof"), token_budget=4).start_pass.tolist() == [0, 11, 5, 8]
 
 
+def equals_the_oracle(reqs, slots, pol, memory, budget):
+    """Return the engine's schedule, asserting its cells, events, recomputes and peak are the per-step oracle's."""
+    s = schedule(reqs, slots, pol, memory, token_budget=budget)
+    strings, events, recomputed, peak = simulate_memory_per_step(reqs, slots, pol, memory, 0, budget)
+    assert as_run(s).timeline_strings() == strings
+    assert [(int(s.pass_start[e.step]), e.kind, e.request) for e in s.events] == events
+    assert s.recomputed_tokens == recomputed and s.memory_metrics()["peak_blocks"] == peak
+    return s
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     capped_traffic,
@@ -75,11 +85,7 @@ def test_sglang_with_its_settings_equals_the_oracle(reqs, slots, order, allocati
     pol = SGLang(order)
     memory = _pool(reqs, allocation, extra, block_size)
     budget = slots + budget_extra
-    s = schedule(reqs, slots, pol, memory, token_budget=budget)
-    strings, events, recomputed, peak = simulate_memory_per_step(reqs, slots, pol, memory, 0, budget)
-    assert as_run(s).timeline_strings() == strings
-    assert [(int(s.pass_start[e.step]), e.kind, e.request) for e in s.events] == events
-    assert s.recomputed_tokens == recomputed and s.memory_metrics()["peak_blocks"] == peak
+    s = equals_the_oracle(reqs, slots, pol, memory, budget)
     assert not ((s.pass_rows > 0) & (s.pass_prefill > 0)).any()
     assert (s.pass_prefill <= budget).all()
 
@@ -114,11 +120,7 @@ def test_retraction_equals_the_oracle(reqs, slots, order, extra, block_size, bud
     pol = _Eager(order)
     memory = _pool(reqs, "paged", extra, block_size)
     budget = slots + budget_extra
-    s = schedule(reqs, slots, pol, memory, token_budget=budget)
-    strings, events, recomputed, peak = simulate_memory_per_step(reqs, slots, pol, memory, 0, budget)
-    assert as_run(s).timeline_strings() == strings
-    assert [(int(s.pass_start[e.step]), e.kind, e.request) for e in s.events] == events
-    assert s.recomputed_tokens == recomputed and s.memory_metrics()["peak_blocks"] == peak
+    equals_the_oracle(reqs, slots, pol, memory, budget)
 
 
 def test_a_trace_carries_max_tokens_and_refuses_one_below_the_answer():

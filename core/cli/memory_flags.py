@@ -7,6 +7,7 @@ import argparse
 from core.cli.args import UsageError, bounded_int
 from core.clock.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, MODEL_SHAPES, kv_pool_blocks
 from core.kv.memory import ALLOCATIONS, MAX_BLOCK_SIZE, MAX_KV_BLOCKS, UNLIMITED, MemoryConfig
+from core.sched.engine import entry_budget
 from core.sched.policies import REGISTRY, get_policy
 
 MAX_TOKEN_BUDGET = 10_000_000
@@ -101,9 +102,9 @@ def token_budget(args: argparse.Namespace, policy, slots: int, asked: tuple = ()
             "pass's budget, so it must be at least the slots"
         )
     accelerator = getattr(args, "accelerator", None) or DEFAULT_ACCELERATOR
-    budget = policy.pass_budget(args.token_budget, accelerator, [r.prompt_tokens or 1 for r in requests])
+    budget = entry_budget(policy, requests, slots, args.token_budget, accelerator)
     if budget is None:
         raise UsageError(
             f"--policy {policy.name} needs --token-budget T (tokens one pass may process, at least the slots)"
         )
-    return max(budget, slots)
+    return budget

@@ -20,6 +20,7 @@ from core.clock.hardware import DEFAULT_ACCELERATOR
 from core.kv.memory import UNLIMITED, MemoryConfig
 from core.limits import MAX_SLOTS, LimitError, show_text
 from core.measure.serving import Serving, serving_metrics
+from core.sched.engine import entry_budget
 from core.sched.policies import REGISTRY, Policy, get_policy
 from core.sched.timed import TimedRun, simulate_timed
 from core.workload.request import Request
@@ -182,15 +183,6 @@ def lineup(
         )
         lines.append(Line(entry, run, serving_metrics(run, cost, ttft_ms, itl_ms)))
     return lines
-
-
-def entry_budget(pol: Policy, requests: Sequence[Request], slots: int, asked: int | None, accelerator: str):
-    """Return the tokens a pass `pol` runs at (None: no budget): its own setting, else `asked`, else its default.
-
-    At least the slots, so every decoding row fits in a pass.
-    """
-    budget = pol.pass_budget(asked, accelerator, [r.prompt_tokens or 1 for r in requests])
-    return None if budget is None else max(budget, min(slots, MAX_SLOTS))
 
 
 def rows_used(run):

@@ -81,16 +81,24 @@ def schedule(
 
 
 
-def default_budget(pol: Policy, requests: Sequence[Request], slots: int, token_budget: int | None) -> int | None:
-    """Return `token_budget`, or where none is given an engine's own, at least the slots.
+def entry_budget(pol: Policy, requests: Sequence[Request], slots: int, asked: int | None, accelerator: str):
+    """Return the tokens a pass `pol` runs at (None: no budget): its own setting, else `asked`, else its default.
 
-    An engine's own: its setting, else its default on the default accelerator; a policy without one keeps None,
-    which `_validate` refuses.
+    At least the slots, so every decoding row fits in a pass. The one place a budget is resolved: the loop, the
+    lineup and the command line all ask it.
+    """
+    budget = pol.pass_budget(asked, accelerator, [r.prompt_tokens or 1 for r in requests])
+    return None if budget is None else max(budget, min(slots, MAX_SLOTS))
+
+
+def default_budget(pol: Policy, requests: Sequence[Request], slots: int, token_budget: int | None) -> int | None:
+    """Return `token_budget`, or where none is given an engine's own on the default accelerator (`entry_budget`).
+
+    A policy without one keeps None, which `_validate` refuses.
     """
     if token_budget is not None or not pol.has_token_budget:
         return token_budget
-    own = pol.pass_budget(None, DEFAULT_ACCELERATOR, [r.prompt_tokens or 1 for r in requests])
-    return None if own is None else max(own, slots)
+    return entry_budget(pol, requests, slots, None, DEFAULT_ACCELERATOR)
 
 
 class _Engine:
