@@ -1,4 +1,4 @@
-"""`panel serve --setup` for batchviz: gzip the page and its files (2.9 MB to 0.7 MB); a steady collector and GIL."""
+"""`panel serve --setup` for batchviz: gzip the page and its files (2.9 MB to 0.7 MB, each once); steady GC and GIL."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from bokeh.server.tornado import BokehTornado
 from tornado.web import GZipContentEncoding
 
+from app.server.static_gzip import serve_static_gzipped
 from app.server_gc import steady_gc
 
 
@@ -40,5 +41,6 @@ def compress_every_server() -> None:
 SWITCH_INTERVAL_S = 0.001
 
 compress_every_server()
+serve_static_gzipped()
 sys.setswitchinterval(SWITCH_INTERVAL_S)
 steady_gc()  # last: what the setup imported is frozen with the rest

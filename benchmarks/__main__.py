@@ -8,6 +8,7 @@ BENCHMARKS = {
     "browser": "browser_speed",
     "replay": "replay_speed",
     "load": "load",
+    "session": "session_cpu",
     "limits": "worst_input",
     "default": "default_traffic",
     "peer": "peer",

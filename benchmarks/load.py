@@ -114,14 +114,20 @@ def start_proxied(num_workers: int = 2) -> ProxiedServer:
     return ProxiedServer(deployment.nginx, deployment.url, deployment)
 
 
-def start_server(num_procs: int = 1) -> Server:
-    """Start `batchviz serve` on a free loopback port, with short session expiry; return once it answers."""
+def start_server(num_procs: int = 1, cwd: str | None = None) -> Server:
+    """Start `batchviz serve` on a free loopback port, with short session expiry; return once it answers.
+
+    `cwd`: serve that checkout (a baseline's worktree) instead of the installed one.
+    """
     with socket.socket() as s:
         s.bind((HOST, 0))
         port = s.getsockname()[1]
     argv = [sys.executable, "-m", "batchviz", "serve", "--port", str(port), "--session-expiry", str(EXPIRY_S)]
     argv += ["--num-procs", str(num_procs)] if num_procs > 1 else []
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    env = {**os.environ, "PYTHONPATH": cwd} if cwd else None  # a worktree's packages shadow the installed ones
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     url = f"http://{HOST}:{port}/main"
     for _ in range(300):
         try:
