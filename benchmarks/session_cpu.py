@@ -82,12 +82,12 @@ def main(argv: list[str]) -> None:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 idle = {name: warmed(server, browser) for name, server in servers.items()}
                 print("batchviz serve on loopback, 1 process each; headless Chromium; the default page")
-                print(f"{'server':>12}{'round':>6}{'sessions':>10}{'server CPU/session':>20}{'aim':>8}{'open+drawn s':>14}")
+                print(f"{'server':>12}{'round':>6}{'sessions':>10}{'CPU/session':>13}{'aim':>8}{'open+drawn s':>14}")
                 for k in range(args.rounds):
                     for name, server in servers.items():
                         per, walls = one_round(server, browser, args.count, idle[name])
                         wall = statistics.median(walls)
-                        row = f"{name:>12}{k + 1:>6}{args.count:>10}{per:>18.3f} s{AIM_S:>7.2f}s{wall:>14.2f}"
+                        row = f"{name:>12}{k + 1:>6}{args.count:>10}{per:>11.3f} s{AIM_S:>7.2f}s{wall:>14.2f}"
                         print(row, flush=True)
                 browser.close()
         finally:
