@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core import Request, Run, simulate
+from core import Request, simulate
 from core.batch.kv_blocks import BlockAllocator
 from core.batch.ragged import build_batch
 from core.batch.sampling import SamplingParams
 from core.batch.sequence import Sequence as Seq
-from core.kv.memory import UNLIMITED, KVPool, MemoryConfig
+from core.kv.memory import UNLIMITED, MemoryConfig
 from core.limits import LimitError, check_steps
 from core.sched.engine import as_run, schedule
 from core.sched.policies import get_policy
@@ -28,12 +28,11 @@ from core.sched.schedule_record import Schedule
 
 from . import synthetic
 from .attention import DenseKVCache, DensePaddedAttention, PagedKVCache, ragged_attention, steady_sdpa
-from .memory import check_cache, check_context, kv_bytes_per_token, pool_blocks
+from .memory import BLOCK_SIZE, check_cache, check_context, kv_bytes_per_token, pool_blocks
 from .model import PRESETS, Transformer
-from .plan import pass_plans
 from .sampling import make_generator, sample_rows
+from .steps import ReplayResult, continuous_steps, plan_steps, static_steps
 
-BLOCK_SIZE = 16
 GREEDY = SamplingParams()
 MAX_CPU_CACHE_BYTES = 2 * 1024**3  # KV cache on the CPU: the server's other sessions need memory too
 GPU_CACHE_SHARE = 0.8  # of the device memory free when the replay starts
@@ -50,62 +49,32 @@ def resolve_device(name: str | None) -> torch.device:
     return torch.device(name)
 
 
-@dataclass
-class ReplayResult:
-    """What a replay measured. Arrays are per step (length drain) or per request (the Run's order)."""
-
-    run: Run
-    device: str
-    model: str
-    step_ms: np.ndarray  # wall-clock per step, the whole iteration (admit, build, forward, sample, retire); 0 idle
-    model_ms: np.ndarray  # of which the model's forward and output head, per step
-    rows_per_step: np.ndarray  # sequences computed per step (static: padding rows included)
-    tokens_per_step: np.ndarray  # useful tokens generated per step
-    outputs: list[list[int]]  # generated token ids per request
-    cancelled: bool = False
-    preemptions: int = 0  # under a limited pool: requests thrown out and later recomputed
-    recomputed_tokens: int = 0  # generated tokens whose KV a readmission recomputed
-    decode_rows_per_step: np.ndarray | None = None  # rows decoding one token (static: padding rows included)
-    prefill_per_step: np.ndarray | None = None  # prompt tokens computed (chunks and recomputes included)
-
-    @property
-    def step_start_ms(self) -> np.ndarray:
-        """Return the wall-clock time at which each step t = 0..drain begins (drain + 1 values)."""
-        return np.concatenate([[0.0], np.cumsum(self.step_ms)])
-
-    @property
-    def total_s(self) -> float:
-        """Return the replay's wall-clock time in seconds."""
-        return float(self.step_ms.sum()) / 1e3
-
-    @property
-    def throughput(self) -> float:
-        """Return generated tokens per second of wall-clock time."""
-        return float(self.tokens_per_step.sum()) / self.total_s if self.total_s else 0.0
-
-    @property
-    def overhead_share(self) -> float:
-        """Return the share of the steps' time spent outside the model: batch building, sampling, bookkeeping."""
-        total = float(self.step_ms.sum())
-        return 1.0 - float(self.model_ms.sum()) / total if total else 0.0
-
-    def latencies_ms(self) -> dict[str, np.ndarray]:
-        """Return per-request time to first token, mean inter-token latency and end-to-end latency (ms)."""
-        clock, run = self.step_start_ms, self.run
-        emits = run.start  # the first token comes in the admission pass, unless its prompt was cut into chunks
-        if isinstance(run.schedule, Schedule) and len(run.requests):
-            emits = run.schedule.pass_start[run.schedule.first_pass].astype(np.int64)
-        first = clock[emits + 1] - clock[run.arrival]
-        e2e = clock[run.finish] - clock[run.arrival]
-        tokens = np.array([r.output_tokens for r in run.requests], dtype=np.int64)  # a preempted run has gaps
-        itl = np.where(tokens > 1, (clock[run.finish] - clock[emits + 1]) / np.maximum(tokens - 1, 1), np.nan)
-        return {"ttft": first, "itl": itl, "e2e": e2e}
-
-
 def prompt_ids(request: Request, vocab: int, seed: int) -> list[int]:
     """Return a request's synthetic prompt: its length from the trace, its tokens from (seed, request id)."""
     rng = np.random.default_rng([seed, zlib.crc32(request.id.encode())])  # the same prompt in any batch
     return rng.integers(0, vocab, size=max(1, request.prompt_tokens)).tolist()
+
+
+def _core_plan(
+    requests: Sequence[Request],
+    slots: int,
+    policy: str,
+    memory: MemoryConfig,
+    batch_timeout: int,
+    token_budget: int | None,
+) -> Schedule | None:
+    """Return the core engine's Schedule where the replay follows one pass by pass; None where the Run will do."""
+    pol = get_policy(policy)
+    if token_budget is not None and not pol.has_token_budget:
+        raise ValueError(f"token_budget applies to a policy with a token budget, not {policy}")
+    if not memory.unlimited and (pol.forms_batches or memory.block_size != BLOCK_SIZE):
+        raise ValueError(
+            "the replay follows a limited pool under continuous or chunked batching on a paged cache of "
+            f"{BLOCK_SIZE}-token blocks; got {policy}, {memory.block_size}-token blocks"
+        )
+    if not (pol.has_token_budget or pol.pauses_decoders or not memory.unlimited):
+        return None  # the Run will do: the plain loop never pauses a decoder
+    return schedule(list(requests), slots, policy, memory, batch_timeout=batch_timeout, token_budget=token_budget)
 
 
 class Engine:
@@ -167,43 +136,23 @@ class Engine:
         """
         memory = UNLIMITED if memory is None else memory
         pol = get_policy(policy)
-        if token_budget is not None and not pol.has_token_budget:
-            raise ValueError(f"token_budget applies to a policy with a token budget, not {policy}")
-        if not memory.unlimited and (pol.forms_batches or memory.block_size != BLOCK_SIZE):
-            raise ValueError(
-                "the replay follows a limited pool under continuous or chunked batching on a paged cache of "
-                f"{BLOCK_SIZE}-token blocks; got {policy}, {memory.block_size}-token blocks"
-            )
-        planned = pol.has_token_budget or pol.pauses_decoders or not memory.unlimited  # the plain loop cannot pause
-        if planned:  # the core refuses a bad budget before the model is touched
-            plan = schedule(
-                list(requests), slots, policy, memory, batch_timeout=batch_timeout, token_budget=token_budget
-            )
+        # Scheduled before check_fits: the core refuses a bad budget before the model is touched.
+        plan = _core_plan(requests, slots, policy, memory, batch_timeout, token_budget)
         self.check_fits(requests, slots, memory)
-        run = as_run(plan) if planned else simulate(list(requests), slots, policy, batch_timeout)
+        run = as_run(plan) if plan is not None else simulate(list(requests), slots, policy, batch_timeout)
         check_steps(run.drain, "the replay")
         seqs, generators = self.sequences(run.requests, sampling)
-        if planned:
-            step = lambda run, seqs, generators, result: self._plan_steps(plan, run, seqs, generators, result)  # noqa: E731
+        result = ReplayResult.empty(run, str(self.device), self.model_name)
+        if plan is not None:
+            steps = plan_steps(self, plan, run, seqs, generators, result)
+        elif pol.forms_batches:
+            steps = static_steps(self, run, seqs, generators, result)
         else:
-            step = self._static_steps if pol.forms_batches else self._continuous_steps
-        drain = run.drain
-        result = ReplayResult(
-            run=run,
-            device=str(self.device),
-            model=self.model_name,
-            step_ms=np.zeros(drain),
-            model_ms=np.zeros(drain),
-            rows_per_step=np.zeros(drain, dtype=np.int64),
-            tokens_per_step=np.zeros(drain, dtype=np.int64),
-            outputs=[[] for _ in seqs],
-            decode_rows_per_step=np.zeros(drain, dtype=np.int64),
-            prefill_per_step=np.zeros(drain, dtype=np.int64),
-        )
-        for t in step(run, seqs, generators, result):
+            steps = continuous_steps(self, run, seqs, generators, result)
+        for t in steps:
             if on_step:
-                on_step(t, drain)
-            if cancel is not None and cancel.is_set() and t + 1 < drain:
+                on_step(t, run.drain)
+            if cancel is not None and cancel.is_set() and t + 1 < run.drain:
                 result.cancelled = True
                 break
         for i, s in enumerate(seqs):
@@ -250,111 +199,14 @@ class Engine:
             logits = self.model.logits(self.model(tokens, positions, attention)[last])  # (n, V)
         return logits, (self.clock() - t0) * 1e3
 
-    def _continuous_steps(self, run: Run, seqs: list[Seq], generators, result: ReplayResult):
-        """Yield after each step: admit and retire between passes; one ragged, paged, unpadded batch per pass."""
-        allocator, cache = self.paged_cache(seqs, run.slots)
-        starting = _by_step(run.start)
-        active: list[int] = []
-        for t in range(run.drain):
-            t0 = self.clock()
-            for i in starting.get(t, []):
-                allocator.allocate(seqs[i])
-                active.append(i)
-            if not active:
-                yield t
-                continue
-            active.sort(key=lambda i: run.slot[i])
-            running = [seqs[i] for i in active]
-            decoding = sum(1 for s in running if s.num_computed_tokens)  # unpreempted: only a prefill starts at 0
-            result.prefill_per_step[t] = sum(s.num_new_tokens for s in running) - decoding
-            result.decode_rows_per_step[t] = decoding
-            result.model_ms[t] = self.ragged_pass(cache, allocator, running, generators)
-            result.rows_per_step[t] = result.tokens_per_step[t] = len(running)
-            for i in [i for i in active if seqs[i].is_finished]:
-                if run.finish[i] != t + 1:
-                    raise RuntimeError(f"replay diverged from the schedule: {seqs[i].seq_id} at step {t}")
-                allocator.free(seqs[i])  # its blocks are free for the next admission, nobody moves
-                active.remove(i)
-            result.step_ms[t] = (self.clock() - t0) * 1e3
-            yield t
-
-    def _plan_steps(self, plan: Schedule, run: Run, seqs: list[Seq], generators, result: ReplayResult):
-        """Yield after each step of a core engine Schedule: its admissions, preemptions, decoders and prompt chunks.
-
-        A limited pool is replayed on a cache of exactly its blocks. A preempted request's blocks are freed and its
-        KV forgotten (num_computed_tokens = 0), so its readmission prefills its prompt and every token it had
-        generated, in chunks when the policy is chunked. Any step where the model's state disagrees with the plan
-        (a chunk not starting where the cache ends, a request finishing early or late, a contiguous pool holding
-        other than the core's blocks) stops the replay: it follows the core or it fails.
-        """
-        memory = plan.memory
-        if memory.unlimited:
-            tokens = [s.num_prompt_tokens + s.max_new_tokens for s in seqs]
-            blocks = _PagedBlocks(pool_blocks(tokens, run.slots, BLOCK_SIZE))  # as check_fits sized it
-        elif memory.allocation == "contiguous":  # the core's reservation: the longest output unless one is given
-            blocks = _ContiguousBlocks(
-                memory, memory.reserve_tokens or max((s.max_new_tokens for s in seqs), default=1)
-            )
-        else:
-            blocks = _PagedBlocks(memory.kv_blocks)
-        cache = PagedKVCache(self.model.config, blocks.size, BLOCK_SIZE, self.device, self.dtype)
-        passes = {pp.step: pp for pp in pass_plans(plan)}
-        slot_of: dict[int, int] = {}  # running request -> its slot: rows go into the batch in slot order
-        for t in range(run.drain):
-            t0 = self.clock()
-            pp = passes.get(t)
-            if pp is None:  # nothing runs until the next arrival
-                yield t
-                continue
-            for i in pp.preempt:
-                blocks.free(seqs[i])
-                seqs[i].num_computed_tokens = 0  # its KV is gone: recomputed when it returns
-                del slot_of[i]
-                result.preemptions += 1
-            for i, slot in pp.admit:
-                result.recomputed_tokens += seqs[i].num_generated
-                blocks.admit(seqs[i])  # raises if the core admitted what this pool cannot hold
-                slot_of[i] = slot
-            if not memory.unlimited and not blocks.agrees(plan, pp.index):
-                raise RuntimeError(
-                    f"replay diverged from the schedule: {blocks.used} blocks held at step {t}, the core holds "
-                    f"{int(plan.pass_blocks[pp.index])} (longest free run {int(plan.pass_largest_free[pp.index])})"
-                )
-            rows = []
-            for i in pp.decode:
-                if seqs[i].num_new_tokens != 1:
-                    raise RuntimeError(f"replay diverged from the schedule: {seqs[i].seq_id} is not decoding at {t}")
-                rows.append((seqs[i], seqs[i].num_tokens))
-            for c in pp.chunks:
-                s = seqs[c.request]
-                if c.start != s.num_computed_tokens or c.emits != (c.end == s.num_tokens) or c.end > s.num_tokens:
-                    raise RuntimeError(
-                        f"replay diverged from the schedule: {s.seq_id}'s chunk {c.start}..{c.end} at step {t}, "
-                        f"its cache holds {s.num_computed_tokens} of {s.num_tokens} tokens"
-                    )
-                rows.append((s, c.end))
-            rows.sort(key=lambda row: slot_of[row[0].seq_index])
-            result.model_ms[t], computed, sampled = self.chunk_pass(cache, blocks, rows, generators)
-            result.rows_per_step[t] = len(rows)
-            result.tokens_per_step[t] = sampled
-            result.decode_rows_per_step[t] = len(pp.decode)
-            result.prefill_per_step[t] = computed - len(pp.decode)
-            for i in [i for i in slot_of if seqs[i].is_finished]:
-                if run.finish[i] != t + 1:
-                    raise RuntimeError(f"replay diverged from the schedule: {seqs[i].seq_id} at step {t}")
-                blocks.free(seqs[i])  # its blocks are free for the next admission, nobody moves
-                del slot_of[i]
-            result.step_ms[t] = (self.clock() - t0) * 1e3
-            yield t
-
     def chunk_pass(
         self, cache: PagedKVCache, blocks, rows: list[tuple[Seq, int]], generators
     ) -> tuple[float, int, int]:
         """Run one ragged pass computing each sequence's tokens up to its `end`; return ms, tokens in, tokens out.
 
         A row whose `end` is its last token samples the next one; a prompt chunk that stops short only writes its
-        KV, which the next chunk reads from the cache. `blocks` is the pass's block manager (`_PagedBlocks` or
-        `_ContiguousBlocks`).
+        KV, which the next chunk reads from the cache. `blocks` is the pass's block manager (`steps._PagedBlocks` or
+        `steps._ContiguousBlocks`).
         """
         for s, _ in rows:
             blocks.append(s)  # a decode step may spill into a fresh block
@@ -392,29 +244,6 @@ class Engine:
             s.num_computed_tokens = s.num_tokens
             s.token_ids.append(token)
         return model_ms
-
-    def _static_steps(self, run: Run, seqs: list[Seq], generators, result: ReplayResult):
-        """Yield after each step: a padded rectangular batch; finished members are computed as padding to the end."""
-        batches = _by_step(run.start)
-        batch: StaticBatch | None = None
-        for t in range(run.drain):
-            t0 = self.clock()
-            if t in batches:
-                members = sorted(batches[t], key=lambda i: run.slot[i])
-                batch = self.new_batch([seqs[i] for i in members], int(run.release[members[0]]) - t)
-            if batch is not None:
-                live = [t < run.finish[s.seq_index] for s in batch.rows]
-                if batch.column == 0:  # the rectangle's prefill: every row's width, padding included
-                    result.prefill_per_step[t] = len(batch.rows) * batch.prompt_width
-                else:
-                    result.decode_rows_per_step[t] = len(batch.rows)
-                result.model_ms[t] = self.dense_pass(batch, live, generators)
-                result.rows_per_step[t] = len(batch.rows)
-                result.tokens_per_step[t] = sum(live)
-                if t + 1 == run.release[batch.rows[0].seq_index]:
-                    batch = None
-                result.step_ms[t] = (self.clock() - t0) * 1e3
-            yield t
 
     def new_batch(self, rows: list[Seq], steps: int) -> StaticBatch:
         """Return a static batch of these members (in slot order) with a dense cache for `steps` passes."""
@@ -458,13 +287,6 @@ class StaticBatch:
     column: int = 0
 
 
-def _by_step(steps: np.ndarray) -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    for i, s in enumerate(steps.tolist()):
-        out.setdefault(s, []).append(i)
-    return out
-
-
 @dataclass(frozen=True)
 class _Upto:
     """A sequence cut at the end of this pass's prompt chunk, as `build_batch` reads it (it shares the blocks)."""
@@ -477,72 +299,3 @@ class _Upto:
     def num_tokens(self) -> int:
         """Return the tokens up to the chunk's end."""
         return len(self.token_ids)
-
-
-class _PagedBlocks:
-    """A paged pool for the planned replay: blocks from anywhere, taken as a sequence grows."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self.allocator = BlockAllocator(size, BLOCK_SIZE)
-
-    @property
-    def used(self) -> int:
-        """Return the blocks held."""
-        return self.size - self.allocator.num_free_blocks
-
-    def agrees(self, plan: Schedule, index: int) -> bool:
-        """Return whether this pool holds no more than the core's during pass `index` (it takes blocks lazily)."""
-        return self.used <= plan.pass_blocks[index]
-
-    def admit(self, seq: Seq) -> None:
-        """Give a (re)admitted sequence the blocks for its tokens."""
-        self.allocator.allocate(seq)
-
-    def append(self, seq: Seq) -> None:
-        """Take a block if the sequence's tokens outgrew its last one."""
-        self.allocator.append(seq)
-
-    def free(self, seq: Seq) -> None:
-        """Return the sequence's blocks."""
-        self.allocator.free(seq)
-
-
-class _ContiguousBlocks:
-    """A contiguous pool for the planned replay: the core's own `KVPool`, so each reservation is the core's run.
-
-    Admissions and releases come in the core's order (releases, then admissions in slot order, at each boundary),
-    so first fit puts every reservation on the same consecutive blocks (checked each pass by the blocks held and
-    the longest free run); the block table is that run.
-    """
-
-    def __init__(self, memory: MemoryConfig, reserve: int):
-        self.size = memory.kv_blocks
-        self.pool = KVPool(memory)
-        self.reserve = reserve
-
-    @property
-    def used(self) -> int:
-        """Return the blocks reserved."""
-        return self.pool.used
-
-    def agrees(self, plan: Schedule, index: int) -> bool:
-        """Return whether this pool reserves the core's blocks during pass `index`, holes where the core has them."""
-        return self.used == plan.pass_blocks[index] and self.pool.largest_free_run() == plan.pass_largest_free[index]
-
-    def admit(self, seq: Seq) -> None:
-        """Reserve one run for the prompt and the reservation, first fit, and point the block table at it."""
-        i = seq.seq_index
-        self.pool.allocate(i, seq.num_prompt_tokens + self.reserve)
-        start = self.pool.run_start[i]
-        seq.block_table = list(range(start, start + self.pool.held[i]))
-
-    def append(self, seq: Seq) -> None:
-        """Check that the sequence still fits its run (a reservation never grows)."""
-        if -(-seq.num_tokens // BLOCK_SIZE) > len(seq.block_table):
-            raise RuntimeError(f"{seq.seq_id} outgrew its contiguous reservation of {len(seq.block_table)} blocks")
-
-    def free(self, seq: Seq) -> None:
-        """Return the run: a hole until first fit hands it out again."""
-        self.pool.release(seq.seq_index)
-        seq.block_table = []

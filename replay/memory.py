@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from core import Request
 from core.limits import LimitError
 
+BLOCK_SIZE = 16
+
 
 def kv_bytes_per_token(n_layers: int, d_model: int, dtype_bits: int) -> int:
     """Return the bytes one token's cache takes: a K and a V vector of d_model values in every layer."""
