@@ -74,13 +74,13 @@ class ContinuousLoop(PromptPass):
         self._requests_state(self.n)
         self._queues_state(e.slots)
         # What the hot phases read and never rebind, gathered once: one attribute load per call, not ten.
-        self.fixed_admit = (self.P, self.g, self.RES, pool, self.pcap, self.chunked, self.cap, self.limited,
-                            self.reserving, self.start, self.running, self.slot, self.adm)  # fmt: skip
+        self.fixed_admit = (self.P, self.g, self.pcap, self.chunked, self.cap, self.limited, self.start, self.running,
+                            self.slot, self.adm, self.cap_rows)  # fmt: skip
         self.record, self.stretch, self.cut = e.st.extend, e.stretch, e.cut
         # An unlimited pool is never asked to allocate here: what a stretch records of it never changes.
         self.pool_fixed = None if self.limited else self.pool_now()
-        self.fixed_start = (self.g, self.base, self.P, self.OUT, self.gen, self.slot, self.fin, self.plain, self.growth,
-                            self.chunked, self.add_cell, self.cell_state, self.cell_from, self.cell_g)  # fmt: skip
+        self.fixed_start = (self.g, self.base, self.P, self.OUT, self.gen, self.slot, self.fin, self.plain)
+        self.shortens = self.gated or self.growth  # else a stretch runs to the next finish (or arrival)
         self.fixed_retire = (self.gen, self.P, self.base, self.running, self.free, self.cell_from, self.finish)
 
     def _requests_state(self, n: int) -> None:
@@ -120,7 +120,7 @@ class ContinuousLoop(PromptPass):
         growth, free = self.growth, self.free  # without growth nobody is preempted; `free` is one list throughout
         prefill_first, est = self.prefill_first, self.est
         A, n, fin, chunked = self.A, self.n, self.fin, self.chunked
-        empty = Plan()  # without a budget, a boundary that admits nobody shares this one (nothing writes to it)
+        spare = Plan()  # without a budget every boundary plans in this one, emptied after each prompt pass
         while True:
             nxt = self.nxt
             if nxt < n and A[nxt] <= self.clock:  # the phases' own first test, here: most boundaries skip them
@@ -128,12 +128,10 @@ class ContinuousLoop(PromptPass):
             if fin and fin[0][0] <= self.p:
                 retire()
             preempted = grow_or_preempt() if growth and not prefill_first else False
-            plan = plan_pass() if chunked else empty
+            plan = plan_pass() if chunked else spare
             if plan.preempted:  # a chunk's blocks preempted someone (per-chunk allocation)
                 preempted = True
             if not preempted and waiting and free:  # after a preemption, admission is tried at the next boundary
-                if plan is empty:
-                    plan = Plan()
                 admit(plan)
             if prefill_first and not plan.chunks:  # a decode pass: now the rows ask for their blocks
                 preempted = grow_or_preempt()
@@ -148,6 +146,7 @@ class ContinuousLoop(PromptPass):
                 continue
             if plan.chunks:
                 run_prompt_pass(plan)
+                plan.chunks, plan.prefill = [], 0  # spent (a chunked plan is made anew at each boundary)
                 if self.binds and self.prefilling:  # SGLang: the chunked request leaves the last batch, which
                     self.full = -1  # clears batch_is_full (get_next_batch_to_run)
             else:
@@ -156,10 +155,7 @@ class ContinuousLoop(PromptPass):
 
     def arrive(self) -> None:
         """Every request that has arrived by the clock joins the waiting queue, in the policy's order."""
-        A, n, nxt, clock = self.A, self.n, self.nxt, self.clock
-        if nxt == n or A[nxt] > clock:
-            return
-        waiting = self.waiting
+        A, n, nxt, clock, waiting = self.A, self.n, self.nxt, self.clock, self.waiting
         while nxt < n and A[nxt] <= clock:
             waiting.append(nxt)
             nxt += 1
@@ -168,10 +164,8 @@ class ContinuousLoop(PromptPass):
     def retire(self) -> None:
         """Every request whose last token came out of the last pass leaves: its slot and blocks are free."""
         fin, p = self.fin, self.p
-        if not fin or fin[0][0] > p:
-            return
         gen, P, base, running, free, cell_from, finish = self.fixed_retire
-        count, ctx_base = self.count, self.ctx_base
+        count, ctx_base, growth, limited, plain = self.count, self.ctx_base, self.growth, self.limited, self.plain
         while fin and fin[0][0] <= p:
             _, s, k, gn = heappop(fin)
             if gn != gen[k]:  # an entry from before a preemption (a finished request has no other live entry)
@@ -179,14 +173,14 @@ class ContinuousLoop(PromptPass):
             finish[k] = p  # and its release: a continuous slot frees as its request finishes
             count -= 1
             ctx_base -= P[k] + base[k]
-            if self.growth:
+            if growth:
                 del self.buckets[self.phase[k]][k]
             del running[k]
-            if self.limited:
+            if limited:
                 self.pool.release(k)
                 self.releases += 1
             heappush(free, s)
-            if not self.plain and p > cell_from[k]:
+            if not plain and p > cell_from[k]:
                 self.add_cell((k, s, cell_from[k], p, self.cell_state[k], self.cell_g[k]))
         self.count, self.ctx_base = count, ctx_base
 
@@ -337,39 +331,26 @@ class ContinuousLoop(PromptPass):
         waiting, free = self.waiting, self.free
         if not waiting or not free:
             return
-        binds = self.binds
-        if binds and self.full == self.releases:
+        if self.binds and self.full == self.releases:
             return  # SGLang's batch_is_full: after a refusal nobody is admitted until a request leaves
         if self.gated and self.count:
             fitting = gate_fitting(self, len(free))
             if not self.pol.admits_now(fitting, self.count, self.since, self.after_pause):
                 return
-        P, g, RES, pool, pcap, chunked, cap, limited, reserving, start, running, slot, adm = self.fixed_admit
+        P, g, pcap, chunked, cap, limited, start, running, slot, adm, cap_rows = self.fixed_admit
         p, chunks, taken = self.p, plan.chunks, 0
         admissions, recomputed = self.admissions, self.recomputed  # counted here, written back once
-        per_chunk, rows = self.per_chunk, self.cap_rows * self.count  # admission changes neither
+        rows = cap_rows and self.count  # the decoding rows' tokens, where the cap counts them (admission adds none)
         while waiting and free and (plan.left > 0 or not chunked):
             k = waiting[0]
             if pcap and (taken or rows) and plan.prefill + P[k] + g[k] + rows > pcap:
                 break  # the pass's tokens are spent (check_prompt_cap: a first prompt fits an empty pass)
             target = P[k] + g[k]
             c = min(target, plan.left, cap) if chunked else target
-            if per_chunk:  # its first chunk's blocks (and its first token's, if the chunk ends the prompt)
-                tokens = c + (c == target)
-            else:
-                tokens = P[k] + (RES[k] if reserving else g[k] + 1)
-            if limited and (
-                self.refused == (self.releases, k, tokens)
-                or not pool.can_allocate(k, tokens)
-                or binds and not self.est.admits(k, g[k], self.room(plan))  # SGLang's estimate
-            ):
-                self.refuse(k, tokens)
+            if limited and not self.takes_blocks(k, c, target, plan):
                 break
             waiting.popleft()
             taken += 1
-            if limited:
-                self.noted.discard(k)
-                pool.allocate(k, tokens)
             slot[k] = heappop(free)
             running[k] = None
             adm[k] = admissions
@@ -386,10 +367,32 @@ class ContinuousLoop(PromptPass):
             else:
                 chunks.append(k)  # the whole prompt in this pass
                 plan.prefill += target
-            if binds and self.room(plan) <= 0:  # SGLang: the estimate is spent (PrefillAdder.budget_state)
+            if self.binds and self.room(plan) <= 0:  # SGLang: the estimate is spent (PrefillAdder.budget_state)
                 self.full = self.releases
                 break
         self.admissions, self.recomputed = admissions, recomputed
+
+    def takes_blocks(self, k: int, c: int, target: int, plan: Plan) -> bool:
+        """Ask the pool for head k's blocks (its first chunk's, or its reservation); allocate them or refuse k.
+
+        Per-chunk allocation takes the first chunk's blocks (and its first token's, if the chunk ends the prompt);
+        else the prompt and the first token, or the prompt and the output cap where the policy reserves.
+        """
+        if self.per_chunk:
+            tokens = c + (c == target)
+        else:
+            tokens = self.P[k] + (self.RES[k] if self.reserving else self.g[k] + 1)
+        pool = self.pool
+        if (
+            self.refused == (self.releases, k, tokens)
+            or not pool.can_allocate(k, tokens)
+            or self.binds and not self.est.admits(k, self.g[k], self.room(plan))  # SGLang's estimate
+        ):
+            self.refuse(k, tokens)
+            return False
+        self.noted.discard(k)
+        pool.allocate(k, tokens)
+        return True
 
     def room(self, plan: Plan) -> float:
         """Return the tokens SGLang's estimate leaves for the next head (NewTokenEstimate.room).
@@ -430,7 +433,9 @@ class ContinuousLoop(PromptPass):
             self.resume_decoders(p)
         self.ahead.clear()  # this pass fills the blocks they took
         self.grown = ()
-        L = self.stretch_length(preempted)
+        L = 1 if preempted else fin[0][0] - p  # after a preemption, admission is tried at the next boundary
+        if self.shortens and L > 1:
+            L = self.shorten(L)
         # An arrival may be admitted at the first pass after it (past a waiting head, or opening a gate).
         cut = self.free and (self.keyed or self.gated or not self.waiting) and self.nxt < self.n
         if cut and self.unit:
@@ -458,11 +463,10 @@ class ContinuousLoop(PromptPass):
                 self.cell_state[k], self.cell_from[k] = GENERATING, p
         self.paused_open.clear()
 
-    def stretch_length(self, preempted: bool) -> int:
-        """Return how many decode passes run before the next finish, gate check or block crossing."""
+    def shorten(self, L: int) -> int:
+        """Return the stretch of L decode passes cut at the next gate check or block crossing."""
         p = self.p
-        L = 1 if preempted else self.fin[0][0] - p  # after a preemption, admission is tried at the next boundary
-        if self.gated and self.waiting and self.free and L > 1:  # the gate may open before anyone retires
+        if self.gated and self.waiting and self.free:  # the gate may open before anyone retires
             again = 1 if self.after_pause else self.pol.recheck_in(self.since)
             if again is not None:
                 L = min(L, again)

@@ -41,10 +41,20 @@ class PromptPass:
             self.record((1, rows_now, plan.prefill, ctx, clock, end, used, largest))
         else:
             end = self.stretch(1, rows_now, plan.prefill, ctx, clock, used, largest)
-        self.clock = end
-        self.p += 1
-        self.since, self.after_pause = 0, paused
-        self.start_decoding(self.chunks_done(plan.chunks) if self.chunked else plan.chunks)
+        p = self.p + 1
+        self.clock, self.p, self.since, self.after_pause = end, p, 0, paused
+        # The pass gave each prompt it finished its next token: from pass p that request decodes.
+        g, base, P, OUT, gen, slot, fin, plain = self.fixed_start
+        ctx_base = self.ctx_base
+        for k in self.chunks_done(plan.chunks) if self.chunked else plan.chunks:
+            gk, s = g[k], slot[k]
+            b = base[k] = gk + 1 - p
+            count += 1
+            ctx_base += P[k] + b
+            heappush(fin, (OUT[k] - b, s, k, gen[k]))
+            if not plain:  # its first pass is its start, its cell the assembly's
+                self.start_cells(k, s, gk, b)
+        self.count, self.ctx_base = count, ctx_base
 
     def pause_decoders(self, new: set) -> None:
         """A pausing policy's prompt pass: every decoding row emits nothing, so each finishes a pass later."""
@@ -80,30 +90,20 @@ class PromptPass:
             done.append(k)
         return done
 
-    def start_decoding(self, done: list[int]) -> None:
-        """The pass gave each request in `done` its next token (its prompt is finished): from now on it decodes."""
-        p = self.p
-        g, base, P, OUT, gen, slot, fin, plain, growth, chunked, add_cell, state, cell_from, cell_g = self.fixed_start
-        count, ctx_base = self.count, self.ctx_base
-        for k in done:
-            gk, s = g[k], slot[k]
-            b = base[k] = gk + 1 - p
-            count += 1
-            ctx_base += P[k] + b
-            heappush(fin, (OUT[k] - b, s, k, gen[k]))
-            if plain:  # its first pass is its start, its cell the assembly's
-                continue
-            if self.first[k] < 0:
-                self.first[k] = p - 1
-            g[k] = gk + 1
-            if growth:
-                ph = self.phase[k] = (self.pool.held[k] * self.bs - P[k] - b) % self.bs
-                self.buckets[ph][k] = None
-            if chunked and state[k] == PREFILL and p - 1 > cell_from[k]:  # its earlier chunks' cell
-                add_cell((k, s, cell_from[k], p - 1, PREFILL, cell_g[k]))
-            if gk:  # a readmission's first pass recomputes; the cell that follows generates
-                add_cell((k, s, p - 1, p, RECOMPUTE, gk))
-                state[k], cell_from[k], cell_g[k] = GENERATING, p, gk + 1
-            else:
-                state[k], cell_from[k], cell_g[k] = GENERATING, p - 1, 0
-        self.count, self.ctx_base = count, ctx_base
+    def start_cells(self, k: int, s: int, gk: int, b: int) -> None:
+        """Request k, whose prompt the last pass finished, decodes from now on: its cells and next block say so."""
+        p, g, add_cell = self.p, self.g, self.add_cell
+        state, cell_from, cell_g = self.cell_state, self.cell_from, self.cell_g
+        if self.first[k] < 0:
+            self.first[k] = p - 1
+        g[k] = gk + 1
+        if self.growth:
+            ph = self.phase[k] = (self.pool.held[k] * self.bs - self.P[k] - b) % self.bs
+            self.buckets[ph][k] = None
+        if self.chunked and state[k] == PREFILL and p - 1 > cell_from[k]:  # its earlier chunks' cell
+            add_cell((k, s, cell_from[k], p - 1, PREFILL, cell_g[k]))
+        if gk:  # a readmission's first pass recomputes; the cell that follows generates
+            add_cell((k, s, p - 1, p, RECOMPUTE, gk))
+            state[k], cell_from[k], cell_g[k] = GENERATING, p, gk + 1
+        else:
+            state[k], cell_from[k], cell_g[k] = GENERATING, p - 1, 0
