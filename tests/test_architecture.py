@@ -1,6 +1,7 @@
-"""The house's rules, read from its imports: floors by folder, imports only downward, no circles, small rooms."""
+"""The house's rules: floors by folder, imports only downward, no circles, small rooms, no page words in core."""
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,3 +150,28 @@ def test_nothing_cites_a_design_file_outside_the_repository():
         if name in p.read_text(encoding="utf-8", errors="replace") and p.name != "test_architecture.py"
     ]
     assert not cited, cited
+
+
+PAGE_WORDS = re.compile(r"colou?r|caption.*")  # a policy's page words (app/page/policy_words.py), not the core's
+HEX_COLOUR = re.compile(r"#[0-9A-Fa-f]{6}\b")
+
+
+def test_core_holds_no_page_words():
+    """No class in core/ defines a colour or a caption, and no string in core/ is a hex colour: those are the page's.
+
+    The command line says a policy by its label and summary; how the page paints and captions it lives in the app.
+    """
+    found = []
+    for path in (p for p in MODULES if p.startswith("core/")):
+        tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    targets = item.targets if isinstance(item, ast.Assign) else [getattr(item, "target", None)]
+                    names = [t.id for t in targets if isinstance(t, ast.Name)]
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        names.append(item.name)
+                    found += [f"{path}: {node.name}.{n}" for n in names if PAGE_WORDS.fullmatch(n)]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and HEX_COLOUR.search(node.value):
+                found.append(f"{path}:{node.lineno}: {node.value[:40]!r}")
+    assert not found, "\n".join(found)

@@ -262,11 +262,13 @@ def test_the_reproductions_of_the_lesson_claims_read_true():
 
 def test_static_rows_reservation_is_said_one_way_and_is_what_the_engine_reserves():
     """Every sentence on static's KV says STATIC_ROW, and the engine's static strip holds exactly that per row."""
+    from app.page.policy_words import words
     from app.simulator.memory_lesson import lesson_html as memory_lesson_html
     from app.simulator.state import pool_memory
     from core.sched.policies import STATIC_ROW, get_policy
 
-    texts = [story.ONE_SLOT_KV, lesson_html(MIN_BLOCKS), get_policy("static").caption_memory, memory_lesson_html()]
+    static_caption = words(get_policy("static")).caption_memory
+    texts = [story.ONE_SLOT_KV, lesson_html(MIN_BLOCKS), static_caption, memory_lesson_html()]
     for text in texts:
         assert STATIC_ROW in text
         assert "widest prompt" not in text and "each request's prompt plus the longest" not in text

@@ -30,7 +30,6 @@ class LongestFirst(Policy):
 
     name = "longest"
     label = "longest first"
-    colour = "#123456"
     summary = "continuous, the longest answer first"
     queue_words = "longest answer first"
 
@@ -52,6 +51,7 @@ TOY_TRAFFIC = [Request("A", 0, 2, 3), Request("B", 0, 5, 1), Request("C", 0, 3, 
 
 def test_a_toy_policy_runs_end_to_end_from_one_file(toy, tmp_path, capsys):
     """Registered here only: both clocks, a limited pool, the CLI's JSON, the view data, the head-to-head."""
+    from app.page.policy_words import FALLBACK_COLOUR, words
     from app.simulator.widget_data import run_arrays
     from core.cli.commands import main
 
@@ -80,7 +80,9 @@ def test_a_toy_policy_runs_end_to_end_from_one_file(toy, tmp_path, capsys):
     assert set(both) >= {"static", "longest", "ratios"} and both["longest"]["drain_steps"] == 19
 
     view = run_arrays(run)
-    assert view["policy"] == "longest" and view["traits"] == LongestFirst().traits()
+    page_traits = {**LongestFirst().traits(), "colour": FALLBACK_COLOUR}  # no words of its own: the page's fallback
+    assert view["policy"] == "longest" and view["traits"] == page_traits
+    assert words(run.rules).caption == "Longest first: continuous, the longest answer first."
     assert view["states"] == STATE_NUMBERS  # the cell states travel with the run, defined once
     assert view["loop"][2][1].endswith("# longest answer first; prompts join as prefill")  # its own words
     assert view["start"] == [17, 0, 14, 5]

@@ -169,12 +169,13 @@ def test_the_batch_view_s_row_colours_mean_nothing_else_on_the_page():
 
     from app.memory import view as memory_view
     from app.page import palette
+    from app.page.policy_words import FALLBACK_COLOUR, words
     from core.sched.policies import REGISTRY
     from tests.oracles.batch_view import ROW_COLORS
 
     meanings = {c for _words, c in palette.LEGEND.values()}
     meanings |= {palette.RECOMPUTE_COLOR, palette.MEMORY_COLOR, palette.PADDING_HATCH, palette.STATIC_COLOR}
-    meanings |= {palette.CONTINUOUS_COLOR, *(p.colour for p in REGISTRY.values())}
+    meanings |= {palette.CONTINUOUS_COLOR, FALLBACK_COLOUR, *(words(p).colour for p in REGISTRY.values())}
     meanings |= set(re.findall(r"#[0-9A-Fa-f]{6}", memory_view.MEMORY_CSS))  # the Memory tab's prefill sky blue, ...
     assert not {c.upper() for c in ROW_COLORS} & {c.upper() for c in meanings}
     for colour in ROW_COLORS:  # white letters on each: WCAG contrast at least 4.5

@@ -2,8 +2,6 @@
 
 from dataclasses import dataclass
 
-from core.sched.policies import REGISTRY
-
 GENERATING_COLOR = "#0072B2"  # blue
 PADDING_COLOR = "#E69F00"  # orange, hatched
 IDLE_COLOR = "#D9D9D9"  # light grey
@@ -62,9 +60,6 @@ def css_variables(theme: Theme) -> dict[str, str]:
 STATIC_COLOR = "#CC79A7"  # reddish purple
 CONTINUOUS_COLOR = "#009E73"  # bluish green
 
-# Each policy's caption is its own (core.sched.policies): a registered policy brings its words to the page.
-CAPTIONS = {name: policy.caption for name, policy in REGISTRY.items()}
-CAPTIONS_MEMORY = {name: policy.caption_memory for name, policy in REGISTRY.items()}
 MEMORY_LEGEND = (
     ("recomputing its KV after a preemption, then its next token", RECOMPUTE_COLOR, ""),
     ("the slot the next request would take, empty while it waits for memory", "#FFFFFF", "⊘"),

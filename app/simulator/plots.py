@@ -142,16 +142,12 @@ def _apply_theme(fig, theme: palette.Theme) -> None:
         axis.major_label_text_color = axis.axis_label_text_color = theme.text
 
 
-def timeline_figure(
-    run: Run, window: int, step: int, name: str, theme: palette.Theme = palette.THEMES["light"]
-) -> TimelinePlot:
-    """Return a new timeline figure for `run` over `window` steps, revealed up to `step`."""
-    data = timeline_data(run, window)
-    sources = {key: ColumnDataSource(value) for key, value in data.items()}
+def _bare_figure(name: str, window: int, slots: int):
+    """Return an empty timeline figure: its ranges, borders and axis label, no grid, no outline, no tools."""
     fig = figure(
         name=name,
         x_range=Range1d(0, window),
-        y_range=Range1d(run.slots, 0),
+        y_range=Range1d(slots, 0),
         height=None,
         sizing_mode="stretch_width",
         width=320,  # Bokeh's 600 px default would be the narrowest the timeline gets; a phone is 390
@@ -166,6 +162,16 @@ def timeline_figure(
     )
     fig.xgrid.visible = fig.ygrid.visible = False
     fig.outline_line_color = None
+    return fig
+
+
+def timeline_figure(
+    run: Run, window: int, step: int, name: str, theme: palette.Theme = palette.THEMES["light"]
+) -> TimelinePlot:
+    """Return a new timeline figure for `run` over `window` steps, revealed up to `step`."""
+    data = timeline_data(run, window)
+    sources = {key: ColumnDataSource(value) for key, value in data.items()}
+    fig = _bare_figure(name, window, run.slots)
     add_glyph(fig, sources["idle"], Quad(**RECT, fill_color=palette.IDLE_COLOR, line_color=None))
     gen = draw_states(fig, sources["generating"], sources["padding"])
     # Selection marks the hovered request (see link_hover); nothing else may dim or change.

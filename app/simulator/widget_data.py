@@ -6,7 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from app.page import palette
+from app.page import palette, policy_words
 from app.server.byte_cache import byte_cache
 from app.simulator.batch_data import batch_config
 from app.simulator.plots import MIN_LABEL_CELLS
@@ -62,7 +62,7 @@ def policy_fields(policy: Policy, allocation: str) -> dict:
     """
     return {
         "policy": policy.name,
-        "traits": policy.traits(),
+        "traits": policy_words.page_traits(policy),  # the core's traits, and the page's colour after the label
         "reserves": policy.reserves_whole_life(allocation),
         "loop": [list(line) for line in loop_lines(policy)],
         "loop_memory": [list(line) for line in loop_lines(policy, allocation)],
@@ -265,8 +265,8 @@ def renderer_config(theme: palette.Theme, interval_ms: int) -> dict:
             "pair": [palette.STATIC_COLOR, palette.CONTINUOUS_COLOR],  # the head-to-head's bars, in its order
         },
         "modes": [[mode, get_policy(mode).label] for mode in MODE_ORDER],  # the mode buttons, in the page's order
-        "captions": {name: p.caption for name, p in REGISTRY.items()},  # each policy's own words
-        "captions_memory": {name: p.caption_memory for name, p in REGISTRY.items()},
+        "captions": {name: policy_words.words(p).caption for name, p in REGISTRY.items()},  # each policy's own words
+        "captions_memory": {name: policy_words.words(p).caption_memory for name, p in REGISTRY.items()},
         "legend": palette.legend_html(),
         "legend_memory": palette.memory_legend_html(),
         "interval_ms": interval_ms,

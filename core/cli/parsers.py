@@ -167,6 +167,12 @@ def add_sweep(sub) -> None:
         default=50.0,
         help="inter-token latency target, ms (default %(default)s)",
     )
+    add_sweep_cost_args(p)
+    json_flag(p, "the points and the knee")
+
+
+def add_sweep_cost_args(p: argparse.ArgumentParser) -> None:
+    """Add sweep's cost model flags: the accelerator and model presets, a measured profile, and each number."""
     p.add_argument(
         "--accelerator",
         choices=list(ACCELERATORS),
@@ -199,7 +205,6 @@ def add_sweep(sub) -> None:
             help=f"cost model: {COST_HELP[f.name]}; overrides the preset (default {getattr(preset, f.name):g}, "
             "from the default presets)",
         )
-    json_flag(p, "the points and the knee")
 
 
 def registered_settings() -> dict[str, Setting]:

@@ -160,7 +160,6 @@ class SGLang(Policy):
     name = "sglang"
     engine = "SGLang"
     label = "SGLang"
-    colour = "#999933"  # Paul Tol's olive
     summary = "SGLang: prefill passes first, in chunks of chunked_prefill_size, the running batch paused; fcfs or lof"
     has_token_budget = True
     pauses_decoders = True
@@ -176,14 +175,6 @@ class SGLang(Policy):
         Setting("chunked_prefill_size", 0, "SGLang: the most prompt tokens in a prefill pass (0: SGLang's default "
                 "for the accelerator's memory, 8192 from 35 to 160 GB: A100 80GB, H100, H200)", high=10_000_000),
     )  # fmt: skip
-    caption = (
-        "SGLang: a pass either prefills or decodes. Whenever a prompt can start or is being chunked, the pass "
-        "prefills at most chunked_prefill_size prompt tokens and the running requests wait. A request starts only if "
-        "its prompt and max tokens fit beside an estimate of the running requests' tokens to come (a ratio from 0.7 "
-        "down to 0.098); where a decode pass's blocks run out, those with the fewest tokens out are retracted at "
-        "once, to the back of the queue, and later recompute."
-    )
-    caption_memory = caption
 
     def default_budget(self, accelerator: str) -> int:
         """Return SGLang's default chunked_prefill_size by GPU memory (python/sglang/srt/server_args.py).

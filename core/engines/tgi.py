@@ -16,17 +16,6 @@ DEFAULT_PREFILL_TOKENS = 4096
 
 SUMMARY = "TGI 3: new prompts join the running batch's pass in chunks, under max_batch_prefill_tokens"
 SUMMARY_PAUSED = "TGI 2: prefill passes pause the running batch, gated by waiting_served_ratio and max_waiting_tokens"
-CAPTION = (
-    "TGI 3: at every pass the waiting join the running batch first come first served, their prompts in the same pass "
-    "up to max_batch_prefill_tokens less the running rows' tokens, the last one cut into chunks. Each request reserves "
-    "its prompt plus the answer cap, so none is preempted; no request cap but the KV pool."
-)
-CAPTION_PAUSED = (
-    "TGI without chunking (TGI 2, or prefill_chunking=0): waiting requests join in a prefill pass that pauses the "
-    "running batch; while it decodes, a prefill forms only when the waiting it would admit reach waiting_served_ratio "
-    "times the running batch, or after max_waiting_tokens decode passes. Each request reserves its prompt plus the "
-    "answer cap, so none is preempted."
-)
 
 
 class TGI(Policy):
@@ -56,7 +45,6 @@ class TGI(Policy):
     name = "tgi"
     engine = "TGI"
     label = "TGI"
-    colour = "#CC6677"  # Paul Tol's rose
     versus = "continuous"
     budget_setting = "max_batch_prefill_tokens"
     shares_budget = False  # its budget is max_batch_prefill_tokens, set as TGI's own
@@ -108,13 +96,6 @@ class TGI(Policy):
     def summary(self) -> str:
         """Return the summary of the mode it runs in."""
         return SUMMARY if self.prefill_chunking else SUMMARY_PAUSED
-
-    @property
-    def caption(self) -> str:
-        """Return the caption of the mode it runs in."""
-        return CAPTION if self.prefill_chunking else CAPTION_PAUSED
-
-    caption_memory = caption
 
     def pass_budget(self, asked: int | None, accelerator: str, prompts: Sequence[int]) -> int | None:
         """Return max_batch_prefill_tokens as a chunking pass's budget; TGI's own setting, not the caller's."""

@@ -38,14 +38,8 @@ class TrtllmNoEvict(_Trtllm):
 
     name = "trtllm-no-evict"
     label = "TensorRT-LLM no-evict"
-    colour = "#882255"
     summary = "admit only what fits its whole life (prompt + max tokens): never preempts"
     versus = "trtllm-max-util"
-    caption = (
-        "TensorRT-LLM's GUARANTEED_NO_EVICT: a request is admitted only when its prompt plus its maximum answer fits "
-        "the free KV cache, so no running request is ever evicted; on a tight pool fewer run at once."
-    )
-    caption_memory = caption
 
     def reserves_whole_life(self, allocation: str) -> bool:
         """Return True: every request reserves its prompt plus the output cap at admission, paged or not."""
@@ -62,11 +56,5 @@ class TrtllmMaxUtil(_Trtllm):
 
     name = "trtllm-max-util"
     label = "TensorRT-LLM max-util"
-    colour = "#117733"
     summary = "admit by current need, pause the newest when a block runs out"
     versus = "trtllm-no-evict"
-    caption = (
-        "TensorRT-LLM's MAX_UTILIZATION: requests are admitted by what they need now, so more run at once; when a "
-        "block runs out the newest is paused and later recomputes its KV."
-    )
-    caption_memory = caption

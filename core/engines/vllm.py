@@ -22,7 +22,6 @@ class VLLM(Policy):
     name = "vllm"
     engine = "vLLM"
     label = "vLLM"
-    colour = "#332288"
     summary = "vLLM v1: chunked prefill under max_num_batched_tokens; fcfs or priority"
     has_token_budget = True
     allocates_per_chunk = True  # scheduler.py: allocate_slots(request, num_new_tokens), chunk by chunk
@@ -37,11 +36,6 @@ class VLLM(Policy):
                 "chunks (0: vLLM's default for the accelerator, 8192 on H100 and H200, 2048 on A100)",
                 high=10_000_000),
     )  # fmt: skip
-    caption = (
-        "vLLM v1: continuous batching whose passes hold at most max_num_batched_tokens tokens, decoding rows first "
-        "and then prompt chunks; a block shortage preempts the newest request, which later recomputes."
-    )
-    caption_memory = caption
 
     def default_budget(self, accelerator: str) -> int:
         """Return vLLM's serving default (vllm/engine/arg_utils.py `get_batch_defaults`, OPENAI_API_SERVER).

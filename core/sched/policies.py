@@ -46,7 +46,8 @@ class KeyedQueue:
 
 
 # What a run tells the app, the replay and the renderer of its policy (`Policy.traits`), in the order they are sent.
-TRAITS = ("name", "label", "colour", "summary", "forms_batches", "has_timeout", "has_token_budget", "pauses_decoders",
+# Its colour and captions are the page's words, kept by the app (app/page/policy_words.py), not here.
+TRAITS = ("name", "label", "summary", "forms_batches", "has_timeout", "has_token_budget", "pauses_decoders",
           "has_fast_timed", "ordered", "versus", "engine", "simulator_mode", "order_field", "order_words",
           "orders_by_class")  # fmt: skip
 
@@ -63,7 +64,6 @@ class Policy:
 
     name = "continuous"
     label = "continuous"
-    colour = "#009E73"  # Okabe-Ito bluish green; no slot state's colour
     summary = "admit and retire between passes"
     forms_batches = False  # a batch forms when every slot is free and runs until its longest member finishes
     has_timeout = False  # a batch also forms when the oldest waiting request has waited `batch_timeout`
@@ -80,15 +80,6 @@ class Policy:
     order_words = ""  # that field in words
     orders_by_class = False  # its order reads each request's priority class (a page shows each class's latency)
     victim_words = "the last admitted"  # whom a block shortage preempts (at most 24 characters: a loop line)
-    caption = (
-        "Continuous batching: between forward passes, finished requests leave and waiting ones take the "
-        "free slots at once. No padding; a slot is idle only when nobody is waiting."
-    )
-    caption_memory = (
-        "Continuous batching: between forward passes, finished requests leave and waiting ones take the free "
-        "slots, in arrival order, while the next one's KV fits; a request that needs a block when none is free "
-        "preempts the one admitted last, which later recomputes its KV."
-    )
     # Its rules again as a loop over heaps, for an unlimited pool (3x the engine's speed); None: the engine only.
     fast_steps = None
     fast_timed = None
@@ -255,21 +246,11 @@ class Static(Policy):
 
     name = "static"
     label = "static"
-    colour = "#CC79A7"  # Okabe-Ito reddish purple
     summary = "form a batch, run it until its longest member finishes"
     forms_batches = True
     has_timeout = True
     versus = "continuous"
     simulator_mode = True
-    caption = (
-        "Static batching: a batch forms only when every slot is free, and runs until its longest request "
-        "finishes. Finished requests keep their slot as padding; newcomers wait for the whole batch."
-    )
-    caption_memory = (
-        "Static batching reserves KV for whole rows, whatever the allocation: a batch forms only when every slot is "
-        f"free, with as many members as whole rows fit the pool (each row {STATIC_ROW}); it runs until its "
-        "longest request finishes."
-    )
 
     def fast_steps(self, arrivals: list[int], lengths: list[int], slots: int, timeout: float):
         """Return (start, slot, release) per request in FCFS order on an unlimited pool (step clock)."""
@@ -299,15 +280,9 @@ class Chunked(Policy):
 
     name = "chunked"
     label = "chunked prefill"
-    colour = "#56B4E9"  # Okabe-Ito sky blue
     summary = "continuous, with prompts split into chunks under a token budget"
     has_token_budget = True
     versus = "continuous"
-    caption = (
-        "Chunked prefill: continuous batching whose passes hold at most a token budget: every decoding row first, "
-        "then prompt chunks, oldest first; a long prompt is split over several passes."
-    )
-    caption_memory = caption
 
 
 class ShortestFirst(Policy):
@@ -321,24 +296,12 @@ class ShortestFirst(Policy):
 
     name = "sjf"
     label = "shortest first"
-    colour = "#D55E00"  # Okabe-Ito vermillion
     summary = "continuous, the waiting queue ordered by output length, shortest first (a perfect prediction)"
     versus = "continuous"
     simulator_mode = True
     queue_words = "shortest answer first"
     order_field = "output"
     order_words = "answer length"
-    caption = (
-        "Shortest job first: continuous batching whose waiting queue is ordered by answer length, shortest first. "
-        "The simulator knows every answer's length, which no engine does: this is what ordering the queue by a "
-        "perfect length prediction buys, without interrupting anyone running. Short requests overtake long ones; the "
-        "longest wait longer and may finish alone at the end: the mean latency can fall while the drain grows."
-    )
-    caption_memory = (
-        "Shortest job first: between forward passes, finished requests leave and the shortest waiting answers take "
-        "the free slots while the next one's KV fits; a request that needs a block when none is free preempts the "
-        "one admitted last, which rejoins the queue by its length and later recomputes its KV."
-    )
 
     def queue_key(self, request: Request) -> int:
         """Return the output length: shorter first."""
@@ -354,7 +317,6 @@ class Priority(Policy):
 
     name = "priority"
     label = "priority"
-    colour = "#000000"
     summary = "continuous, the waiting queue by priority (lower first), the lowest class preempted first"
     versus = "continuous"
     simulator_mode = True
@@ -363,15 +325,6 @@ class Priority(Policy):
     order_words = "priority"
     orders_by_class = True
     victim_words = "the lowest class, newest"
-    caption = (
-        "Priority scheduling (vLLM's policy=priority): continuous batching whose waiting queue is ordered by each "
-        "request's priority, lower numbers first, then arrival. A high class overtakes a low one in the queue."
-    )
-    caption_memory = (
-        "Priority scheduling: between forward passes, finished requests leave and waiting ones take the free slots "
-        "by priority (lower numbers first) while the next one's KV fits; a request that needs a block when none is "
-        "free preempts the lowest class running, the newest of it, which rejoins the queue by its priority."
-    )
 
     def queue_key(self, request: Request) -> int:
         """Return the request's priority: lower first."""
