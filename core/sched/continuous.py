@@ -109,6 +109,7 @@ class ContinuousLoop(PromptPass):
         # Blocks come free only when somebody leaves, and only a leaver can become the head: a head refused since
         # the last release is refused again, so it is not asked again until something is released.
         self.releases, self.refused = 0, (-1, -1, -1)  # (releases, head, tokens) at the last refusal
+        self.plan = Plan()  # the pass being planned (one object, emptied for each pass)
 
     def run(self) -> None:
         """Run every boundary's phases until nobody runs, waits or will arrive; leave the passes on the engine."""
@@ -120,7 +121,7 @@ class ContinuousLoop(PromptPass):
         growth, free = self.growth, self.free  # without growth nobody is preempted; `free` is one list throughout
         prefill_first, est = self.prefill_first, self.est
         A, n, fin, chunked = self.A, self.n, self.fin, self.chunked
-        spare = Plan()  # without a budget every boundary plans in this one, emptied after each prompt pass
+        spare = self.plan  # every boundary plans in this one: emptied after a prompt pass, or by plan_pass
         while True:
             nxt = self.nxt
             if nxt < n and A[nxt] <= self.clock:  # the phases' own first test, here: most boundaries skip them
@@ -146,7 +147,7 @@ class ContinuousLoop(PromptPass):
                 continue
             if plan.chunks:
                 run_prompt_pass(plan)
-                plan.chunks, plan.prefill = [], 0  # spent (a chunked plan is made anew at each boundary)
+                plan.chunks, plan.prefill = [], 0  # spent
                 if self.binds and self.prefilling:  # SGLang: the chunked request leaves the last batch, which
                     self.full = -1  # clears batch_is_full (get_next_batch_to_run)
             else:
@@ -283,23 +284,27 @@ class ContinuousLoop(PromptPass):
 
     def plan_pass(self) -> Plan:
         """Return the pass's plan before admission: decoding rows first, then the prompts already prefilling."""
-        plan = Plan()  # (a new one each boundary: the cheapest reset)
-        if self.chunked:
-            left = self.budget if self.pauses else self.budget - self.count  # a pausing pass holds no decoding row
-            cap, chunks = self.cap, plan.chunks
-            for k, (done, target) in list(self.prefilling.items()):
-                if k not in self.prefilling:  # preempted for an older one's chunk
+        plan, chunks = self.plan, []  # the loop's one plan, emptied
+        plan.chunks, plan.preempted = chunks, False
+        left = self.budget if self.pauses else self.budget - self.count  # a pausing pass holds no decoding row
+        cap, prefilling, per_chunk = self.cap, self.prefilling, self.per_chunk
+        prefill = prefilled = 0
+        # Per-chunk allocation may preempt a prefilling request for an older one's chunk: iterate over a copy.
+        for k, (done, target) in list(prefilling.items()) if per_chunk else prefilling.items():
+            c = min(target - done, left, cap)
+            if per_chunk:
+                if k not in prefilling:  # preempted for an older one's chunk
                     continue
-                c = min(target - done, left, cap)
-                if self.per_chunk:
-                    left += self.take_chunk(k, done + c + (done + c == target), plan)
-                    if k not in self.prefilling:
-                        continue
-                left -= c
-                chunks.append((k, c))
-                plan.prefill += c
-                plan.prefilled += done
-            plan.left = left
+                plan.prefill, plan.prefilled = prefill, prefilled  # take_chunk may take a victim's back
+                left += self.take_chunk(k, done + c + (done + c == target), plan)
+                prefill, prefilled = plan.prefill, plan.prefilled
+                if k not in prefilling:
+                    continue
+            left -= c
+            chunks.append((k, c))
+            prefill += c
+            prefilled += done
+        plan.left, plan.prefill, plan.prefilled = left, prefill, prefilled
         return plan
 
     def take_chunk(self, k: int, tokens: int, plan: Plan) -> int:
