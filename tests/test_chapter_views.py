@@ -2,12 +2,16 @@
 
 import json
 import re
+import shutil
+import subprocess
 from html import escape
+from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
 
-from app.quiz.view import QUESTIONS, Quiz, explanation_html, progress_html, score, summary_html
+from app.export.page import MODULES
+from app.quiz.view import INTRO, QUESTIONS, Quiz, quiz_data
 from app.shell import App
 from app.simulator.state import SimState
 from core import Request, simulate
@@ -15,6 +19,17 @@ from core.batch.step_batch import ContinuousBatches
 from core.chapter.worked_example import BATCH_TIMEOUT, SLOTS, worked_example
 from tests.oracles.batch_view import MAX_ROWS, BatchView, continuous_html
 from tests.oracles.loop_view import loop_texts
+from tests.oracles.quiz_view import explanation_html, progress_html, score, summary_html
+
+QUIZ_JS = Path(__file__).resolve().parent.parent / "app" / "web" / "tabs" / "quiz.js"
+# Runs tabs/quiz.js's text builders in node on calls read from stdin: [name, *args], a question given by its index.
+QUIZ_NODE = """import * as quiz from %s;
+import { readFileSync } from "node:fs";
+const { questions, calls } = JSON.parse(readFileSync(0, "utf-8"));
+const run = ([name, ...a]) => name === "score" ? quiz.quizScore(questions, a[0])
+  : name === "progress" ? quiz.progressHtml(questions, a[0], a[1])
+  : name === "verdict" ? quiz.verdictHtml(questions[a[0]], a[1]) : quiz.summaryHtml(questions, a[0]);
+process.stdout.write(JSON.stringify(calls.map(run)));"""
 
 
 def _lit(text: str) -> list[str]:
@@ -35,19 +50,43 @@ def test_the_loop_lights_what_each_step_did():
     assert len(static) == 64  # one text per step at the cursor, 0..63: no position past the last pass
 
 
+def _quiz_js(calls: list[list]) -> list:
+    """Return what app/web/tabs/quiz.js's text builders give for `calls`, run in node (no browser)."""
+    node = shutil.which("node")
+    assert node, "node is needed for the quiz's module: ./dev test installs it (apt-get install nodejs)"
+    script = QUIZ_NODE % json.dumps(QUIZ_JS.as_uri())
+    stdin = json.dumps({"questions": quiz_data()["questions"], "calls": calls})
+    proc = subprocess.run([node, "--input-type=module", "-e", script], input=stdin, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
 def test_the_quiz_scores_and_explains_every_question():
-    """All right scores 6; one wrong scores 5 and names it; unanswered counts as not right; numbered once."""
+    """All right scores 6; one wrong scores 5 and names it; unanswered counts as not right; numbered once.
+
+    The quiz's module (app/web/tabs/quiz.js, both pages') in node, its every text equal to tests/oracles/quiz_view.py's.
+    """
     right = [q.answer for q in QUESTIONS]
-    assert score(right) == len(QUESTIONS) == 6
     wrong = [*right[:-1], (right[-1] + 1) % len(QUESTIONS[-1].options)]
-    assert score(wrong) == 5
-    html = summary_html([None] * len(QUESTIONS))
+    none = [None] * len(QUESTIONS)
+    some = [right[0], wrong[-1], None, None, None, None]
+    sets = [right, wrong, none, some, [(a + 1) % 4 for a in right]]
+    calls = [["score", a] for a in sets] + [["summary", a] for a in sets]
+    calls += [["progress", n, a] for a in sets for n in range(len(QUESTIONS) + 1)]
+    calls += [["verdict", k, o] for k, q in enumerate(QUESTIONS) for o in range(len(q.options))]
+    want = [score(a) for a in sets] + [summary_html(a) for a in sets]
+    want += [progress_html(n, a) for a in sets for n in range(len(QUESTIONS) + 1)]
+    want += [explanation_html(q, o) for q in QUESTIONS for o in range(len(q.options))]
+    got = _quiz_js(calls)
+    assert got == want
+    assert got[:2] == [len(QUESTIONS), 5] == [6, 5]
+    html = got[len(sets) + 2]  # the summary with nothing answered
     assert 'data-final-score="0"' in html and html.count('data-verdict="unanswered"') == 6
     assert "1." not in html  # the list numbers itself: no "1. 1. Right."
     assert all(0 <= q.answer < len(q.options) for q in QUESTIONS)
-    explained = explanation_html(QUESTIONS[0], 0)
+    explained = got[calls.index(["verdict", 0, 0])]
     assert 'data-verdict="wrong"' in explained and escape(QUESTIONS[0].why) in explained
-    assert 'data-score="1" data-answered="2"' in progress_html(2, [right[0], wrong[-1], None, None, None, None])
+    assert 'data-score="1" data-answered="2"' in got[calls.index(["progress", 2, some])]
 
 
 def test_the_right_option_is_not_the_tell():
@@ -60,31 +99,22 @@ def test_the_right_option_is_not_the_tell():
     assert len({q.answer for q in QUESTIONS}) >= 3  # the right option's place varies too
 
 
-def test_the_quiz_goes_one_question_at_a_time():
-    """Check locks and explains the answer and updates the score; next moves on; the last next shows the result."""
+def test_the_served_quiz_runs_the_exported_pages_module_on_the_questions():
+    """The served tab is tabs/quiz.js (the exported page's own) on the questions as data; the answers come back."""
     quiz = Quiz()
-    assert quiz.check in quiz.body.objects and quiz.choices[0] in quiz.body.objects
-    quiz.answer(None)  # nothing chosen: nothing scored
-    assert quiz.answers()[0] is None
-    quiz.choices[0].value = QUESTIONS[0].answer
-    quiz.check.clicks += 1
-    assert quiz.answers()[0] == QUESTIONS[0].answer and quiz.choices[0].disabled
-    texts = " ".join(str(getattr(o, "object", "")) for o in quiz.body.objects)
-    assert 'data-verdict="right"' in texts and 'data-score="1" data-answered="1"' in texts
-    assert quiz.link in quiz.body.objects and QUESTIONS[0].link_text in quiz.link.label
-    for n in range(1, len(QUESTIONS)):
-        quiz.next.clicks += 1
-        assert quiz.current == n and quiz.choices[n] in quiz.body.objects
-    quiz.next.clicks += 1
-    assert 'data-final-score="1"' in " ".join(str(getattr(o, "object", "")) for o in quiz.body.objects)
+    assert quiz.data == quiz_data() and quiz.data["intro"] == INTRO
+    assert "tabs/quiz.js" in MODULES and "// ---- app/web/tabs/quiz.js\n" in quiz._esm
+    assert quiz.answers() == [None] * len(QUESTIONS) and quiz.current == 0
+    quiz.param.update(checked=[QUESTIONS[0].answer, *[None] * 5], current=1)  # as the browser reports them
+    assert quiz.answers()[0] == QUESTIONS[0].answer
+    assert "goto" not in quiz._linked_properties  # the followed link stays on the server
 
 
 def test_a_quiz_link_opens_its_view_in_place():
     """Following a link sets goto; the app applies it from the defaults, shows the simulator, and keeps the answers."""
     app = App(query={"tab": ["quiz"], "preset": ["worked"], "slots": ["6"]})
-    app.quiz.choices[0].value = 2
-    app.quiz.answer(2)
-    app.quiz.link.clicks += 1
+    app.quiz.checked = [2, *[None] * 5]  # as the browser reports a checked answer
+    app.quiz._handle_msg({"follow": QUESTIONS[0].link})  # the browser's "Show me"
     assert app.quiz.goto == QUESTIONS[0].link == "?lengths=fixed&arrival_window=1"
     assert app.tab == "simulator" and app.messages.text == ""
     assert (app.state.lengths, app.state.arrival_window, app.state.slots) == ("fixed", 1, 4)
@@ -92,6 +122,12 @@ def test_a_quiz_link_opens_its_view_in_place():
     assert app.state.trace_name and app.state.step == 5
     app.quiz.follow("?tab=knee")
     assert app.tab == "knee" and app.state.trace_name == App().state.trace_name  # the opening traffic again
+    for bad in ({"follow": "?tab=quiz&slots=1"}, {"follow": ["?slots=1"]}, {"open": "x"}, "x", None):
+        app.quiz._handle_msg(bad)  # only a question's own link is followed
+    assert app.tab == "knee" and app.quiz.goto == "?tab=knee"
+    app.tab = "quiz"
+    app.quiz._handle_msg({"follow": "?tab=knee"})  # the same link again opens it again
+    assert app.tab == "knee"
     assert app.quiz.answers()[0] == 2
 
 

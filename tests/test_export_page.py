@@ -9,7 +9,7 @@ import pytest
 
 from app.export.page import LINK_KEYS, SERVED_ONLY, TABS, clock_buttons, export_story, offline_links, page_data
 from app.export.views import LESSON_SEEDS, SLOTS, pack, served_key, unpack
-from app.quiz.view import QUESTIONS, explanation_html, questions_data
+from app.quiz.view import QUESTIONS, Quiz, quiz_data
 from app.shell import App
 from app.simulator import memory_lesson, story
 from app.simulator.widget_data import view_json
@@ -150,13 +150,13 @@ def test_quiz_links_reach_carried_views():
         assert int(query.get("slots", 1)) in SLOTS
 
 
-def test_quiz_data_is_the_served_quizs():
-    """questions_data carries the questions and, per option, the served quiz's own explanation."""
-    data = questions_data()
-    assert [d["key"] for d in data] == [q.key for q in QUESTIONS]
-    for d, q in zip(data, QUESTIONS):
-        assert d["options"] == list(q.options) and d["answer"] == q.answer and d["link"] == q.link
-        assert d["explanations"] == [explanation_html(q, k) for k in range(len(q.options))]
+def test_quiz_data_is_the_served_quizs(data):
+    """The page carries the served quiz's own data: each question's text, options, answer, why and view link."""
+    assert data["quiz"] == quiz_data() == Quiz().data
+    assert [d["key"] for d in data["quiz"]["questions"]] == [q.key for q in QUESTIONS]
+    for d, q in zip(data["quiz"]["questions"], QUESTIONS):
+        assert d["options"] == list(q.options) and d["answer"] == q.answer and d["why"] == q.why
+        assert (d["link"], d["link_text"]) == (q.link, q.link_text)
 
 
 def test_tabs_are_the_served_pages_tabs():

@@ -31,8 +31,7 @@ from app.memory.view import BUDGETS, CHUNKED_INTRO, LEGEND, MEMORY_CSS, MemoryVi
 from app.memory.view import INTRO as MEMORY_INTRO
 from app.page import palette
 from app.page.frame import TABS as SERVED_TABS
-from app.quiz.view import INTRO as QUIZ_INTRO
-from app.quiz.view import questions_data
+from app.quiz.view import QUIZ_CSS, quiz_data
 from app.simulator import story
 from app.simulator.state import MODE_ORDER
 from app.simulator.widget import INTERVAL_MS, WIDGET_MODULES
@@ -76,7 +75,7 @@ SERVED_ONLY = {
 }
 HEADER_NOTE = " Every setting was computed in advance, so this page needs no server."
 
-# The page around the served page's host: the body, focus rings, the exercises' and quiz's own controls.
+# The page around the served page's host: the body, focus rings, the exercises' own controls (the quiz brings its own).
 EXPORT_CSS = """
 body { margin: 0; padding: 8px 12px 24px; color: #222; background: #fff; }
 body.bv-dark { color: #E6E6E6; background: #121212; }  /* Panel's dark page, as served with ?theme=dark */
@@ -87,18 +86,9 @@ body.bv-dark { color: #E6E6E6; background: #121212; }  /* Panel's dark page, as 
   outline: 3px solid var(--bv-focus, #0072B2); outline-offset: 2px; }
 .bv-exercise { overflow-x: auto; overflow-y: hidden; }
 .bv-choices { display: flex; flex-wrap: wrap; gap: 6px; margin: 8px 0; }
-.bv-choices button, .bv-quiz button { font: inherit; font-size: 0.9rem; padding: 5px 12px; border: 1px solid #888;
+.bv-choices button { font: inherit; font-size: 0.9rem; padding: 5px 12px; border: 1px solid #888;
   border-radius: 4px; background: #f4f4f4; color: inherit; cursor: pointer; min-height: 32px; }
 .bv-choices button[aria-pressed=true] { background: #0072B2; border-color: #0072B2; color: #fff; font-weight: 600; }
-.bv-quiz button.bv-primary { background: #0072B2; border-color: #0072B2; color: #fff; }
-.bv-quiz button.bv-quiz-link { border: none; background: transparent; color: var(--bv-link, #0072B2);
-  text-decoration: underline; padding-left: 0; }
-.bv-quiz { max-width: 760px; }
-.bv-quiz-options { display: flex; flex-direction: column; gap: 0.35rem; margin: 0.3rem 0 0.6rem; }
-.bv-quiz-options label { display: flex; align-items: flex-start; gap: 0.5rem; line-height: 1.35;
-  overflow-wrap: anywhere; }
-.bv-quiz-options input { flex: none; margin-top: 0.2rem; }
-.bv-quiz-nav { display: flex; gap: 8px; margin-top: 8px; }
 .bv-served-only { color: var(--bv-muted, #555); }
 """
 
@@ -198,7 +188,7 @@ def page_data(config: TrafficConfig | None = None, window: int = 64, seeds=SEEDS
         "lessons": {key: values for key, (_label, values) in story.LESSONS.items()},
         "generator": {"lengths": config.lengths, "arrival_window": config.arrival_window},
         "words": {"generated": GENERATED_NOTE},
-        "quiz": {"intro": QUIZ_INTRO, "questions": questions_data()},
+        "quiz": quiz_data(),
         "lineups": export_lineups(),
         "memory_tab": memory_tab(),
     }
@@ -259,7 +249,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
     page = (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{CSS}{MEMORY_CSS}{EXPORT_CSS}</style>\n</head>\n"
+        f"<title>{html.escape(title)}</title>\n<style>{CSS}{MEMORY_CSS}{QUIZ_CSS}{EXPORT_CSS}</style>\n</head>\n"
         f'<body>\n<main class="bv-app" style="{variables}">\n<div id="bv-page"></div>\n'
         f'<div id="bv-sections">{sections}</div>\n</main>\n'
         f'<script type="application/json" id="bv-data">{_json(data)}</script>\n'

@@ -1,14 +1,17 @@
-"""Check yourself: six questions one at a time, each answer scored and explained, with a link to the view it shows."""
+"""Check yourself: the six questions as data, asked one at a time by app/web/tabs/quiz.js on both pages."""
 
 from __future__ import annotations
 
-import html
+import logging
 from dataclasses import dataclass
 
-import panel as pn
 import param
+from panel.custom import JSComponent
 
-from app.web.style import CHOICE_CSS, CSS, LINK_BUTTON_CSS
+from app.web.bundle import bundle
+from app.web.style import CSS
+
+log = logging.getLogger("batchviz.server")
 
 
 @dataclass(frozen=True)
@@ -133,111 +136,75 @@ INTRO = (
 )
 
 
+# The quiz's own controls, on the served page (in its shadow root) and the exported one: one look in both themes.
+QUIZ_CSS = """
+.bv-quiz { max-width: 760px; padding: 0 10px; box-sizing: border-box; }
+.bv-quiz button { font: inherit; font-size: 0.9rem; padding: 5px 12px; border: 1px solid #888; border-radius: 4px;
+  background: rgba(128, 128, 128, 0.14); color: inherit; cursor: pointer; min-height: 32px; }
+.bv-quiz button.bv-primary { background: #0072B2; border-color: #0072B2; color: #fff; }
+.bv-quiz button.bv-quiz-link { border: none; background: transparent; color: var(--bv-link, #0072B2);
+  text-decoration: underline; padding-left: 0; text-align: left; }
+.bv-quiz button:focus-visible, .bv-quiz input:focus-visible, .bv-quiz [tabindex]:focus-visible {
+  outline: 3px solid var(--bv-focus, #0072B2); outline-offset: 2px; }
+.bv-quiz-options { display: flex; flex-direction: column; gap: 0.35rem; margin: 0.3rem 0 0.6rem; }
+.bv-quiz-options label { display: flex; align-items: flex-start; gap: 0.5rem; line-height: 1.35;
+  overflow-wrap: anywhere; cursor: pointer; }
+.bv-quiz-options input { flex: none; margin-top: 0.2rem; accent-color: #0072B2; }
+.bv-quiz-options input:checked + span { font-weight: 600; }  /* the chosen option reads as chosen, locked or not */
+.bv-quiz-nav { display: flex; flex-wrap: wrap; gap: 8px; margin-top: 8px; }
+"""
+
+
 def questions_data() -> list[dict]:
-    """Return the questions as JSON-able dicts, each with the served quiz's explanation of every option."""
+    """Return the questions as JSON-able dicts: the text, options, answer, why, and the view link with its words."""
     return [
         {
             "key": q.key,
             "text": q.text,
             "options": list(q.options),
             "answer": q.answer,
+            "why": q.why,
             "link": q.link,
             "link_text": q.link_text,
-            # Rendered here, so the exported page's quiz (app/web/tabs/quiz.js) says exactly what the served one says.
-            "explanations": [explanation_html(q, k) for k in range(len(q.options))],
         }
         for q in QUESTIONS
     ]
 
 
-def score(answers: list[int | None]) -> int:
-    """Return how many of `answers` (an option index per question, None when unanswered) are right."""
-    return sum(a == q.answer for q, a in zip(QUESTIONS, answers))
+def quiz_data() -> dict:
+    """Return what app/web/tabs/quiz.js mounts: the intro and the questions (the same for both pages)."""
+    return {"intro": INTRO, "questions": questions_data()}
 
 
-def progress_html(current: int, answers: list[int | None]) -> str:
-    """Return where the learner is and the score so far over the questions answered (data-score, data-answered)."""
-    done = sum(a is not None for a in answers)
-    total = score(answers)
-    where = f"Question {current + 1} of {len(QUESTIONS)}" if current < len(QUESTIONS) else "Your result"
-    return (
-        f'<p class="bv-quiz-progress">{where} &middot; <span class="bv-score" data-score="{total}" '
-        f'data-answered="{done}">Score: {total} / {done}</span></p>'
-    )
+LINKS = frozenset(q.link for q in QUESTIONS)
 
 
-def explanation_html(q: Question, answer: int) -> str:
-    """Return the verdict on one checked answer, the right option and why (data-verdict: right or wrong)."""
-    verdict = "right" if answer == q.answer else "wrong"
-    words = "Right." if verdict == "right" else "Not quite."
-    return (
-        f'<div class="bv-verdict" data-question="{q.key}" data-verdict="{verdict}"><p><b>{words}</b> '
-        f"The answer: {html.escape(q.options[q.answer])}</p><p>{html.escape(q.why)}</p></div>"
-    )
+class Quiz(JSComponent):
+    """The served Quiz tab: app/web/tabs/quiz.js, the exported page's quiz, run on Panel's model.
 
-
-def summary_html(answers: list[int | None]) -> str:
-    """Return the final score and one line per question, numbered once by the list itself."""
-    items = []
-    for q, a in zip(QUESTIONS, answers):
-        verdict = "unanswered" if a is None else ("right" if a == q.answer else "wrong")
-        words = {"right": "Right.", "wrong": "Not quite.", "unanswered": "Not answered."}[verdict]
-        items.append(f'<li data-question="{q.key}" data-verdict="{verdict}"><b>{words}</b> {html.escape(q.text)}</li>')
-    total = score(answers)
-    return (
-        f'<div class="bv-quiz-result"><p class="bv-score" data-final-score="{total}">You scored {total} of '
-        f'{len(QUESTIONS)}.</p><ol class="bv-quiz-feedback">{"".join(items)}</ol>'
-        "<p>Go back to any question to reread its explanation and open the view it points to.</p></div>"
-    )
-
-
-class Quiz(pn.viewable.Viewer):
-    """The six questions one at a time: answer, see why and the score, open the view it points to, go on.
-
-    `goto` is the query string of the last view link followed: the app watches it and opens that view in place.
+    The browser asks, scores and explains; the learner's place and answers come back here as `current`, `checked`
+    and `chosen`, so a view drawn again (the tab left and opened) resumes where it was. A "Show me" link sends its
+    query string; `goto` is the last one followed, which the app watches to open that view in place.
     """
 
+    data = param.Dict(default={}, constant=True, doc="The intro and the questions (quiz_data)")
     current = param.Integer(default=0, bounds=(0, len(QUESTIONS)), doc="The question shown (len: the result)")
+    checked = param.List(default=[None] * len(QUESTIONS), doc="The scored option per question (None: not checked)")
+    chosen = param.List(default=[None] * len(QUESTIONS), doc="The option chosen per question, checked or not")
     goto = param.String(default="", doc="Query string of the view link the learner followed last")
 
+    _esm = bundle("tabs/quiz.js", "tabs/quiz_host.js")
+    _stylesheets = [CSS, QUIZ_CSS]
+    _rename = {"goto": None}  # server-side only: the app watches it, the browser never needs it
+
     def __init__(self, **params):
+        params.setdefault("data", quiz_data())
+        params.setdefault("sizing_mode", "stretch_width")
         super().__init__(**params)
-        self.checked: list[int | None] = [None] * len(QUESTIONS)
-        self.choices = [
-            pn.widgets.RadioBoxGroup(
-                options=dict(zip(q.options, range(len(q.options)))),
-                value=None,
-                sizing_mode="stretch_width",
-                stylesheets=[CHOICE_CSS],
-            )
-            for q in QUESTIONS
-        ]
-        for group in self.choices:
-            group.value = None  # a radio group selects its first option unless told otherwise
-        self.check = pn.widgets.Button(label="Check my answer", color="primary")
-        self.link = pn.widgets.Button(
-            label="", color="light", css_classes=["bv-quiz-link"], stylesheets=[LINK_BUTTON_CSS]
-        )
-        self.back = pn.widgets.Button(label="Previous question")
-        self.next = pn.widgets.Button(label="Next question", color="primary")
-        self.check.on_click(lambda _e: self.answer(self.choices[self.current].value))
-        self.link.on_click(lambda _e: self.follow(QUESTIONS[self.current].link))
-        self.back.on_click(lambda _e: setattr(self, "current", max(self.current - 1, 0)))
-        self.next.on_click(lambda _e: setattr(self, "current", self.current + 1))
-        self.body = pn.Column(sizing_mode="stretch_width")
-        self.param.watch(lambda _e: self._show(), "current")
-        self._show()
 
     def answers(self) -> list[int | None]:
         """Return the checked option index per question (None where not yet checked)."""
         return list(self.checked)
-
-    def answer(self, option: int | None) -> None:
-        """Check `option` for the question shown: its answer is kept and explained; None asks for a choice."""
-        if option is None or self.current >= len(QUESTIONS):
-            return
-        self.checked[self.current] = option
-        self._show()
 
     def follow(self, link: str) -> None:
         """Ask the app to open the view `link` points to (the same link twice opens it twice)."""
@@ -246,33 +213,10 @@ class Quiz(pn.viewable.Viewer):
         else:
             self.goto = link
 
-    def _show(self) -> None:
-        n = self.current
-        progress = _pane(progress_html(n, self.checked))
-        self.back.visible = n > 0
-        if n == len(QUESTIONS):
-            self.body.objects = [progress, _pane(summary_html(self.checked)), self.back]
+    def _handle_msg(self, data) -> None:
+        """Follow a question's view link the browser sends (`{follow: link}`); anything else is one log line."""
+        link = data.get("follow") if isinstance(data, dict) else None
+        if not isinstance(link, str) or link not in LINKS:
+            log.info("ignored a quiz message: %.80r", data)
             return
-        q, group, answer = QUESTIONS[n], self.choices[n], self.checked[n]
-        group.disabled = answer is not None  # the first checked answer is the one scored
-        self.next.label = "Next question" if n + 1 < len(QUESTIONS) else "See your result"
-        parts = [
-            progress,
-            _pane(f'<p class="bv-question" data-question="{q.key}"><b>{html.escape(q.text)}</b></p>'),
-            group,
-        ]
-        if answer is None:
-            parts.append(self.check)
-        else:
-            self.link.label = f"Show me: {q.link_text}"
-            parts += [_pane(explanation_html(q, answer)), self.link]
-        parts.append(pn.Row(self.back, self.next))
-        self.body.objects = parts
-
-    def __panel__(self):
-        intro = _pane(INTRO)
-        return pn.Column(intro, self.body, sizing_mode="stretch_width", css_classes=["bv-quiz"], max_width=760)
-
-
-def _pane(text: str) -> pn.pane.HTML:
-    return pn.pane.HTML(text, sizing_mode="stretch_width", stylesheets=[CSS])
+        self.follow(link)

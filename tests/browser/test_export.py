@@ -18,7 +18,8 @@ from app.exercises.spread import GUESSES, best_guess
 from app.export.page import LINK_KEYS, SERVED_ONLY, export_story
 from app.export.views import served_key
 from app.page.frame import CHAPTER_BUTTON
-from app.quiz.view import QUESTIONS, explanation_html, progress_html, summary_html
+from app.page.frame import TABS as TABS_SERVED
+from app.quiz.view import QUESTIONS
 from app.shell import App
 from app.simulator import memory_lesson, story
 from app.simulator.state import CHAPTER_NAME, SimState, shared_runs
@@ -32,6 +33,7 @@ from core.measure.sweep import DEFAULT_BATCHES, decode_knee, knee, sweep
 from core.sched.policies import get_policy
 from tests.oracles import loop_view
 from tests.oracles.batch_view import BatchView
+from tests.oracles.quiz_view import explanation_html, progress_html, summary_html
 
 from .helpers import CHART_JS, assert_numbers_match_core, core_run, text_of
 from .pixels import read_timeline
@@ -370,7 +372,7 @@ def test_export_tabs_are_a_keyboard_tablist(page, page_errors, offline, exported
 
 
 def test_export_quiz_scores_and_explains_offline(page, page_errors, offline, exported):
-    """One question at a time: each verdict, the progress and the result are app/quiz/view.py's own markup."""
+    """One question at a time: each verdict, the progress and the result are tests/oracles/quiz_view.py's markup."""
     _open(page, exported + "?tab=quiz")
     quiz = page.locator("#bv-quiz")
     answers: list[int | None] = [None] * len(QUESTIONS)
@@ -410,6 +412,56 @@ def test_export_quiz_show_me_opens_the_view_in_place(page, page_errors, offline,
     ]
     page.get_by_role("tab", name="Check yourself").click()
     expect(quiz.locator(".bv-verdict")).to_have_attribute("data-verdict", "right")
+
+
+def _quiz_walk(quiz) -> list[str]:
+    """Answer every question but the fourth, right and wrong in turn, see the result, go back two; the quiz at each."""
+    seen = [quiz.evaluate("e => e.innerHTML")]
+    for k, q in enumerate(QUESTIONS):
+        if k != 3:
+            choice = q.answer if k % 2 else (q.answer + 1) % len(q.options)
+            quiz.get_by_label(q.options[choice], exact=True).check()
+            quiz.get_by_role("button", name="Check my answer").click()
+            expect(quiz.locator(".bv-verdict")).to_have_count(1)
+        seen.append(quiz.evaluate("e => e.innerHTML"))
+        quiz.get_by_role("button", name="See your result" if k == len(QUESTIONS) - 1 else "Next question").click()
+    expect(quiz.locator("[data-final-score]")).to_have_count(1)
+    seen.append(quiz.evaluate("e => e.innerHTML"))
+    for n in (5, 4):
+        quiz.get_by_role("button", name="Previous question").click()
+        expect(quiz.locator(f".bv-question[data-question={QUESTIONS[n].key}]")).to_have_count(1)
+        seen.append(quiz.evaluate("e => e.innerHTML"))
+    return seen
+
+
+def test_served_and_exported_quiz_are_one_module(page, page_errors, exported, app_url):
+    """The same answers on both pages make the same quiz, element for element: both run app/web/tabs/quiz.js.
+
+    On the served page a "Show me" that opens another tab (?tab=knee) and the way back draw the quiz anew, from the
+    place and answers its model kept.
+    """
+    from .helpers import open_app
+
+    walks = []
+    for opened in ("served", "exported"):
+        if opened == "served":
+            open_app(page, app_url, "?tab=quiz", canvas=False)
+        else:
+            _open(page, exported + "?tab=quiz")
+        quiz = page.locator(".bv-quiz").first  # the served one in its shadow root
+        expect(quiz.locator(".bv-question")).to_have_count(1, timeout=15_000)
+        walks.append(_quiz_walk(quiz))
+        if opened == "served":
+            assert QUESTIONS[4].link == "?tab=knee"
+            quiz.get_by_role("button", name=f"Show me: {QUESTIONS[4].link_text}").click()
+            expect(page.locator(".bv-tab.bv-active").first).to_have_text(TABS_SERVED["knee"], timeout=15_000)
+            expect(page.locator(".bv-quiz")).to_have_count(0, timeout=15_000)  # the tab's view is gone
+            page.locator(".bv-tab", has_text="Check yourself").first.click()
+            expect(quiz.locator(f".bv-question[data-question={QUESTIONS[4].key}]")).to_have_count(1, timeout=15_000)
+            assert quiz.evaluate("e => e.innerHTML") == walks[0][-1]
+    served, exported_ = walks
+    assert len(served) == len(QUESTIONS) + 4 and all("bv-quiz-progress" in html for html in served)
+    assert served == exported_
 
 
 @pytest.mark.parametrize("width", [390, 800])

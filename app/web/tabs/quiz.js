@@ -1,6 +1,6 @@
-// The exported page's quiz ("Check yourself"): app/quiz/view.py's six questions one at a time, offline. The explanations
-// come rendered from Python (app/quiz/view.py questions_data); the progress line and the summary mirror progress_html and
-// summary_html there, and tests/browser/test_export.py compares them with Python's markup.
+// The quiz ("Check yourself"): app/quiz/view.py's six questions one at a time, each answer scored and explained, with
+// a link to the view it is about. The one implementation: the served Quiz tab runs it on Panel's model
+// (tabs/quiz_host.js), the exported page offline (export/export_host.js); tests/oracles/quiz_view.py is its oracle.
 
 const QUIZ_ESC = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;" };
 const quizEscape = (s) => String(s).replace(/[&<>"']/g, (c) => QUIZ_ESC[c]);
@@ -10,7 +10,7 @@ export function quizScore(questions, answers) {
   return questions.reduce((n, q, k) => n + (answers[k] === q.answer ? 1 : 0), 0);
 }
 
-/** Return app/quiz/view.py's progress_html(current, answers). */
+/** Return where the learner is and the score so far over the questions answered (data-score, data-answered). */
 export function progressHtml(questions, current, answers) {
   const done = answers.filter((a) => a !== null).length, total = quizScore(questions, answers);
   const where = current < questions.length ? `Question ${current + 1} of ${questions.length}` : "Your result";
@@ -18,7 +18,15 @@ export function progressHtml(questions, current, answers) {
     `data-answered="${done}">Score: ${total} / ${done}</span></p>`;
 }
 
-/** Return app/quiz/view.py's summary_html(answers). */
+/** Return the verdict on one checked answer, the right option and why (data-verdict: right or wrong). */
+export function verdictHtml(q, answer) {
+  const verdict = answer === q.answer ? "right" : "wrong";
+  const words = verdict === "right" ? "Right." : "Not quite.";
+  return `<div class="bv-verdict" data-question="${q.key}" data-verdict="${verdict}"><p><b>${words}</b> ` +
+    `The answer: ${quizEscape(q.options[q.answer])}</p><p>${quizEscape(q.why)}</p></div>`;
+}
+
+/** Return the final score and one line per question, numbered once by the list itself. */
 export function summaryHtml(questions, answers) {
   const words = { right: "Right.", wrong: "Not quite.", unanswered: "Not answered." };
   const items = questions.map((q, k) => {
@@ -40,13 +48,25 @@ function button(text, cls, onClick) {
   return b;
 }
 
+/** Return an option index per question from `saved` (a host's copy), null where none or out of range. */
+function options(questions, saved) {
+  return questions.map((q, k) => {
+    const a = saved?.[k];
+    return Number.isInteger(a) && a >= 0 && a < q.options.length ? a : null;
+  });
+}
+
 /**
- * Mount the quiz in `root`: `data` is {intro, questions} from app/quiz/view.py; `follow(link)` opens a question's view
- * (a query string of the app) in place. The first checked answer is the one scored, as on the served page.
+ * Mount the quiz in `root`: `data` is {intro, questions} from app/quiz/view.py quiz_data; `follow(link)` opens a
+ * question's view (a query string of the app) in place. `keep` (optional): `state`, where a host saved the learner's
+ * place and answers ({current, checked, chosen}), and `save(state)`, told after each change. The first checked
+ * answer is the one scored.
  */
-export function mountQuiz(root, data, follow) {
-  const questions = data.questions;
-  const state = { current: 0, checked: questions.map(() => null), chosen: questions.map(() => null) };
+export function mountQuiz(root, data, follow, keep = {}) {
+  const questions = data.questions, saved = keep.state ?? {};
+  const at = Number.isInteger(saved.current) ? Math.max(0, Math.min(saved.current, questions.length)) : 0;
+  const state = { current: at, checked: options(questions, saved.checked), chosen: options(questions, saved.chosen) };
+  const save = () => keep.save?.(state);
   root.classList.add("bv-quiz");
   root.innerHTML = data.intro;
   const body = document.createElement("div");
@@ -59,12 +79,12 @@ export function mountQuiz(root, data, follow) {
     const progress = document.createElement("div");
     progress.innerHTML = progressHtml(questions, n, state.checked);
     body.appendChild(progress);
-    const back = button("Previous question", "", () => { state.current = Math.max(n - 1, 0); show(true); });
+    const back = button("Previous question", "", () => { state.current = Math.max(n - 1, 0); save(); show(true); });
     back.hidden = n === 0;
     if (n === questions.length) {
       const result = document.createElement("div");
       result.innerHTML = summaryHtml(questions, state.checked);
-      result.tabIndex = -1;  // the wrappers take the focus: the markup inside stays app/quiz/view.py's
+      result.tabIndex = -1;  // the wrappers take the focus: the markup inside stays the oracle's
       body.append(result, back);
       if (focus) result.focus();
       return;
@@ -86,7 +106,7 @@ export function mountQuiz(root, data, follow) {
       input.value = String(k);
       input.checked = (answer ?? state.chosen[n]) === k;
       input.disabled = answer !== null;  // the first checked answer is the one scored
-      input.addEventListener("change", () => { state.chosen[n] = k; });
+      input.addEventListener("change", () => { state.chosen[n] = k; save(); });
       const span = document.createElement("span");
       span.textContent = text;
       label.append(input, span);
@@ -95,8 +115,9 @@ export function mountQuiz(root, data, follow) {
     body.append(stem, group);
     if (answer === null) {
       const check = button("Check my answer", "bv-primary", () => {
-        if (state.chosen[n] === null) return;  // nothing chosen yet: as on the served page, nothing to check
+        if (state.chosen[n] === null) return;  // nothing chosen yet: nothing to check
         state.checked[n] = state.chosen[n];
+        save();
         show(false);
         body.querySelector("[data-part=verdict]").focus();
       });
@@ -105,12 +126,13 @@ export function mountQuiz(root, data, follow) {
       const verdict = document.createElement("div");
       verdict.dataset.part = "verdict";
       verdict.tabIndex = -1;
-      verdict.innerHTML = q.explanations[answer];
+      verdict.innerHTML = verdictHtml(q, answer);
       const link = button(`Show me: ${q.link_text}`, "bv-quiz-link", () => follow(q.link));
       body.append(verdict, link);
     }
     const next = button(n + 1 < questions.length ? "Next question" : "See your result", "bv-primary", () => {
       state.current = n + 1;
+      save();
       show(true);
     });
     const nav = document.createElement("div");
