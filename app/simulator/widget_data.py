@@ -142,8 +142,10 @@ def h2h_compact(first: Run, second: Run, window: int, timed: tuple[TimedRun, Tim
     """Return the first screen's head-to-head table (three rows) of two runs, as simulator/views.py builds its table."""
     from app.simulator.views import (
         COMPACT,
+        COMPACT_GROUPS,
         COMPACT_TIMED,
         _h2h_table,
+        _latency,
         _short,
         compact_caption,
         h2h_rows,
@@ -154,14 +156,11 @@ def h2h_compact(first: Run, second: Run, window: int, timed: tuple[TimedRun, Tim
     if timed is not None:
         rows = h2h_timed_rows(*(timed_metrics(run) for run in timed), len(first.requests))
         return _h2h_table(_short(rows, COMPACT_TIMED), compact_caption(None), names)
-    rows = h2h_rows(
-        compute_metrics(first, window),
-        compute_metrics(second, window),
-        losses(first, window),
-        losses(second, window),
-        names,
-    )
-    return _h2h_table(_short(rows, COMPACT) + class_rows(first, second), compact_caption(window), names)
+    m1, m2 = compute_metrics(first, window), compute_metrics(second, window)
+    rows = h2h_rows(m1, m2, losses(first, window), losses(second, window), names)
+    rows.append(("avg_latency_completed", "", _latency(m1.avg_latency), _latency(m2.avg_latency)))  # the chapter's
+    table = _short(rows, COMPACT) + class_rows(first, second)
+    return _h2h_table(table, compact_caption(window), names, COMPACT_GROUPS)
 
 
 def class_rows(first: Run, second: Run) -> list[tuple]:

@@ -13,15 +13,20 @@ export function compactPair(view, mode) {
 
 function windowMetrics(view, policy) {
   const r = view.runs[policy], W = view.window, n = r.start.length;
-  let done = 0, all = 0;
+  let done = 0, all = 0, doneSum = 0;
   for (let i = 0; i < n; i++) {
-    if (r.finish[i] <= W) done++;
-    all += r.finish[i] - view.arrival[i];
+    const latency = r.finish[i] - view.arrival[i];
+    if (r.finish[i] <= W) { done++; doneSum += latency; }
+    all += latency;
   }
   const [GEN, , REC] = codes(r), useful = cellsBefore(r, [GEN, REC], W), cells = W * r.slots;
   return { completed: `${done}/${n}`, utilisation: pct(cells ? useful / cells : 0), drain: `${r.drain}`,
+           avg_latency_completed: done ? fixed(doneSum / done, 1) : "–",
            avg_latency_all: n ? fixed(all / n, 1) : "–" };
 }
+
+// The rows each group starts at, and its heading (app/simulator/views.py COMPACT_GROUPS).
+const COMPACT_GROUPS = { completed: "The chapter's figures, over the window", drain: "Every request, each to its finish" };
 
 /**
  * Add each priority class's mean latency to the metrics `ma` and `mb` of policies a and b, and its row to `rows`,
@@ -43,13 +48,16 @@ function addClassRows(view, [a, b], [ma, mb], rows) {
 export function h2hCompactHtml(view, mode = "continuous") {
   if (view.h2h_compact) return view.h2h_compact[mode];  // on a clock the server sends its timed tables
   const [a, b] = compactPair(view, mode), ma = windowMetrics(view, a), mb = windowMetrics(view, b);
-  const rows = [["completed", "Completed"], ["utilisation", "GPU utilisation"], ["drain", "All done at step"],
+  const rows = [["completed", "Completed"], ["utilisation", "GPU utilisation"],
+                ["avg_latency_completed", "Avg latency of the completed (steps)"], ["drain", "All done at step"],
                 ["avg_latency_all", "Avg latency, all, each to its finish (steps)"]];
   addClassRows(view, [a, b], [ma, mb], rows);
-  const body = rows.map(([key, label]) => `<tr><th scope="row">${label}</th>` +
+  const heading = (key) => (COMPACT_GROUPS[key]
+    ? `<tr class="bv-h2h-group"><th colspan="3" scope="colgroup">${COMPACT_GROUPS[key]}</th></tr>` : "");
+  const body = rows.map(([key, label]) => `${heading(key)}<tr><th scope="row">${label}</th>` +
     `<td data-h2h="${a}-${key}">${ma[key]}</td><td data-h2h="${b}-${key}">${mb[key]}</td>` +
     "</tr>").join("");
-  return '<table class="bv-h2h"><caption>Head to head, same traffic (completed and utilisation over steps ' +
+  return '<table class="bv-h2h"><caption>Head to head, same traffic and slots (the window: steps ' +
     `0–${view.window - 1})</caption>` +
     `<thead><tr><td></td><th scope="col">${view.runs[a].traits.label}</th>` +
     `<th scope="col">${view.runs[b].traits.label}</th></tr></thead>` +

@@ -56,6 +56,15 @@ function storyBoxes() {
   return boxes;
 }
 
+/**
+ * Bring the widget (its controls and timelines) into view, where a story button far below it changed it: the
+ * learner sees the change the button names. Left alone where its top is already in the upper part of the screen.
+ */
+function showTimelines(root) {
+  const top = root.getBoundingClientRect().top;
+  if (top < 0 || top > window.innerHeight / 3) root.scrollIntoView({ block: "start" });
+}
+
 /** Return a row of `group`'s story buttons; each sends its index to the server (`story.buttons` keeps them). */
 function buttonRow(story, group) {
   const model = story.model, row = storyPart("div", "bv-story-buttons");
@@ -64,7 +73,10 @@ function buttonRow(story, group) {
     b.type = "button";
     b.textContent = label;
     b.dataset.group = group;
-    b.addEventListener("click", () => model.send_msg({ group, index }));
+    b.addEventListener("click", () => {
+      model.send_msg({ group, index });
+      showTimelines(story.boxes.root);
+    });
     story.buttons.push([group, index, b]);  // [group, index, element]
     row.append(b);
   });

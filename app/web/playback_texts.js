@@ -97,7 +97,8 @@ export function playbackHtml(view, policy, t) {
     if (view.arrival[i] < ran) { arrived++; latency += Math.min(r.finish[i], ran) - view.arrival[i]; }
   }
   const readout = `<span class="bv-step" data-step="${t}">step ${t}</span>` +
-    `<span class="bv-step-note"> of 0–${W - 1}: the figures below count steps 0–${t}</span>`;
+    `<span class="bv-step-note"> of 0–${W - 1}: the cards count steps 0–${t}` +
+    `${t < W - 1 ? `, the head to head all ${W} steps` : ""}</span>`;
   const stats = statsHtml(done, n, useful, useful / (ran * r.slots), arrived ? latency / arrived : null);
   const after = Math.max(ran - r.drain, 0) * r.slots;
   const note = after ? ` (${after} of them after the last request finished at step ${r.drain})` : "";

@@ -2,7 +2,7 @@
 // under a frame; and what a run's arrays mean as cells and clock times, which the page's texts read too. The widget
 // (app/web/widget.js) and the Schedulers tab's lineups (app/web/tabs/lineup_host.js, export_lineup.js) draw with it; the
 // pixel tests read where it drew (tests/browser/test_timeline_pixels.py).
-import { fixed, thousands } from "./words.js";
+import { fixed, plural, thousands } from "./words.js";
 
 // ---- a run's cells, stays and clock -----------------------------------------------------------------------------
 // A run's cells and stays. The memory engine sends them when a request was preempted (it then has several stays,
@@ -150,7 +150,10 @@ export class Timeline {
     const g = this.resize(slots, kv);
     this.geom = intervals(view, policy);
     // The policy's own label (a lineup's entry brings its settings in its own title).
-    const title = r.title ?? `${r.traits.label} batching${onClock ? ", on a clock" : ""}`;
+    // A batch policy's timeout decides how its batches form, so its timeline says it (0: never waits to fill).
+    const timeout = r.traits.has_timeout
+      ? ` · batch timeout ${plural(view.timeout ?? 0, "step")}${onClock ? " of time" : ""}` : "";
+    const title = r.title ?? `${r.traits.label} batching${timeout}${onClock ? ", on a clock" : ""}`;
     this.canvas.setAttribute("aria-label", `${title}: ${slots} slots over ${onClock ? fixed(this.end, 1) + " ms" :
       this.end + " steps"}`);
     const x0 = this.px(0), x1 = this.px(this.end);

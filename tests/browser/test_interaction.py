@@ -87,7 +87,8 @@ def test_deep_link_with_a_longer_window(page, page_errors, app_url):
     """?window=100&step=80 opens at step 80 of 100 (past the default window), drawing the core's timeline."""
     open_app(page, app_url, "?mode=continuous&slots=2&seed=4&window=100&step=80")
     expect(page.locator(".bv-step").first).to_have_text("step 80")
-    expect(page.locator(".bv-step-note").first).to_have_text(" of 0–99: the figures below count steps 0–80")
+    note = " of 0–99: the cards count steps 0–80, the head to head all 100 steps"
+    expect(page.locator(".bv-step-note").first).to_have_text(note)
     full = core_run("continuous", 2, 4).timeline_strings(100)
     assert read_timeline(page, 2, 100) == [row[:81] + "-" * 19 for row in full]
 

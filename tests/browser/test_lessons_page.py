@@ -4,7 +4,7 @@ from dataclasses import replace
 
 from playwright.sync_api import expect
 
-from app.simulator import chapter, story
+from app.simulator import chapter, memory_lesson, story
 from core import TrafficConfig, compute_metrics, generate, simulate
 from core.chapter.chapter_traffic import CHAPTER_FIGURES, chapter_traffic
 from core.chapter.worked_example import BATCH_TIMEOUT, SLOTS, WINDOW, worked_example, worked_figures
@@ -154,3 +154,17 @@ def test_the_here_line_reads_the_view_on_screen(page, page_errors, app_url):
     expect(page.locator("[data-here]").first).to_contain_text(
         "the two schedules are the same pass for pass, yet static finishes at 430.6 ms", timeout=15_000
     )
+
+
+def test_a_story_button_far_below_brings_the_timelines_it_changes_into_view(page, page_errors, app_url):
+    """A lesson button and a memory button, thousands of pixels below the timelines: a press shows the widget."""
+    open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
+    widget = page.locator(".bv-widget-host").first
+    for name in (story.LESSONS["fixed-queued"][0], next(iter(memory_lesson.lesson_buttons().values()))[0]):
+        button = page.get_by_role("button", name=name).first
+        button.scroll_into_view_if_needed()
+        assert widget.bounding_box()["y"] < -1000, name  # the widget is far above, out of view
+        button.click()
+        expect(widget).to_be_in_viewport()
+        top = widget.bounding_box()["y"]
+        assert -1 <= top < page.viewport_size["height"] / 3, (name, top)

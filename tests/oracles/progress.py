@@ -72,7 +72,8 @@ def progress_table(run: Run, window: int, pool: int | None = None) -> dict[str, 
         util = useful[ran] / (ran * run.slots)
         table["readout"].append(
             f'<span class="bv-step" data-step="{t}">step {t}</span>'
-            f'<span class="bv-step-note"> of 0–{window - 1}: the figures below count steps 0–{t}</span>'
+            f'<span class="bv-step-note"> of 0–{window - 1}: the cards count steps 0–{t}'
+            f"{f', the head to head all {window} steps' if t < window - 1 else ''}</span>"
         )
         table["stats"].append(stats_html(done, len(run.requests), int(useful[ran]), util, avg))
         after = max(ran - run.drain, 0) * run.slots  # idle only because everything is done
