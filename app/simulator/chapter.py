@@ -79,7 +79,10 @@ def restructured_loop_html() -> str:
         "and <b>admit</b>, are the whole technique: under static batching a member retires only once every member "
         "has finished (<code>batch_over</code>), and a new batch is admitted only when every slot is free; under "
         "continuous batching both run before every forward pass. Nothing else changes. (The marks show where the "
-        "steps are, not what ran: the loop lit above the batch view shows what ran at the cursor.)</p>" + code
+        "steps are, not what ran: the loop lit above the batch view shows what ran at the cursor.)</p>"
+        # Shut at first: the page's first screens are the views; the code is one click away.
+        '<details class="bv-card bv-code-details"><summary>The loop\'s code, retire and admit marked '
+        "(core/chapter/reference.py)</summary>" + code + "</details>"
     )
 
 
@@ -207,8 +210,10 @@ def run_locally_html() -> str:
         f'arrivals: continuous drains <b data-figure="drain-ratio">{f["drain_ratio"]:.2f}×</b> faster, padding falls '
         f'from <b data-figure="static-padding">{f["static_padding"]:.0%}</b> of slot-time to '
         f'<b data-figure="continuous-padding">{f["continuous_padding"]:.0%}</b>, and every latency percentile '
-        "improves at once. This is what it prints, run when this page was built:</p>"
+        "improves at once.</p>"
+        '<details class="bv-card bv-code-details"><summary>What it prints (run when this page was built)</summary>'
         f'<pre class="bv-pre" data-figure="compare-output">$ batchviz compare\n{html.escape(compare_output())}</pre>'
+        "</details>"
     )
 
 

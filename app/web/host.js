@@ -104,6 +104,17 @@ function disclosure(story, name) {
   return details;
 }
 
+/**
+ * Return the full head-to-head (every figure as a table, three as bars), shut at first: the first screen's compact
+ * table already holds the chapter's figures, and a third rendition open would push the lessons thousands of pixels down.
+ */
+function fullHeadToHead(boxes) {
+  const details = storyPart("details", "bv-card bv-h2h-details"), summary = storyPart("summary");
+  summary.textContent = "Every figure of the two runs: lost time, waits, the three averages (a table, and bars)";
+  details.append(summary, boxes.h2h, boxes.bars);
+  return details;
+}
+
 /** Return the elements of one part of the story, [kind, value] as the server lists it. */
 function storyItem(story, [kind, value]) {
   const boxes = story.boxes;
@@ -111,7 +122,7 @@ function storyItem(story, [kind, value]) {
   if (kind === "html") return [storyPart("div", "bv-text", value)];
   if (kind === "loop") return [boxes.loop];
   if (kind === "batch") return [boxes.batch];
-  if (kind === "h2h") return [storyPart("h3", "", "Head to head"), boxes.h2h, boxes.bars];
+  if (kind === "h2h") return [storyPart("h3", "", "Head to head"), fullHeadToHead(boxes)];
   if (kind === "here") return [boxes.here];
   if (kind === "buttons") return [buttonRow(story, value)];
   if (kind === "disclosure") return [disclosure(story, value)];

@@ -53,6 +53,11 @@ def core_metrics(mode: str, slots: int, seed: int, window: int = 64):
     return compute_metrics(core_run(mode, slots, seed), window)
 
 
+def open_full_head_to_head(page) -> None:
+    """Open the full head-to-head's disclosure (shut when the page opens), as a learner does to read its rows."""
+    page.locator(".bv-h2h-details").first.evaluate("d => { d.open = true; }")
+
+
 def text_of(page, selector: str) -> str:
     """Return the text of the first element matching a (shadow-piercing) selector."""
     return page.locator(selector).first.inner_text().strip()
@@ -66,8 +71,11 @@ def assert_numbers_match_core(page, mode: str, slots: int, seed: int) -> None:
     assert text_of(page, "[data-stat=utilisation]") == f"{m.utilisation:.0%}"
     run = core_run(mode, slots, seed)  # the card: every request arrived by the cursor (step 63), to now or its finish
     assert text_of(page, "[data-stat=avg_latency]") == f"{latency_so_far(run.arrival, run.finish, 64):.1f}"
+    open_full_head_to_head(page)
     for policy in ("static", "continuous"):
         pm = core_metrics(policy, slots, seed)
+        # The first screen's table: the chapter's average (the completed only) beside every request's
+        assert text_of(page, f"[data-h2h={policy}-avg_latency_completed]") == f"{pm.avg_latency:.1f}"
         assert text_of(page, f"[data-h2h={policy}-completed]") == f"{pm.completed}/{pm.requests}"
         assert text_of(page, f"[data-h2h={policy}-utilisation]") == f"{pm.utilisation:.0%}"
         assert text_of(page, f"[data-h2h={policy}-avg_latency]") == f"{pm.avg_latency:.1f}"

@@ -11,7 +11,7 @@ from core.chapter.worked_example import BATCH_TIMEOUT, SLOTS, WINDOW, worked_exa
 from core.measure.losses import losses
 from core.measure.metrics import latency_so_far
 
-from .helpers import open_app, text_of, wait_for_timeline
+from .helpers import open_app, open_full_head_to_head, text_of, wait_for_timeline
 from .pixels import read_timeline
 
 
@@ -38,6 +38,7 @@ def test_fixed_lengths_queued_give_identical_timelines(page, page_errors, app_ur
     """The queued fixed-lengths lesson: both timelines read back identical, and the head-to-head agrees."""
     open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
     _click_lesson(page, "fixed-queued")
+    open_full_head_to_head(page)
     static, continuous = _lesson_runs("fixed-queued")
     assert static.timeline_strings(64) == continuous.timeline_strings(64)
     wait_for_timeline(page, continuous.timeline_strings(64), 4)
@@ -51,6 +52,7 @@ def test_fixed_lengths_spread_out_still_wait_for_the_boundary(page, page_errors,
     """Fixed lengths over 18 steps: static pads nothing on the page, yet requests wait and slots sit empty."""
     open_app(page, app_url, "?mode=static&slots=4&seed=4")
     _click_lesson(page, "fixed-spread")
+    open_full_head_to_head(page)
     static, continuous = _lesson_runs("fixed-spread")
     wait_for_timeline(page, static.timeline_strings(64), 4)
     loss = losses(static, 64)
@@ -104,6 +106,7 @@ def test_the_chapters_parts_are_on_the_page(page, page_errors, app_url):
     figures = chapter.compare_figures()
     expect(page.locator("[data-figure=drain-ratio]")).to_have_text(f"{figures['drain_ratio']:.2f}×")
     expect(page.locator("[data-figure=static-padding]")).to_have_text(f"{figures['static_padding']:.0%}")
+    page.get_by_text("What it prints").click()  # shut at first, a click away
     assert chapter.compare_output().splitlines()[-1] in page.locator("[data-figure=compare-output]").inner_text()
     for card in ("gain", "latency", "memory"):
         expect(page.locator(f"[data-card={card}]")).to_have_count(1)
