@@ -10,9 +10,11 @@ PADDING_HATCH = "#A86F00"  # darker orange: nearer to orange than to any other s
 LABEL_COLOR = "#FFFFFF"
 HIGHLIGHT_COLOR = "#000000"  # outline of the request under the mouse, in every timeline
 RECOMPUTE_COLOR = "#F0E442"  # Okabe-Ito yellow: recomputing after a preemption (purple is static's mode colour)
-# Okabe-Ito vermillion, dotted in blue: a running request held while a pass prefills others' prompts (a pale blue
-# sliver read as the white edge between two stays).
-PAUSED_COLOR = "#D55E00"
+# A dark red, dotted in white: a running request held while a pass prefills others' prompts. Okabe-Ito's vermillion
+# read as padding's orange (a protanope cannot tell it from the hatching) and its sky blue as the white edge between
+# two stays; every other Okabe-Ito colour already means something here. Simulated colour blindness keeps this one
+# apart from every state's colour (tests/test_schedulers_claims.py).
+PAUSED_COLOR = "#661100"
 MEMORY_COLOR = "#4D4D4D"  # dark grey: KV blocks held, in the pools and the KV strips (never a slot state)
 
 LEGEND = {

@@ -76,22 +76,36 @@ LESSONS = {
         },
     ),
 }
+EDGE = f"{palette.GENERATING_COLOR} 0 8px,#FFFFFF 8px 10px,{palette.GENERATING_COLOR} 10px"  # two bars, an edge
+HATCH = f"repeating-linear-gradient(45deg,{palette.PADDING_HATCH} 0 1px,transparent 1px 6px)"
+# Every mark the lineup's timelines draw, once: (the core's states it stands for, none for a mark that is no state;
+# its words; its colour; the swatch's mark and extra style). A prompt chunk (prefill) is drawn inside its request's bar.
 LEGEND = (
-    ("generating (its prompt, then a token a pass; a prompt chunk too)", palette.GENERATING_COLOR, ""),
-    ("paused while a pass prefills others' prompts (SGLang, TGI without chunking)", palette.PAUSED_COLOR, "···"),
-    ("recomputing its KV after a preemption", palette.RECOMPUTE_COLOR, ""),
-    ("idle slot", palette.IDLE_COLOR, ""),
-    ("a white edge: one request's stay ends and the next begins", "#FFFFFF", "|"),
-)
-
+    (("generating", "prefill"), "generating: its prompt (in chunks too), then a token a pass; its letter at its start",
+     palette.GENERATING_COLOR, "", ""),
+    (("paused",), "paused while a pass prefills others' prompts (SGLang; TGI without chunking, "
+     "<code>tgi:prefill_chunking=0</code>)", palette.PAUSED_COLOR, "···", f"color:{palette.LABEL_COLOR}"),
+    (("recompute",), "recomputing its KV after a preemption", palette.RECOMPUTE_COLOR, "", ""),
+    (("padding",), "padding, hatched (static): finished, still holding its slot until its batch ends",
+     palette.PADDING_COLOR, "", f"background-image:{HATCH}"),
+    (("idle",), "idle slot", palette.IDLE_COLOR, "", ""),
+    ((), "a white edge: one request's stay ends and the next begins", "#FFFFFF", "",
+     f"background:linear-gradient(90deg,{EDGE})"),
+    ((), "a black outline: the request under the mouse, in every timeline", palette.HIGHLIGHT_COLOR, "",
+     f"background:{palette.IDLE_COLOR};box-shadow:inset 0 0 0 2px {palette.HIGHLIGHT_COLOR}"),
+)  # fmt: skip
 
 
 def legend_html() -> str:
-    """Return the states the lineup's timelines draw, as swatches with their words."""
-    items = [
-        f'<span class="bv-legend-item"><span class="bv-swatch" style="background:{colour};color:'
-        f'{palette.GENERATING_COLOR}">{mark}</span>{words}</span>'
-        for words, colour, mark in LEGEND
-    ]
-    lead = '<span class="bv-legend-item"><b>Each row is a slot (a running request), time runs left to right:</b></span>'
+    """Return every mark the lineup's timelines draw, as swatches with their words."""
+    items = []
+    for _states, words, colour, mark, style in LEGEND:
+        items.append(
+            f'<span class="bv-legend-item"><span class="bv-swatch" style="background:{colour};text-align:center;'
+            f'line-height:13px;font-size:11px;{style}">{mark}</span><span>{words}</span></span>'
+        )
+    lead = (
+        '<span class="bv-legend-item"><b>Each row is a slot (a running request), time runs left to right to the '
+        "dashed line, where the last scheduler finishes:</b></span>"
+    )
     return '<div class="bv-legend">' + lead + "".join(items) + "</div>"
