@@ -44,6 +44,7 @@ export function shownPair(view, mode) {
 
 // ---- the slot timeline's geometry -------------------------------------------------------------------------------
 const MARGIN = { left: 56, right: 16, top: 38, bottom: 40 };
+const LABEL_INSET = 4;  // px between a bar's left edge and its letter on a clock: the hover outline is 3 px wide
 export const rowPx = (slots) => (slots <= 8 ? 30 : 22);
 export const frameHeight = (slots) => (slots <= 8 ? Math.max(30 * slots, 60) : 22 * slots);
 
@@ -163,11 +164,12 @@ export class Timeline {
     const fontPx = slots <= 8 ? 12 : 9;
     g.font = `${fontPx}px system-ui, sans-serif`;
     g.textBaseline = "top";
-    this.drawGenerating(g, view, onClock);
+    const labels = this.drawGenerating(g, view, onClock);
     this.drawPaused(g);
     this.drawRecompute(g, view, onClock, fontPx);
     this.drawWaits(g, onClock ? [] : r.waits ?? [], cursor, fontPx);
     this.drawHover(g, hover);
+    this.drawLabels(g, labels, fontPx);  // over every cell: no paused sliver or outline drawn later covers a letter
     this.drawCursor(g, cursor, x1);
     this.drawAxes(g, title, mark, slots, onClock, x0, x1);
     if (kv) this.drawKV(view, r, kv, cursor, this.y(0) + this.frameH + MARGIN.bottom + KV.gap, x0, x1);
@@ -214,28 +216,47 @@ export class Timeline {
     }
   }
 
-  /** Draw the generating cells, each with its request's letter where it fits (a resumed stay's is on its R cell). */
+  /**
+   * Draw the generating cells; return each one's letter where it fits, [text, left, top, slot, request], drawn last
+   * (a resumed stay's letter is on its R cell).
+   */
   drawGenerating(g, view, onClock) {
-    // On a clock a letter goes wherever it fits its bar (a short stay too); on steps, from the view's cell count.
-    const fits = (lo, hi, id) => onClock ? this.px(hi) - this.px(lo) >= g.measureText(id).width + 4
+    // On a clock a letter goes wherever it fits its bar, LABEL_INSET px in (clear of the hover outline) and clear of
+    // its right edge; on steps, from the view's cell count.
+    const left = (lo) => onClock ? this.px(lo) + LABEL_INSET : this.x(lo + 0.12);
+    const fits = (lo, hi, id) => onClock ? left(lo) + g.measureText(id).width + 1 <= this.px(hi)
       : hi - lo >= view.min_label_cells;
     const resumed = new Set(this.geom.rec.map(([, hi, slot, i]) => `${i}:${slot}:${hi}`));  // its letter is on R
+    const labels = [];
     for (const [lo, hi, slot, i] of this.geom.gen) {
       const [, , top] = this.fillCell(g, lo, hi, slot, this.colours.generating);
       if (fits(lo, hi, view.ids[i]) && !resumed.has(`${i}:${slot}:${lo}`)) {
-        g.fillStyle = this.colours.label;
-        g.fillText(view.ids[i], this.x(lo + (onClock ? 0.003 * this.end : 0.12)), top + 0.06 * this.rowH);
+        labels.push([view.ids[i], left(lo), top + 0.06 * this.rowH, slot, i]);
       }
     }
+    return labels;
   }
 
-  /** Draw the paused cells: held while a pass prefills others' prompts, a pale sliver. */
+  /** Draw the generating cells' letters, left-aligned (drawAxes leaves the alignment centred from the last draw). */
+  drawLabels(g, labels, fontPx) {
+    g.font = `${fontPx}px system-ui, sans-serif`;
+    g.textAlign = "left";
+    g.textBaseline = "top";
+    g.fillStyle = this.colours.label;
+    this.labelFont = g.font;
+    this.drawnLabels = labels.map(([text, x, y, slot, i]) => {  // where each letter lies (read by the label tests)
+      g.fillText(text, x, y);
+      return [text, x, x + g.measureText(text).width, y, slot, i];
+    });
+  }
+
+  /** Draw the paused cells: held while a pass prefills others' prompts, a dark sliver dotted in the labels' white. */
   drawPaused(g) {
     for (const [lo, hi, slot] of this.geom.paused) {
       const [a, b, top, h] = this.box(lo, hi, slot);
       g.fillStyle = this.colours.paused;  // no white edge: on a clock a pass is a pixel or two, the edge would hide it
       g.fillRect(a, top + 1, Math.max(b - a, 3), h - 2);
-      g.fillStyle = this.colours.generating;
+      g.fillStyle = this.colours.label;  // blue dots all but vanish on the dark red
       for (let x = a + 2; x < b - 1; x += 4) g.fillRect(x, top + h / 2 - 1, 2, 2);
     }
   }
