@@ -88,11 +88,15 @@ def parse_query(query: dict, state: param.Parameterized) -> tuple[dict, list[str
 
 
 def query_of(state: param.Parameterized) -> dict[str, str]:
-    """Return the URL arguments describing the state (only the keys that differ from the defaults)."""
+    """Return the URL arguments describing the state (only the keys that differ from the defaults, and the seed).
+
+    The seed always: it tells generated traffic from the chapter's (the shell drops it for the chapter's). Nothing
+    else at its default: another tab's change would write the simulator's settings (`mode=continuous&slots=4`).
+    """
     out = {}
     for key, name in URL_KEYS.items():
         value = getattr(state, name)
-        if value != state.param[name].default or key in ("mode", "slots", "seed"):
+        if value != state.param[name].default or key == "seed":
             out[key] = str(int(value)) if isinstance(value, bool) else str(value)
     return out
 
