@@ -1,15 +1,17 @@
 """The exercises' core: presets, the knee on a hand-built cost model, the length-spread study, the temperature bug."""
 
+import re
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from app.exercises.knee import cached_sweep
+from app.exercises.knee import cached_sweep, verdict_html
 from core import compare, generate, simulate
 from core.chapter.spread import SPREAD_SLOTS, SPREAD_TRAFFIC, spread_study
 from core.chapter.temperature_bug import ROWS, run_rows
 from core.clock.hardware import ACCELERATORS, MODEL_SHAPES, cost_model
+from core.measure.lineup import differs
 from core.measure.sweep import (
     DEFAULT_BATCHES,
     SWEEP_TRAFFIC,
@@ -17,6 +19,7 @@ from core.measure.sweep import (
     decode_knee,
     knee,
     mean_context,
+    never_filled_from,
     poisson_requests,
     retarget,
     sweep,
@@ -53,7 +56,12 @@ def test_the_knee_on_a_hand_built_cost_model():
     assert knee(sweep(1e4, BATCHES, HAND, NO_PROMPTS, itl_target_ms=100)).batch == 16  # a looser target pushes it up
     assert knee(sweep(1e4, BATCHES, HAND, NO_PROMPTS, itl_target_ms=4)) is None
     light = sweep(0.5, BATCHES, HAND, NO_PROMPTS, itl_target_ms=50)
-    assert knee(light).batch == 32 and max(p.itl_p99_ms for p in light) <= 50
+    assert max(p.itl_p99_ms for p in light) <= 50  # every size meets it: the largest would be 32
+    # The load never fills the sizes from the knee up: they are one run, so the first of them is named, not 32.
+    first = never_filled_from(light)
+    assert knee(light) is first and 1 < first.batch < 32 and first.peak_rows < first.batch
+    same = [(p.itl_p99_ms, p.tokens_per_s, p.p99_latency_ms) for p in light if p.batch >= first.batch]
+    assert len(set(same)) == 1 and light[light.index(first) - 1].peak_rows == first.batch // 2  # the one below fills
 
 
 def test_prefill_stalls_pull_the_knee_below_decode_alone():
@@ -307,27 +315,74 @@ def test_the_exercise_plots_name_every_line_and_outline():
 def test_what_happens_past_the_knee_is_read_from_the_sweep(target):
     """Past the knee a request's time once admitted (the chapter's single-request latency) rises, as the words say.
 
-    From the sweep's numbers, with where the end-to-end p99 stops falling, at every rate offered.
+    From the sweep's numbers, with where the end-to-end p99 is lowest, where nobody waits for a slot and where it
+    rises again, at every rate offered. A learner's read (issue 47): "from batch 512 up ... the end-to-end p99 stops
+    falling" at 28 requests/s, where it was lowest at 128 and rose.
     """
     from app.exercises.knee_words import PAGE_RATE_PER_S, latency_html
 
-    for rate in KNEE_RATES:
+    for rate in (*KNEE_RATES, 4.0, 28.0):
         points = tuple(retarget(list(cached_sweep(rate, cost_model())), target))
-        words = latency_html(points)
+        words = re.sub(r"<[^>]+>", "", latency_html(points))
         here = knee(list(points))
+        assert "stops falling" not in words
         if here is None or here.batch == DEFAULT_BATCHES[-1]:
-            assert 'data-past-knee="none"' in words
+            assert "No batch size here lies past the knee" in words
+            continue
+        lowest = min(points, key=lambda p: p.p99_latency_ms)
+        assert f"lowest at batch {lowest.batch} ({lowest.p99_latency_ms / 1e3:.2f} s)" in words, (rate, target)
+        last = points[-1]
+        rises = last.batch > lowest.batch and differs(last.p99_latency_ms, lowest.p99_latency_ms, time=True)
+        assert ("the slower passes take the end-to-end p99 to" in words) == rises, (rate, target)
+        free = next((p for p in points if p.p99_latency_ms <= p.p99_admitted_ms * 1.001), None)
+        assert ("at every size some requests wait for a slot" in words) == (free is None)
+        if free is not None:
+            assert f"from batch {free.batch} up every request gets a slot as it arrives" in words
+        if here.peak_rows < here.batch:  # the first size never filled: every larger one is its run
+            assert f"never fills batch {here.batch} (at most {here.peak_rows} rows run at once)" in words
+            same = {(p.itl_p99_ms, p.p99_latency_ms, p.tokens_per_s) for p in points if p.batch >= here.batch}
+            assert len(same) == 1, (rate, target)
             continue
         after = points[DEFAULT_BATCHES.index(here.batch) + 1]
         assert (
             f"{here.p99_admitted_ms / 1e3:.2f} s from admission to last token at batch {here.batch} against "
             f"{after.p99_admitted_ms / 1e3:.2f} s at {after.batch}" in words
         )
-        assert ('data-past-knee="up"' in words) == (after.p99_admitted_ms > here.p99_admitted_ms)
+        longer = after.p99_admitted_ms > here.p99_admitted_ms
+        assert ("takes longer" in words) == (longer and differs(after.p99_admitted_ms, here.p99_admitted_ms, True))
         for p in points:  # a request's own time never shrinks as the batch grows: the passes only get slower
             assert p.p99_admitted_ms >= points[0].p99_admitted_ms
         if rate == PAGE_RATE_PER_S and target == 50.0:
-            assert 'data-past-knee="up"' in words and "from batch 64 up every request gets a slot" in words
+            assert "takes longer" in words and "from batch 64 up every request gets a slot" in words
+
+
+@pytest.mark.parametrize("target", [8.0, 20.0, 50.0, 75.0, 120.0])
+def test_sizes_the_load_never_fills_are_one_run_and_the_knee_is_the_first(target):
+    """Where the load never fills a size, every larger one is the same run: the knee is named by the first of them.
+
+    A learner's read (issue 47): at 4 requests/s "the knee is batch 512 ... you guessed batch 8: 6 sizes below",
+    while batches 32 to 512 ran the same 21 rows at most, with the same figures.
+    """
+    for rate in (*KNEE_RATES, 4.0, 28.0):
+        points = tuple(retarget(list(cached_sweep(rate, cost_model())), target))
+        best, decode = knee(list(points)), decode_knee(list(points))
+        first = never_filled_from(list(points))
+        if first is not None:  # the same run from it up: its figures, to the digit
+            same = {(p.itl_p99_ms, p.decode_itl_p99_ms, p.p99_latency_ms, p.tokens_per_s, p.peak_rows)
+                    for p in points if p.batch >= first.batch}  # fmt: skip
+            assert len(same) == 1 and first.peak_rows < first.batch, (rate, target)
+        meeting = [p.batch for p in points if p.meets_target]
+        if best is not None:
+            assert best.batch == (first.batch if first and first.batch <= max(meeting) else max(meeting))
+        verdict = re.sub(r"<[^>]+>", "", verdict_html(best, decode, target, 128))
+        unfilled = best is not None and best.peak_rows < best.batch
+        assert ("up the load never fills the batch" in verdict) == unfilled, (rate, target)
+        if unfilled:
+            assert f"at most {best.peak_rows} rows run at once" in verdict and best is first
+            for guess in DEFAULT_BATCHES[DEFAULT_BATCHES.index(best.batch):]:
+                assert 'data-guess="right"' in verdict_html(best, decode, target, guess)
+    four = tuple(retarget(list(cached_sweep(4.0, cost_model())), 50.0))
+    assert knee(list(four)).batch == 32 and "batch 512" not in verdict_html(knee(list(four)), None, 50.0, 8)
 
 
 def test_the_verdict_says_when_the_knee_it_names_does_not_keep_up():

@@ -108,6 +108,11 @@ def guess_html(guess: int, best: SweepPoint | None) -> str:
     steps = DEFAULT_BATCHES.index(guess) - DEFAULT_BATCHES.index(best.batch)
     if steps == 0:
         return f'You guessed batch {guess}: <b data-guess="right">right</b>.'
+    if steps > 0 and best.peak_rows < best.batch:  # a size the load never fills: the knee's own run
+        return (
+            f'You guessed batch {guess}: <b data-guess="right">right</b>, the same run as batch {best.batch}, the '
+            "first size the load never fills."
+        )
     where = "above" if steps > 0 else "below"
     return f'You guessed batch {guess}: <b data-guess="{where}">{_sizes(abs(steps))} {where}</b> the knee.'
 
@@ -125,12 +130,18 @@ def verdict_html(
         if best
         else f'On the clock <b data-knee="none">no batch size</b> meets {t} ms per token.'
     )
+    if best and best.peak_rows < best.batch:  # every larger size is this run: none of them is a knee of its own
+        clock += (
+            f' <span data-never-filled="{best.batch}">From batch {best.batch} up the load never fills the batch (at '
+            f"most {best.peak_rows} rows run at once), so every larger size is this same run.</span>"
+        )
     if decode_best is None:
         decode = 'Even decode alone, <b data-decode-knee="none">no batch size</b> would meet it.'
     else:
+        unfilled = "; the load fills no larger size" if decode_best.peak_rows < decode_best.batch else ""
         decode = (
             f'Decode alone would meet {t} ms up to batch <b data-decode-knee="{decode_best.batch}">'
-            f"{decode_best.batch}</b> ({decode_best.decode_itl_p99_ms:.1f} ms at p99)"
+            f"{decode_best.batch}</b> ({decode_best.decode_itl_p99_ms:.1f} ms at p99{unfilled})"
         )
         moved = best is None or best.batch < decode_best.batch
         decode += (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from core.measure.lineup import differs
 from core.measure.sweep import SWEEP_TRAFFIC, CostModel, SweepPoint, capacities, knee, mean_context, retarget
 from core.workload.traffic import generate
 
@@ -45,8 +46,7 @@ def load_html(rate_per_s: float, model: CostModel) -> str:
             f'<p class="bv-load" data-load="over" data-first="none">{head} Kept full (a queue that never empties), '
             f"the largest batch, {b}, serves {t:,.0f} tokens/s. <b>The requests arrive faster than any batch size "
             "serves them, so the queue grows without bound for as long as they keep coming</b>: the end-to-end "
-            "latencies below are mostly waiting, and each batch size that serves more cuts them, however slow its "
-            "passes.</p>"
+            "latencies below are mostly waiting.</p>"
         )
     served = dict(full)[first]
     if first == full[0][0]:
@@ -135,24 +135,43 @@ def latency_html(points: tuple[SweepPoint, ...]) -> str:
     batches = [p.batch for p in points]
     if here is None or here.batch == batches[-1]:
         return '<p class="bv-latency-words" data-past-knee="none">No batch size here lies past the knee.</p>'
+    if here.peak_rows < here.batch:  # the knee is the first size the load never fills: past it, the same run
+        return (
+            '<p class="bv-latency-words" data-past-knee="same">Past the knee every size is this same run: the load '
+            f"never fills batch {here.batch} (at most {here.peak_rows} rows run at once), so a larger batch only "
+            f"adds slots nobody uses; {end_to_end(points)}.</p>"
+        )
     after = points[batches.index(here.batch) + 1]
     change = after.p99_admitted_ms - here.p99_admitted_ms
+    longer = "longer" if change > 0 else "no longer"
+    if not differs(after.p99_admitted_ms, here.p99_admitted_ms, time=True):
+        longer = "about as long"
     admitted = (
-        f"past the knee each request, once it has a slot, takes {'longer' if change > 0 else 'no longer'}: p99 "
+        f"past the knee each request, once it has a slot, takes {longer}: p99 "
         f"{here.p99_admitted_ms / 1e3:.2f} s from admission to last token at batch {here.batch} against "
         f"{after.p99_admitted_ms / 1e3:.2f} s at {after.batch}"
     )
+    direction = "up" if longer == "longer" else "flat"
+    return f'<p class="bv-latency-words" data-past-knee="{direction}">Here {admitted}; {end_to_end(points)}.</p>'
+
+
+def end_to_end(points: tuple[SweepPoint, ...]) -> str:
+    """Return where the end-to-end p99 is lowest and, where it exists, the size from which nobody waits for a slot."""
+    lowest = min(points, key=lambda p: p.p99_latency_ms)
+    words = f"the end-to-end p99 is lowest at batch {lowest.batch} ({lowest.p99_latency_ms / 1e3:.2f} s)"
     # Where the end-to-end p99 equals the admitted one, nobody waits for a slot any more.
     free = next((p for p in points if p.p99_latency_ms <= p.p99_admitted_ms * 1.001), None)
     if free is None:
-        e2e = (
-            f"at every size some requests wait for a slot, and the end-to-end p99 adds that wait "
-            f"({here.p99_latency_ms / 1e3:.2f} s at the knee against {here.p99_admitted_ms / 1e3:.2f} s once admitted)"
-        )
+        words += ", and at every size some requests wait for a slot"
     else:
-        e2e = (
-            f"from batch {free.batch} up every request gets a slot as it arrives, so the end-to-end p99 "
-            f"({free.p99_latency_ms / 1e3:.2f} s there) stops falling: a bigger batch takes nobody sooner"
+        words += (
+            f"; from batch {free.batch} up every request gets a slot as it arrives, so the end-to-end p99 is the time "
+            f"once admitted ({free.p99_latency_ms / 1e3:.2f} s there)"
         )
-    direction = "up" if change > 0 else "flat"
-    return f'<p class="bv-latency-words" data-past-knee="{direction}">Here {admitted}; {e2e}.</p>'
+    last = points[-1]
+    if last.batch > lowest.batch and differs(last.p99_latency_ms, lowest.p99_latency_ms, time=True):
+        words += (
+            f"; past batch {lowest.batch} the slower passes take the end-to-end p99 to "
+            f"{last.p99_latency_ms / 1e3:.2f} s at {last.batch}"
+        )
+    return words

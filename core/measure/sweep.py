@@ -39,6 +39,7 @@ class SweepPoint:
     # rises with the batch (slower passes) while the end-to-end latency, below capacity, only stops falling.
     p99_admitted_ms: float
     utilisation: float  # share of slot-passes that produced a token
+    peak_rows: int  # the most rows any pass ran: below `batch`, the load never filled the batch (the cap never bound)
     meets_target: bool  # itl_p99_ms <= the target
     decode_meets_target: bool  # decode_itl_p99_ms <= the target: what the knee would be if prefill never stalled
 
@@ -106,6 +107,7 @@ def sweep_point(requests: list[Request], batch: int, cost: StepCost, itl_target_
         avg_latency_ms=timed.e2e_ms["mean"],
         p99_admitted_ms=admitted_p99(run),
         utilisation=tokens / (run.passes * batch) if run.passes else 0.0,
+        peak_rows=int(run.pass_rows.max()) if run.passes else 0,
         meets_target=timed.itl_ms["p99"] <= itl_target_ms,
         decode_meets_target=decode <= itl_target_ms,
     )
@@ -136,20 +138,42 @@ def retarget(points: list[SweepPoint], itl_target_ms: float) -> list[SweepPoint]
     ]
 
 
+def never_filled_from(points: list[SweepPoint]) -> SweepPoint | None:
+    """Return the smallest batch size from which the load never fills any larger size, or None.
+
+    A batch the load never fills never turns a request away: its run is the run without a cap, so every size from
+    this one up is the same run (the same passes, the same figures).
+    """
+    first = None
+    for p in reversed(points):
+        if p.peak_rows >= p.batch:
+            break
+        first = p
+    return first
+
+
+def _named(meeting: list[SweepPoint], points: list[SweepPoint]) -> SweepPoint | None:
+    """Return the largest size meeting a target, or the first of the sizes that are all its run (never filled)."""
+    if not meeting:
+        return None
+    best = max(meeting, key=lambda p: p.batch)
+    same = never_filled_from(points)
+    return same if same is not None and same.batch <= best.batch else best
+
+
 def knee(points: list[SweepPoint]) -> SweepPoint | None:
     """Return the largest batch whose inter-token latency (p99 on the clock, prefill stalls included) meets the target.
 
     Under a load that fills the batch, prefill passes stall the decoders beside them and pull the knee below where a
-    decode-only step would put it; under a light load a big batch never fills, and the knee moves up.
+    decode-only step would put it; under a light load a big batch never fills, and the knee moves up, to the first
+    size the load never fills: every larger size is that same run, so none of them is named the knee.
     """
-    meeting = [p for p in points if p.meets_target]
-    return max(meeting, key=lambda p: p.batch) if meeting else None
+    return _named([p for p in points if p.meets_target], points)
 
 
 def decode_knee(points: list[SweepPoint]) -> SweepPoint | None:
     """Return the largest batch whose decode-only inter-token p99 meets the target: the knee without prefill stalls."""
-    meeting = [p for p in points if p.decode_meets_target]
-    return max(meeting, key=lambda p: p.batch) if meeting else None
+    return _named([p for p in points if p.decode_meets_target], points)
 
 
 def kept_full_tokens_per_s(requests: list[Request], batch: int, cost: StepCost) -> float:
