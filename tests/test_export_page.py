@@ -205,3 +205,87 @@ def test_the_exported_lineups_are_the_served_tabs_default_and_lessons():
     for button, (name, (label, key)) in zip(view.lesson_buttons, list(keys.items())[1:]):
         button.clicks += 1
         assert button.label == label and view.key() == key, name
+
+
+@pytest.fixture(scope="module")
+def knee_texts():
+    """What the page carries for exercise 1 at the served view's own opening settings (its preset pair and rate)."""
+    from app.exercises.knee_words import PAGE_RATE_PER_S
+    from app.export.exercises import knee_data
+    from core.clock.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE
+
+    data = knee_data([DEFAULT_ACCELERATOR], [DEFAULT_MODEL_SHAPE], [PAGE_RATE_PER_S])
+    return data, unpack(data["at"][f"{DEFAULT_ACCELERATOR}/{DEFAULT_MODEL_SHAPE}/{PAGE_RATE_PER_S:g}"])[0]
+
+
+def _shown(data: dict, at: dict, target: float, guess: int | None) -> dict:
+    """Return what app/web/export/export_knee.js shows from the page's data at a target and guess."""
+    i, revealed = data["targets"].index(target), guess is not None
+    words = at["guesses"][at["best"][i]][data["batches"].index(guess)] if revealed else ""
+    return {
+        "verdict": at["verdicts"][i] + words + data["tail"] if revealed else data["ask"],
+        "table": (at["tables"][i] if revealed else "") + at["assumptions"],
+        "moves": at["moves"][i] if revealed else "",
+        "load": at["load"],
+        "motivation": at["motivation"],
+        "points": at["points"],
+    }
+
+
+def test_the_knee_carries_what_the_served_view_shows_at_every_target(knee_texts):
+    """At every target the served slider offers, before a guess and after each, the served view's own panes."""
+    from app.exercises.knee import KneeView
+
+    data, at = knee_texts
+    view = KneeView()
+    view.__panel__()
+    assert data["targets"] == [float(t) for t in range(5, 201)]  # the served slider's 5-200 ms in steps of 1
+    for target, guess in [(50.0, None), *((t, 64) for t in data["targets"]), *((30.0, b) for b in data["batches"])]:
+        view.param.update(itl_target_ms=target, guess=guess)
+        served = {
+            "verdict": view.verdict.object,
+            "table": view.table.object,
+            "moves": view.moves.object,
+            "load": view.load.object,
+            "motivation": view.motivation.object,
+            "points": json.loads(view.charts.payload)["points"],
+        }
+        assert _shown(data, at, target, guess) == served, (target, guess)
+
+
+def test_the_spread_and_the_temperature_bug_carry_what_the_served_views_show():
+    """Every sigma's figures and table, each guess's verdict, each test's verdict and both samplers: as served."""
+    from app.exercises.spread import GUESSES, SIGMAS, SpreadView
+    from app.exercises.temperature import ASSERTIONS, TemperatureView
+    from app.export.exercises import spread_data, temperature_data
+
+    spread, view = spread_data(), SpreadView()
+    view.__panel__()
+    for sigma, at in zip(SIGMAS, unpack(spread["at"])):
+        view.sigma = sigma
+        assert at == {"histograms": view.histograms.payload, "curve": view.curve.payload, "table": view.numbers.object}
+    for key, verdict in zip(GUESSES, spread["verdicts"]):
+        view.param.update(guess=key, revealed=False)
+        view.reveal()
+        assert view.verdict.object == verdict, key
+    temperature, view = temperature_data(), TemperatureView()
+    view.__panel__()
+    for k, verdict in enumerate(temperature["verdicts"]):
+        view.run_test(k)
+        assert view.verdict.object == verdict and view.demo.visible, ASSERTIONS[k]
+    for bug, state in ((False, "off"), (True, "on")):
+        view.bug = bug
+        assert temperature[state] == {"charts": view.charts.payload, "draws": view.draws.object}
+
+
+def test_the_exercise_sections_hold_the_served_views_words_and_controls():
+    """Each section opens with the served view's words and offers its controls' labels and ranges."""
+    from app.exercises.knee import INTRO
+    from app.export.exercises import exercise_sections, served_views
+
+    sections, views = exercise_sections(), served_views()
+    assert INTRO in sections["knee"] and 'name="knee-target" min="5" max="200" step="1" value="50"' in sections["knee"]
+    assert views["spread"].__panel__().objects[0].object in sections["spread"]
+    assert 'name="spread-sigma" min="0.1" max="2" step="0.1" value="1.2"' in sections["spread"]
+    assert views["temperature"].__panel__().objects[0].object in sections["temperature"]
+    assert f">{views['temperature'].run_button.name}</button>" in sections["temperature"]

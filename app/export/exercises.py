@@ -1,285 +1,279 @@
-"""The three exercises on the static page: every setting their controls reach, precomputed by the core."""
+"""The three exercises on the static page: what every setting of their controls shows, precomputed by the served views.
+
+Each text is the served view's own (app/exercises/: its functions, its words, its controls' labels and ranges), made
+here for every preset pair, offered rate and target of the knee, every sigma of the spread and both samplers; the
+figures' payloads are the ones the served figures receive. app/web/export/export_knee.js and export_charts.js pick
+what the learner's settings reach and draw it with the served page's own chart hosts (app/web/charts/).
+"""
 
 from __future__ import annotations
 
+import html
 import json
-import re
+from functools import cache
 
-from bokeh.layouts import column, row
-from bokeh.models import (
-    Button,
-    Checkbox,
-    CustomJS,
-    Div,
-    RadioButtonGroup,
-    RadioGroup,
-    Select,
-    Slider,
+from app.exercises.charts import charts_payload
+from app.exercises.knee import (
+    EXPLAIN,
+    INTRO,
+    KneeView,
+    _other_rate,
+    cached_sweep,
+    points_data,
+    table_html,
+    verdict_html,
 )
-
-from app.exercises.knee import EXPLAIN, INTRO, QUESTION, cached_sweep, points_data, verdict_html
+from app.exercises.knee import guess_html as knee_guess_html
 from app.exercises.knee_plots import CHART_MODULES
-from app.exercises.knee_words import PAGE_RATE_PER_S, kept_full, load_html, motivation_html, offered_tokens_per_s
-from app.exercises.spread import GUESSES, SIGMAS, case, curve_spec, guess_html, histogram_specs, spread_table
+from app.exercises.knee_words import (
+    PAGE_RATE_PER_S,
+    keeps_up_html,
+    kept_full,
+    latency_html,
+    load_html,
+    motivation_html,
+    moves_html,
+    offered_tokens_per_s,
+)
+from app.exercises.spread import (
+    GUESSES,
+    SIGMAS,
+    SpreadView,
+    case,
+    curve_spec,
+    guess_html,
+    histogram_specs,
+    spread_table,
+)
 from app.exercises.spread import WHY as SPREAD_WHY
-from app.exercises.temperature import ASSERTIONS, BUGGY, CORRECT, assertion_html, draws_html, row_specs
+from app.exercises.temperature import ASSERTIONS, BUGGY, CORRECT, TemperatureView, assertion_html, draws_html, row_specs
 from app.exercises.temperature import WHY as TEMPERATURE_WHY
-from app.web.bundle import ASSETS, bundle
-from app.web.style import CHOICE_CSS, CSS
-from core.clock.hardware import ACCELERATORS, DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, MODEL_SHAPES, cost_model
-from core.measure.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S
+from app.export.views import pack
+from core.clock.hardware import (
+    ACCELERATOR_OPTIONS,
+    ACCELERATORS,
+    MODEL_OPTIONS,
+    MODEL_SHAPES,
+    cost_model,
+)
+from core.measure.sweep import DEFAULT_BATCHES, DEFAULT_RATE_PER_S, decode_knee, knee, retarget
+from core.workload.traffic import LENGTH_KINDS
 
-# The served page's generic row of charts (app/web/charts/charts_host.js chartsHtml), inlined into the spread's and
-# temperature's CustomJS; the exported page lays a row out for this width (each chart scales down with the column).
-CHARTS_MODULES = ("words.js", "charts/chart.js", "charts/charts_host.js")
-ROW_WIDTH = 900
-JS_PATH = ASSETS / "export" / "export_exercises.js"
+# Each exercise bundle is the served figure host (its `render`) with this page's part; two bundles, as both hosts
+# export `render` and one module cannot hold two.
+KNEE_MODULES = (*CHART_MODULES, "charts/knee_host.js", "export/export_pack.js", "export/export_figures.js",
+                "export/export_knee.js")  # fmt: skip
+CHARTS_MODULES = ("words.js", "charts/chart.js", "charts/charts_host.js", "export/export_pack.js",
+                  "export/export_figures.js", "export/export_charts.js")  # fmt: skip
 # The rates the static page offers (the served view takes any): each is a timed sweep per preset pair, ~0.6 s apiece,
-# so three rates (light, the default, heavy) keep `batchviz export` to about 27 sweeps.
+# and one more at the rate "what moves the knee" compares with, so three rates keep `batchviz export` to 54 sweeps.
 EXPORT_RATES = (PAGE_RATE_PER_S, DEFAULT_RATE_PER_S, 320.0)  # the page's below capacity, the CLI's, a flood
-DEFAULT_TARGET_MS = 50.0
-# On a phone a row of controls wraps onto more lines rather than running off the page.
-WRAP = {"flex-wrap": "wrap", "gap": "4px 0"}
-WRAP_BUTTONS = ".bk-btn-group { flex-wrap: wrap; row-gap: 4px; }"
+TAIL = "</p>"  # what follows the guess's sentence in the knee's verdict (app/exercises/knee.py verdict_html)
+# The exercises' own controls, in the page's stylesheet (the served page's are Panel's widgets).
+EXERCISES_CSS = """
+.bv-controls { display: flex; flex-wrap: wrap; gap: 6px 18px; align-items: center; margin: 8px 0; }
+.bv-field { display: inline-flex; flex-direction: column; gap: 2px; font-size: 0.9rem; }
+.bv-field select { font: inherit; min-height: 30px; max-width: 100%; color: inherit;
+  background: var(--bv-background, #fff); border: 1px solid #888; border-radius: 4px; }
+.bv-options { display: flex; flex-direction: column; gap: 0.35rem; margin: 0.3rem 0 0.6rem; }
+.bv-options label, .bv-check { display: flex; align-items: flex-start; gap: 0.5rem; line-height: 1.35;
+  overflow-wrap: anywhere; cursor: pointer; }
+.bv-options input, .bv-check input { flex: none; margin-top: 0.2rem; accent-color: #0072B2; }
+.bv-options.bv-code span { font-family: ui-monospace, monospace; font-size: 0.9rem; }
+.bv-exercise .bv-choices button:not([aria-pressed=true]) { background: rgba(128, 128, 128, 0.14); }  /* either theme */
+.bv-exercise .bv-choices button.bv-primary { background: #0072B2; border-color: #0072B2; color: #fff; }
+.bv-choices button:disabled { opacity: 0.5; cursor: default; }
+"""
 
 
-def _div(text: str = "", **kw) -> Div:
-    return Div(text=text, stylesheets=[CSS], sizing_mode="stretch_width", **kw)
+@cache
+def served_views() -> dict:
+    """Return the served exercises' views, built as a session shows them: their words, labels and ranges."""
+    views = {"knee": KneeView(), "spread": SpreadView(), "temperature": TemperatureView()}
+    for view in views.values():
+        view.__panel__()
+    return views
 
 
-def _code(part: str, modules: tuple[str, ...] = ()) -> str:
-    """Return the script's shared helpers and one exercise's part (the file is split at `// ---- name`).
+def knee_at(accelerator: str, model_shape: str, rate: float) -> dict:
+    """Return what exercise 1 shows at one preset pair and rate, at every target its slider offers, as served.
 
-    `modules`: app/web/ modules the part calls, bundled (their imports checked) and inlined as plain functions, since
-    a CustomJS body cannot import: the same code the served page runs as a module.
+    The verdict is kept without its last sentence, the guess's (`guesses`: by the knee's batch, one per guess).
     """
-    text = JS_PATH.read_text(encoding="utf-8")
-    sections = dict(s.split("\n", 1) for s in text.split("// ---- ")[1:])
-    inlined = re.sub(r"^export ", "", bundle(*modules), flags=re.MULTILINE) if modules else ""
-    return inlined + sections["helpers"] + sections[part]
-
-
-def knee_data() -> dict:
-    """Return the sweep's plotted columns for every accelerator, model and offered rate."""
-
-    def at(rate: float, model) -> dict:
-        points = cached_sweep(rate, model)
-        words = {"load_html": load_html(rate, model), "motivation": motivation_html(model)}
-        load = {"offered": offered_tokens_per_s(rate), "kept_full": [list(bt) for bt in kept_full(model)]}
-        return {**points_data(points), **words, **load}
-
-    return {
-        a: {m: {f"{r:g}": at(r, cost_model(a, m)) for r in EXPORT_RATES} for m in MODEL_SHAPES} for a in ACCELERATORS
+    model, target_slider = cost_model(accelerator, model_shape), served_views()["knee"].target
+    swept, other = cached_sweep(rate, model), _other_rate(rate)
+    full, offered = dict(kept_full(model)), offered_tokens_per_s(rate)
+    out = {
+        "points": points_data(swept),
+        "load": load_html(rate, model),
+        "motivation": motivation_html(model),
+        "assumptions": KneeView(rate_per_s=rate, model=model)._assumptions(),  # the table's last line, as served
+        **{name: [] for name in ("best", "verdicts", "tables", "moves")},
+        "guesses": {},
     }
+    for target in targets(target_slider):
+        points = tuple(retarget(list(swept), target))
+        best, decode = knee(list(points)), decode_knee(list(points))
+        keeps_up = "" if best is None else keeps_up_html(best.batch, offered, full)
+        verdict, words = verdict_html(best, decode, target, 1, keeps_up), knee_guess_html(1, best)
+        if not verdict.endswith(words + TAIL):
+            raise RuntimeError("app/exercises/knee.py verdict_html no longer ends with the guess: update this split")
+        key = str(best.batch if best else "none")
+        out["guesses"].setdefault(key, [knee_guess_html(b, best) for b in DEFAULT_BATCHES])
+        out["best"].append(key)
+        out["verdicts"].append(verdict.removesuffix(words + TAIL))
+        out["tables"].append(table_html(points, target))
+        out["moves"].append(moves_html(points, target, rate, cached_sweep(other, model), other) + latency_html(points))
+    return out
 
 
-def _knee_controls() -> dict:
-    """Return the static page's knee controls: presets and rate as selects, the target slider, the guess buttons."""
-    return dict(
-        accelerator=Select(
-            title="Accelerator",
-            name="knee-accelerator",
-            value=DEFAULT_ACCELERATOR,
-            options=[(k, a.name) for k, a in ACCELERATORS.items()],
-            width=200,
-        ),
-        model=Select(
-            title="Model",
-            name="knee-model",
-            value=DEFAULT_MODEL_SHAPE,
-            options=[(k, m.name) for k, m in MODEL_SHAPES.items()],
-            width=200,
-        ),
-        rate=Select(
-            title="Arrival rate (requests/s)",
-            name="knee-rate",
-            value=f"{PAGE_RATE_PER_S:g}",
-            options=[f"{r:g}" for r in EXPORT_RATES],
-            width=200,
-        ),
-        target=Slider(
-            title="ITL target (ms)", name="knee-target", start=5, end=200, step=1, value=DEFAULT_TARGET_MS, width=260
-        ),
-        guess=RadioButtonGroup(
-            name="knee-guess",
-            labels=[str(b) for b in DEFAULT_BATCHES],
-            active=None,
-            css_classes=["bv-knee-guess"],
-            stylesheets=[WRAP_BUTTONS],
-        ),
-    )
+def targets(slider) -> list[float]:
+    """Return every value the served target slider offers."""
+    count = round((slider.end - slider.start) / slider.step)
+    return [float(slider.start + k * slider.step) for k in range(count + 1)]
 
 
-def knee_section():
-    """Return exercise 1: the learner guesses first; the knee is found in the browser, for any target."""
-    charts = _div(name="knee-charts")
-    controls = _knee_controls()
-    verdict, table = (
-        _div(verdict_html(None, None, DEFAULT_TARGET_MS, None), name="knee-verdict"),
-        _div(name="knee-table"),
-    )
-    load = _div(load_html(PAGE_RATE_PER_S, cost_model()), name="knee-load")
-    motivation = _div(motivation_html(cost_model()), name="knee-motivation")
-    redraw = CustomJS(
-        args=dict(
-            data_json=json.dumps(knee_data(), separators=(",", ":")),
-            batches=list(DEFAULT_BATCHES),
-            question=QUESTION,
-            **controls,
-            charts=charts,
-            width=ROW_WIDTH,
-            verdict=verdict,
-            table=table,
-            load=load,
-            motivation=motivation,
-        ),
-        code=_code("knee", CHART_MODULES),
-    )
-    for name in ("accelerator", "model", "rate", "target"):
-        controls[name].js_on_change("value", redraw)
-    controls["guess"].js_on_change("active", redraw)
-    layout = column(
-        _div(
-            INTRO + "<p>On this page the presets and three rates were swept in advance; the served app also lets "
-            "you edit every parameter and pick any rate.</p>"
-        ),
-        motivation,
-        row(
-            controls["accelerator"],
-            controls["model"],
-            controls["rate"],
-            controls["target"],
-            styles=WRAP,
-            sizing_mode="stretch_width",
-        ),
-        load,
-        verdict,
-        controls["guess"],
-        charts,
-        _div(EXPLAIN),
-        table,
-        sizing_mode="stretch_width",
-    )
-    return layout, redraw
-
-
-def precomputed_choice(name: str, labels, verdicts: list[str]) -> tuple[RadioGroup, Div]:
-    """Return a choice and the Div that shows the chosen option's verdict, each computed by the core in advance."""
-    choice = RadioGroup(labels=list(labels), active=None, name=name, stylesheets=[CHOICE_CSS])
-    verdict = _div(name=f"{name}-verdict")
-    choice.js_on_change(
-        "active",
-        CustomJS(args=dict(verdicts=verdicts, verdict=verdict), code="verdict.text = verdicts[cb_obj.active];"),
-    )
-    return choice, verdict
+def knee_data(accelerators=ACCELERATORS, models=MODEL_SHAPES, rates=EXPORT_RATES) -> dict:
+    """Return exercise 1 at every setting the page offers: each preset pair and rate packed (inflated when reached)."""
+    view = served_views()["knee"]
+    return {
+        "ask": verdict_html(None, None, view.itl_target_ms, None),  # the question, before a guess, at any target
+        "tail": TAIL,
+        "batches": list(DEFAULT_BATCHES),
+        "targets": targets(view.target),
+        "at": {
+            f"{a}/{m}/{r:g}": pack([json.dumps(knee_at(a, m, r), separators=(",", ":"))])
+            for a in accelerators
+            for m in models
+            for r in rates
+        },
+    }
 
 
 def spread_data() -> dict:
-    """Return, per offered sigma, the served page's chart specs (three histograms, the curve) and numbers table."""
-    out = []
+    """Return exercise 2 at every sigma its slider offers: the figures' payloads and the table, and each verdict."""
+    at = []
     for sigma in SIGMAS:
-        cases = [case(kind, sigma) for kind in ("heavy", "uniform", "fixed")]
-        out.append(
-            {"histograms": histogram_specs(cases), "curve": [curve_spec(sigma)], "table": spread_table(cases, sigma)}
-        )
-    return {"sigmas": list(SIGMAS), "at": out}
+        cases = [case(kind, sigma) for kind in LENGTH_KINDS]
+        views = {
+            "histograms": charts_payload(histogram_specs(cases)),
+            "curve": charts_payload([curve_spec(sigma)]),
+            "table": spread_table(cases, sigma),
+        }
+        at.append(json.dumps(views, separators=(",", ":")))
+    return {"sigmas": [float(s) for s in SIGMAS], "verdicts": [guess_html(key) for key in GUESSES], "at": pack(at)}
 
 
-def spread_section():
-    """Return exercise 2: the sigma slider swaps precomputed histograms and numbers."""
-    histograms, curve = _div(name="spread-histograms"), _div(name="spread-curve", visible=False)
-    sigma = Slider(
-        title="Spread: log-normal sigma (heavy-tailed)",
-        name="spread-sigma",
-        start=SIGMAS[0],
-        end=SIGMAS[-1],
-        step=0.1,
-        value=1.2,
-        width=320,
-    )
-    table = _div(name="spread-table", visible=False)
-    redraw = CustomJS(
-        args=dict(
-            data_json=json.dumps(spread_data(), separators=(",", ":")),
-            sigma=sigma,
-            histograms=histograms,
-            curve=curve,
-            width=ROW_WIDTH,
-            table=table,
-        ),
-        code=_code("spread", CHARTS_MODULES),
-    )
-    sigma.js_on_change("value", redraw)
-    why = _div(SPREAD_WHY, visible=False)
-    # As served (app/exercises/spread.py SpreadView): the guess first, and the ratios only once it is revealed.
-    labels = [label for label, _, _ in GUESSES.values()]
-    choice = RadioGroup(labels=labels, active=None, name="spread-guess", stylesheets=[CHOICE_CSS])
-    reveal = Button(label="Reveal the ratios", button_type="primary", disabled=True, name="spread-reveal")
-    verdict = _div(name="spread-guess-verdict", visible=False)
-    choice.js_on_change("active", CustomJS(args=dict(reveal=reveal), code="reveal.disabled = cb_obj.active === null;"))
-    reveal.js_on_event(
-        "button_click",
-        CustomJS(
-            args=dict(
-                choice=choice,
-                verdict=verdict,
-                verdicts=[guess_html(key) for key in GUESSES],
-                shown=[verdict, table, curve, why],
-                reveal=reveal,
-            ),  # fmt: skip
-            code="if (choice.active === null) return; verdict.text = verdicts[choice.active]; "
-            "for (const part of shown) part.visible = true; choice.disabled = true; reveal.disabled = true;",
-        ),
-    )
-    layout = column(
-        _div(
-            "<h3>Exercise 2: when continuous batching stops paying</h3><p>The same arrivals three times, with "
-            "heavy-tailed, uniform and fixed output lengths (the same intended mean, 64 tokens). Before you see "
-            "the ratios: <b>which of these lengths keeps the most of continuous batching's advantage</b> (how "
-            "many times sooner it drains the queue)?</p>"
-        ),
-        choice,
-        reveal,
-        verdict,
-        sigma,
-        histograms,
-        table,
-        curve,
-        why,
-        sizing_mode="stretch_width",
-    )
-    return layout, redraw
-
-
-def temperature_section():
-    """Return exercise 3: the bug's checkbox swaps the two precomputed states."""
-    charts = _div(name="temperature-charts")
-    bug = Checkbox(
-        label="Inject the bug: one temperature (the first row's) for the whole batch", name="temperature-bug"
-    )
-    draws = _div(draws_html(CORRECT), name="temperature-draws")
-    states = {
-        "off": {"charts": row_specs(CORRECT), "html": draws_html(CORRECT)},
-        "on": {"charts": row_specs(BUGGY), "html": draws_html(BUGGY)},
+def temperature_data() -> dict:
+    """Return exercise 3: each assertion's verdict on both samplers, the figures and draws with the bug off and on."""
+    return {
+        "verdicts": [assertion_html(code) for code in ASSERTIONS],
+        "off": {"charts": charts_payload(row_specs(CORRECT)), "draws": draws_html(CORRECT)},
+        "on": {"charts": charts_payload(row_specs(BUGGY)), "draws": draws_html(BUGGY)},
     }
-    redraw = CustomJS(
-        args=dict(data_json=json.dumps(states), bug=bug, charts=charts, draws=draws, width=ROW_WIDTH),
-        code=_code("temperature", CHARTS_MODULES),
+
+
+def exercises_data() -> dict:
+    """Return what the page's exercise modules read (app/web/export/export_knee.js, export_charts.js)."""
+    return {"knee": knee_data(), "spread": spread_data(), "temperature": temperature_data()}
+
+
+# ---- the sections' markup: the served layouts' order and words, with plain controls where Panel's widgets stand ----
+def _part(name: str, body: str = "", hidden: bool = False) -> str:
+    return f'<div data-part="{name}"{" hidden" if hidden else ""}>{body}</div>'
+
+
+def _select(name: str, label: str, options: dict[str, str], value: str) -> str:
+    items = "".join(
+        f'<option value="{html.escape(k)}"{" selected" if k == value else ""}>{html.escape(v)}</option>'
+        for k, v in options.items()
     )
-    bug.js_on_change("active", redraw)
-    layout = column(
-        _div(
-            "<h3>Exercise 3: one temperature for the whole batch</h3><p>One batch of three requests with different "
-            "sampling over fixed logits, from the core's sampler (outlined: the distribution each row asked "
-            "for).</p>"
-        ),
-        bug,
-        charts,
-        draws,
-        _div(TEMPERATURE_WHY),
-        sizing_mode="stretch_width",
+    return (
+        f'<label class="bv-field">{html.escape(label)}<select name="{name}" autocomplete="off">{items}</select></label>'
     )
-    layout.children[1:1] = list(
-        precomputed_choice("temperature-test", ASSERTIONS, [assertion_html(c) for c in ASSERTIONS])
+
+
+def _swap(options: dict[str, str]) -> dict[str, str]:
+    return {value: label for label, value in options.items()}  # the served selects' options are label -> key
+
+
+def _range(name: str, slider, value: float) -> str:
+    """Return a range input with the served slider's label, bounds and step, and its value beside the label."""
+    return (
+        f'<label class="bv-range"><span class="bv-range-label">{html.escape(slider.name)}: </span>'
+        f'<output data-value="{name}">{value:g}</output><input type="range" name="{name}" min="{slider.start:g}" '
+        f'max="{slider.end:g}" step="{slider.step:g}" value="{value:g}" aria-label="{html.escape(slider.name)}" '
+        'autocomplete="off"></label>'
     )
-    return layout, redraw
+
+
+def _radios(name: str, label: str, options, code: bool = False) -> str:
+    items = "".join(
+        f'<label><input type="radio" name="{name}" value="{k}" autocomplete="off">'
+        f"<span>{html.escape(text)}</span></label>"
+        for k, text in enumerate(options)
+    )
+    return f'<div class="bv-options{" bv-code" if code else ""}" role="radiogroup" aria-label="{label}">{items}</div>'
+
+
+def _button(part: str, label: str) -> str:
+    button = f'<button type="button" class="bv-primary" data-part="{part}" disabled>{html.escape(label)}</button>'
+    return f'<div class="bv-choices">{button}</div>'
+
+
+def knee_section() -> str:
+    """Return exercise 1's markup in the served view's order; app/web/export/export_knee.js fills its parts."""
+    view = served_views()["knee"]
+    guesses = "".join(
+        f'<button type="button" data-batch="{b}" aria-pressed="false">{b}</button>'
+        for b in view.guesses.options.values()
+    )
+    note = (
+        "<p>On this page the presets and three rates were swept in advance; the served app also lets you edit every "
+        "parameter and pick any rate.</p>"
+    )
+    rates = {f"{r:g}": f"{r:g}" for r in EXPORT_RATES}
+    return (
+        f'<div class="bv-story" data-exercise="knee">{INTRO}{note}{_part("motivation")}'
+        f'<div class="bv-controls">{_select("knee-rate", view.rate.name, rates, f"{view.rate_per_s:g}")}'
+        f"{_range('knee-target', view.target, view.itl_target_ms)}</div>{_part('load')}"
+        f'<div class="bv-controls">'
+        f"{_select('knee-accelerator', 'Accelerator', _swap(ACCELERATOR_OPTIONS), view.accelerator)}"
+        f"{_select('knee-model', 'Model', _swap(MODEL_OPTIONS), view.model_shape)}</div>"
+        f'{_part("verdict")}<div class="bv-choices bv-knee-guess" role="group" aria-label="Your guess">{guesses}</div>'
+        f"{_part('charts')}{EXPLAIN}{_part('table')}{_part('moves')}</div>"
+    )
+
+
+def spread_section() -> str:
+    """Return exercise 2's markup in the served view's order: the guess first, the ratios once it is revealed."""
+    view = served_views()["spread"]
+    intro = view.__panel__().objects[0].object  # the served view's opening words
+    return (
+        f'<div class="bv-story" data-exercise="spread">{intro}'
+        f"{_radios('spread-guess', 'Your guess', [label for label, _, _ in GUESSES.values()])}"
+        f"{_button('reveal', view.reveal_button.name)}{_part('verdict', hidden=True)}"
+        f"{_range('spread-sigma', view.slider, view.sigma)}{_part('histograms')}{_part('table', hidden=True)}"
+        f"{_part('curve', hidden=True)}{_part('why', SPREAD_WHY, hidden=True)}</div>"
+    )
+
+
+def temperature_section() -> str:
+    """Return exercise 3's markup in the served view's order: the test to pick and run, then what the bug does."""
+    view = served_views()["temperature"]
+    intro, heading = view.__panel__().objects[0].object, view.demo.objects[0].object
+    bug = (
+        f'<label class="bv-check"><input type="checkbox" name="temperature-bug" autocomplete="off"><span>'
+        f"{html.escape(view.toggle.name)}</span></label>"
+    )
+    demo = f"{heading}{bug}{_part('charts')}{_part('draws')}{TEMPERATURE_WHY}"
+    return (
+        f'<div class="bv-story" data-exercise="temperature">{intro}'
+        f"{_radios('temperature-test', 'The test to run', ASSERTIONS, code=True)}"
+        f"{_button('run', view.run_button.name)}{_part('verdict')}{_part('demo', demo, hidden=True)}</div>"
+    )
+
+
+def exercise_sections() -> dict[str, str]:
+    """Return each exercise's markup by its tab's key."""
+    return {"knee": knee_section(), "spread": spread_section(), "temperature": temperature_section()}

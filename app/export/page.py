@@ -4,8 +4,9 @@ The page is the served page's own host (app/web/host.js) and renderer drawing th
 here for every setting the page carries (app/export/views.py): the chapter's traffic, generated traffic at seeds 0-99,
 the worked example, the story's lessons and the memory lessons, each at slots 1-16. A small server in the page
 (app/web/export/export_host.js) answers the host as simulator/widget.py does when served. The story is the served one's,
-less what needs its server (the settings' disclosures, the replay); the exercises are their precomputed Bokeh
-sections. Nothing is fetched: the page checks that it links no external resource.
+less what needs its server (the settings' disclosures, the replay); the exercises are the served views' texts at every
+setting they offer, drawn by the served chart modules (app/export/exercises.py). Nothing is fetched: the page checks
+that it links no external resource.
 """
 
 from __future__ import annotations
@@ -16,13 +17,7 @@ import re
 from pathlib import Path
 from urllib.parse import parse_qs
 
-from bokeh.document import Document
-from bokeh.embed import components
-from bokeh.embed.bundle import bundle_for_objs_and_resources
-from bokeh.models import InlineStyleSheet
-from bokeh.resources import INLINE
-
-from app.export.exercises import knee_section, spread_section, temperature_section
+from app.export.exercises import CHARTS_MODULES, EXERCISES_CSS, KNEE_MODULES, exercise_sections, exercises_data
 from app.export.schedulers import export_lineups, lineup_panel
 from app.export.views import LESSON_SEEDS, SEEDS, SLOTS, export_views, pack
 from app.memory.data import memory_json
@@ -43,16 +38,15 @@ from core.chapter.chapter_traffic import SLOTS as CHAPTER_SLOTS
 from core.limits import check_writable
 from core.workload.traffic import LENGTH_KINDS
 
-# The page's one module: the served page's widget (its renderer, texts and batch view) and host, the quiz, this
-# page's server and its Schedulers tab (app/web/, joined by app/web/bundle.py).
+# The page's main module: the served page's widget (its renderer, texts and batch view) and host, the quiz, this
+# page's server and its Schedulers tab (app/web/, joined by app/web/bundle.py); the exercises have their own two.
 MODULES = (
     *WIDGET_MODULES,
     *("host.js", "tabs/quiz.js", "tabs/memory.js"),
-    *("export/export_host.js", "export/export_lineup.js", "export/export_memory.js"),
+    *("export/export_pack.js", "export/export_host.js", "export/export_lineup.js", "export/export_memory.js"),
 )
 MODES = MODE_ORDER  # every mode the widget offers
 SCRIPT_BODY = re.compile(r"(<script\b[^>]*>).*?(</script>)", re.DOTALL | re.IGNORECASE)
-LINKED_SCRIPT = re.compile(r"<script\b[^>]*\bsrc=", re.IGNORECASE)
 EXTERNAL = re.compile(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=[^>]*>", re.IGNORECASE)
 IN_APP_LINK = re.compile(r'<a href="(\?[^"]*)">(.*?)</a>', re.DOTALL)
 
@@ -106,31 +100,6 @@ def offline_links(text: str) -> str:
     return IN_APP_LINK.sub(keep, text)
 
 
-def _exercises() -> tuple[str, list[str], str]:
-    """Return the three exercises' Bokeh script and divs, and the Bokeh JavaScript they need, all inline."""
-    sections = (knee_section(), spread_section(), temperature_section())
-    doc = Document()
-    for layout, _redraw in sections:
-        doc.add_root(layout)
-    # Each section's script fills its views on load too, so the first view and every later one share one path.
-    for _layout, redraw in sections:
-        doc.js_on_event("document_ready", redraw)
-    # The views pass the page's stylesheet to each model as text, written out once per model; one shared sheet
-    # per text is written once (about 110 kB less).
-    shared: dict[str, InlineStyleSheet] = {}
-    for model in list(doc.models):
-        sheets = getattr(model, "stylesheets", None)
-        if sheets and any(isinstance(sheet, str) for sheet in sheets):
-            model.stylesheets = [
-                shared.setdefault(sheet, InlineStyleSheet(css=sheet)) if isinstance(sheet, str) else sheet
-                for sheet in sheets
-            ]
-    script, divs = components([layout for layout, _ in sections])
-    # Only the Bokeh bundles these models use, inline; Panel's registered extensions would come as <script src>.
-    bundle = bundle_for_objs_and_resources([doc], INLINE)
-    return script, list(divs), bundle.scripts(tag=True)
-
-
 def export_story(served: list[list]) -> list[list]:
     """Return the served page's story (App.story) for this page, less what needs the server.
 
@@ -149,9 +118,9 @@ def export_story(served: list[list]) -> list[list]:
     return out
 
 
-def _module() -> str:
-    """Return the page's one module: the served page's renderer, batch view and host, the quiz, this page's server."""
-    code = bundle(*MODULES)
+def _module(names: tuple[str, ...] = MODULES) -> str:
+    """Return one of the page's modules (app/web/ files joined): by default the main one, with the page's server."""
+    code = bundle(*names)
     if re.search(r"</script|<!--", code, re.IGNORECASE):
         raise RuntimeError("a page script holds '</script' or '<!--', which would end it early")
     return code
@@ -231,7 +200,6 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
     `reach` (seeds=, lesson_seeds=) narrows the seeds carried, for a test's smaller page.
     """
     data = page_data(config, window, **reach)
-    script, divs, bokeh_js = _exercises()
 
     def section(key: str, body: str, cls: str = "") -> str:
         return (
@@ -239,7 +207,7 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
         )
 
     sections = (
-        "".join(section(key, div, "bv-exercise") for key, div in zip(("knee", "spread", "temperature"), divs))
+        "".join(section(key, body, "bv-exercise") for key, body in exercise_sections().items())
         + section("memory", memory_section())
         + section("schedulers", lineup_panel())
         + section("quiz", '<div id="bv-quiz"></div>')
@@ -249,27 +217,23 @@ def build_page(config: TrafficConfig | None = None, window: int = 64, title: str
     page = (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{CSS}{MEMORY_CSS}{QUIZ_CSS}{EXPORT_CSS}</style>\n</head>\n"
+        f"<title>{html.escape(title)}</title>\n"
+        f"<style>{CSS}{MEMORY_CSS}{QUIZ_CSS}{EXPORT_CSS}{EXERCISES_CSS}</style>\n</head>\n"
         f'<body>\n<main class="bv-app" style="{variables}">\n<div id="bv-page"></div>\n'
         f'<div id="bv-sections">{sections}</div>\n</main>\n'
         f'<script type="application/json" id="bv-data">{_json(data)}</script>\n'
         f'<script type="module">{_module()}</script>\n'
-        f"{bokeh_js}\n{script}\n</body>\n</html>\n"
+        f'<script type="application/json" id="bv-exercises">{_json(exercises_data())}</script>\n'
+        f'<script type="module">{_module(KNEE_MODULES)}</script>\n'
+        f'<script type="module">{_module(CHARTS_MODULES)}</script>\n'
+        "</body>\n</html>\n"
     )
-    page = drop_linked_scripts(page)
-    # Look at the markup only: the inlined Bokeh bundle mentions URLs in code paths this page never takes.
+    # Look at the markup only: a module's code may spell a tag in a string.
     linked = EXTERNAL.findall(SCRIPT_BODY.sub(r"\1\2", page))
     if linked:
         # A file:// page cannot fetch these; fail here rather than ship a page that breaks offline.
         raise RuntimeError(f"the page would load external resources: {linked}")
     return page
-
-
-def drop_linked_scripts(page: str) -> str:
-    """Remove `<script src=…></script>` elements, which a file:// page cannot load."""
-    # Bokeh lists every registered extension's scripts (Panel's, once Panel is imported) though this page
-    # uses only Bokeh's own models, which are inlined.
-    return SCRIPT_BODY.sub(lambda m: "" if LINKED_SCRIPT.match(m.group(1)) else m.group(0), page)
 
 
 def export_page(path: str | Path, config: TrafficConfig | None = None, window: int = 64) -> Path:

@@ -15,6 +15,7 @@ import base64
 import gzip
 import json
 from dataclasses import dataclass
+from functools import partial
 
 from app.simulator import memory_lesson, story
 from app.simulator.widget import SLIDER_SLOTS, view_key
@@ -56,17 +57,9 @@ def export_views(
     `config`'s requests, lengths and arrival window shape generated traffic, as the served page's settings do.
     """
     app = served_app(config, window)
-    widget = app.chapter_widget
     story_parts, buttons = app.story(), app.chapter_widget.buttons
     packs: dict[str, str] = {}
-
-    def grab(name: str, seeded: tuple[int, ...] = ()) -> None:
-        if seeded:
-            for seed in seeded:
-                packs[f"{name}:{seed}"] = pack([view_json(widget._key(slots=k, seed=seed)) for k in SLOTS])
-        else:
-            packs[name] = pack([view_json(widget._key(slots=k)) for k in SLOTS])
-
+    grab = partial(_grab, packs, app.chapter_widget)
     grab("chapter")
     grab("generated", tuple(seeds))
     places = {"chapter": Place("chapter", None, None), "generated": Place("generated", None, None, tuple(seeds))}
@@ -86,22 +79,7 @@ def export_views(
         grab(name)
         places[name] = Place(name, app.state.slots, None)
         actions["memory"].append(name)
-    # On a clock (the default accelerator and model): the chapter's traffic, generated traffic at the lessons' seeds
-    # and the worked example, as the served page shows them after "On a clock"; a clock view is about four times a
-    # step view's size, so generated traffic carries the clock at fewer seeds than the step axis.
-    app.use_chapter_traffic()
-    app.state.clock = "ms"
-    grab("chapter@ms")
-    places["chapter@ms"] = Place("chapter@ms", None, None)
-    # Generated traffic as the page's own settings make it (a lesson pressed above changed its lengths and window).
-    config = config or TrafficConfig()
-    app.state.param.update(requests=config.requests, lengths=config.lengths, arrival_window=config.arrival_window)
-    grab("generated@ms", tuple(lesson_seeds))
-    places["generated@ms"] = Place("generated@ms", None, None, tuple(lesson_seeds))
-    app.press("traffic", 0)
-    grab("worked@ms")
-    places["worked@ms"] = Place("worked@ms", app.state.slots, app.state.step)
-    app.state.clock = "steps"
+    places |= _clock_places(app, grab, config or TrafficConfig(), tuple(lesson_seeds))
     actions["clock"] = ["ms", "steps"]  # this page's own buttons (app/export/page.py CLOCK_BUTTONS)
     if len(app.actions["traffic"]) != len(actions["traffic"]):
         raise RuntimeError("the served page's traffic buttons changed: update app/export/views.py")
@@ -113,6 +91,39 @@ def export_views(
         "story": story_parts,
         "buttons": buttons,
     }
+
+
+def _grab(packs: dict[str, str], widget, name: str, seeded: tuple[int, ...] = ()) -> None:
+    """Pack the widget's views at slots 1-16 under `name` (one pack per seed where `seeded`), as its settings stand."""
+    if seeded:
+        for seed in seeded:
+            packs[f"{name}:{seed}"] = pack([view_json(widget._key(slots=k, seed=seed)) for k in SLOTS])
+    else:
+        packs[name] = pack([view_json(widget._key(slots=k)) for k in SLOTS])
+
+
+def _clock_places(app, grab, config: TrafficConfig, lesson_seeds: tuple[int, ...]) -> dict[str, Place]:
+    """Pack the places the page carries on a clock and return them; the App is left on the step axis.
+
+    On a clock (the default accelerator and model): the chapter's traffic, generated traffic at the lessons' seeds
+    and the worked example, as the served page shows them after "On a clock"; a clock view is about four times a
+    step view's size, so generated traffic carries the clock at fewer seeds than the step axis.
+    """
+    app.use_chapter_traffic()
+    app.state.clock = "ms"
+    grab("chapter@ms")
+    # Generated traffic as the page's own settings make it (a lesson pressed before changed its lengths and window).
+    app.state.param.update(requests=config.requests, lengths=config.lengths, arrival_window=config.arrival_window)
+    grab("generated@ms", lesson_seeds)
+    app.press("traffic", 0)
+    grab("worked@ms")
+    places = {
+        "chapter@ms": Place("chapter@ms", None, None),
+        "generated@ms": Place("generated@ms", None, None, lesson_seeds),
+        "worked@ms": Place("worked@ms", app.state.slots, app.state.step),
+    }
+    app.state.clock = "steps"
+    return places
 
 
 def served_app(config: TrafficConfig | None = None, window: int = 64):

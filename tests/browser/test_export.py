@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 from app.exercises.knee import verdict_html
 from app.exercises.knee_words import keeps_up_html, kept_full, load_html, offered_tokens_per_s
 from app.exercises.spread import GUESSES, best_guess
+from app.exercises.temperature import ASSERTIONS, catches_bug
 from app.export.page import LINK_KEYS, SERVED_ONLY, export_story
 from app.export.views import served_key
 from app.page.frame import CHAPTER_BUTTON
@@ -38,9 +39,8 @@ from tests.oracles.quiz_view import explanation_html, progress_html, summary_htm
 from .helpers import CHART_JS, assert_numbers_match_core, core_run, text_of
 from .pixels import read_timeline
 
-READY = (
-    "document.body.dataset.ready === '1' && window.Bokeh && Bokeh.documents.length > 0 && Bokeh.documents[0].is_idle"
-)
+# The page's server has shown the first view, and each exercise has drawn its first setting.
+READY = "document.body.dataset.ready === '1' && document.querySelectorAll('[data-exercise][data-ready]').length === 3"
 # The browser's own serialisation of a Python-built fragment, to compare with what the page holds.
 NORMALISED = "(html) => { const d = document.createElement('div'); d.innerHTML = html; return d.innerHTML; }"
 
@@ -505,9 +505,7 @@ def test_export_exercises_equal_the_core(page, page_errors, offline, exported):
     _open(page, exported + "?tab=knee")
     expect(page.locator("[data-guess=ask]").first).to_be_visible()  # the guess comes first
     assert page.locator("[data-knee]").count() == 0 and page.locator(".bv-knee-table").count() == 0
-    _set_models(page, {"knee-accelerator": "a100-80gb", "knee-model": "llama3-8b", "knee-rate": "80"})
-    _set_models(page, {"knee-target": 30})
-    _set_models(page, {"knee-guess": DEFAULT_BATCHES.index(64)}, prop="active")
+    _knee_settings(page, {"knee-accelerator": "a100-80gb", "knee-model": "llama3-8b", "knee-rate": "80"}, 30, 64)
     points = sweep(80.0, DEFAULT_BATCHES, cost_model("a100-80gb", "llama3-8b"), itl_target_ms=30)
     # The offered load against each batch size kept full, as the served page says it (80/s floods every batch size).
     load = re.sub(r"<[^>]+>", "", load_html(80.0, cost_model("a100-80gb", "llama3-8b")))
@@ -539,33 +537,126 @@ def test_export_exercises_equal_the_core(page, page_errors, offline, exported):
             "p99_admitted_s": f"{p.p99_admitted_ms / 1e3:.2f}",
         }
     page.get_by_role("tab", name="Exercise 2: length spread").click()
+    spread = page.locator("#bv-section-spread")
     # The guess before the ratios, as served: nothing of them shows until a guess is revealed.
-    expect(page.locator("[data-spread]").first).to_be_hidden()
-    expect(page.get_by_role("button", name="Reveal the ratios")).to_be_disabled()
-    _set_models(page, {"spread-guess": 2}, prop="active")
-    page.get_by_role("button", name="Reveal the ratios").click()
+    expect(spread.locator("[data-spread]").first).to_be_hidden()
+    expect(spread.get_by_role("button", name="Reveal the ratios")).to_be_disabled()
     key = list(GUESSES)[2]
-    expect(page.locator(f"[data-guess={key}]").first).to_contain_text("(your guess)")
+    spread.get_by_label(GUESSES[key][0], exact=True).check()
+    spread.get_by_role("button", name="Reveal the ratios").click()
+    expect(spread.locator(f"[data-guess={key}]")).to_contain_text("(your guess)")
     verdict = "right" if key == best_guess() else "wrong"
-    expect(page.locator("[data-verdict]").first).to_have_attribute("data-verdict", verdict)
-    expect(page.get_by_role("button", name="Reveal the ratios")).to_be_disabled()
-    _set_models(page, {"spread-sigma": 0.5})
+    expect(spread.locator("[data-verdict]")).to_have_attribute("data-verdict", verdict)
+    expect(spread.get_by_role("button", name="Reveal the ratios")).to_be_disabled()
+    expect(spread.get_by_label(GUESSES[key][0], exact=True)).to_be_disabled()  # the first guess revealed is kept
+    spread.locator("input[name=spread-sigma]").fill("0.5")
     for c in spread_study(0.5):
-        expect(page.locator(f"[data-spread={c.kind}-drain_ratio]").first).to_have_text(f"{c.drain_ratio:.2f}x")
+        expect(spread.locator(f"[data-spread={c.kind}-drain_ratio]")).to_have_text(f"{c.drain_ratio:.2f}x")
     page.get_by_role("tab", name="Exercise 3: one temperature").click()
-    expect(page.locator("[data-changed]").first).to_have_attribute("data-changed", "0")
-    _set_models(page, {"temperature-bug": True}, prop="active")
-    expect(page.locator("[data-changed]").first).to_have_attribute("data-changed", "2")
+    temperature = page.locator("#bv-section-temperature")
+    run = temperature.get_by_role("button", name="Run it on both samplers")
+    expect(run).to_be_disabled()
+    expect(temperature.locator("[data-changed]")).to_be_hidden()  # the question comes first, as served
+    expect(temperature.locator("[data-changed]")).to_have_attribute("data-changed", "0")
+    code = next(c for c in ASSERTIONS if catches_bug(c))
+    temperature.get_by_label(code, exact=True).check()
+    run.click()
+    expect(temperature.locator("[data-catches]")).to_have_attribute("data-catches", "1")
+    temperature.get_by_label("Inject the bug", exact=False).check()
+    expect(temperature.locator("[data-changed]")).to_have_attribute("data-changed", "2")
 
 
-def _set_models(page, values: dict, prop: str = "value") -> None:
-    """Set Bokeh models' values by name, as their widgets would, and let the page redraw."""
-    page.evaluate(
-        """([values, prop]) => { const doc = Bokeh.documents[0];
-             for (const [name, value] of Object.entries(values)) doc.get_model_by_name(name)[prop] = value; }""",
-        [values, prop],
-    )
-    page.wait_for_timeout(150)
+def _knee_settings(page, selects: dict[str, str], target: int, guess: int) -> None:
+    """Choose the knee's presets and rate, move its target slider and press a guess, as a learner would."""
+    for name, value in selects.items():
+        page.locator(f"select[name={name}]").select_option(value)
+    page.locator("input[name=knee-target]").fill(str(target))
+    page.locator(".bv-knee-guess button", has_text=re.compile(rf"^{guess}$")).click()
+    want = {"knee-accelerator": "h100-sxm", "knee-model": "llama2-7b", "knee-rate": "14"} | selects  # the defaults
+    shown = "/".join([*want.values(), str(target), str(guess)])
+    expect(page.locator("[data-exercise=knee]")).to_have_attribute("data-shown", shown)  # drawn once inflated
+
+
+# What each exercise shows, by the selectors both pages' views write (app/exercises/): compared element for element.
+EXERCISE_PARTS = {
+    "knee": (".bv-motivation", ".bv-load", "p.bv-knee", ".bv-knee-table", ".bv-moves", ".bv-latency-words"),
+    "spread": (".bv-verdict", "table:has([data-spread])"),
+    "temperature": ("[data-catches]", ".bv-counter", "table:has([data-draws])"),
+}
+
+
+def _exercise_parts(page, tab: str) -> list[str]:
+    return [page.locator(selector).first.evaluate("e => e.outerHTML") for selector in EXERCISE_PARTS[tab]]
+
+
+# Each chart's SVG once its box is 900 px wide on either page (the served page draws inside shadow roots): both pages
+# draw with app/web/charts/, so the same payload at the same width is the same markup.
+SVG_AT_900 = """async (ids) => {
+  const deep = (root, sel) => root.querySelector(sel) ?? [...root.querySelectorAll("*")]
+    .map((el) => el.shadowRoot && deep(el.shadowRoot, sel)).find(Boolean) ?? null;
+  const find = (id) => deep(document, `svg[data-chart="${id}"]`);
+  for (const id of ids) {
+    const svg = find(id), row = svg.closest(".bv-chart-row");
+    (row ? row.parentElement : svg.parentElement).style.width = "900px";
+  }
+  await new Promise((done) => setTimeout(done, 400));  // each box redraws from its own ResizeObserver
+  return ids.map((id) => find(id).outerHTML);
+}"""
+EXERCISE_CHARTS = {
+    "knee": ("knee-itl", "knee-throughput", "knee-latency"),
+    "spread": ("spread-heavy", "spread-uniform", "spread-fixed", "spread-curve"),
+    "temperature": ("temperature-row0", "temperature-row1", "temperature-row2"),
+}
+
+
+def _exercise_shown(page, tab: str) -> tuple[list[str], list[str]]:
+    return _exercise_parts(page, tab), page.evaluate(SVG_AT_900, list(EXERCISE_CHARTS[tab]))
+
+
+def test_served_and_exported_exercises_show_the_same(page, page_errors, exported, app_url):
+    """The knee guessed at a preset, rate and target, the spread revealed at a sigma, a test run with the bug on.
+
+    Both pages show the same texts, element for element, and their figures draw the same points: the exported page
+    holds the served views' own texts and draws with the served chart modules.
+    """
+    from .helpers import open_app
+
+    guess, test = 16, next(c for c in ASSERTIONS if not catches_bug(c))
+    shown = {}
+    for opened in ("served", "exported"):
+        if opened == "served":
+            open_app(page, app_url, "?tab=knee&rate=80&itl=30")
+            page.get_by_label("Accelerator").select_option(label="A100 80GB SXM")
+            page.locator(".bv-knee-guess button", has_text=re.compile(rf"^{guess}$")).first.click()
+            expect(page.locator("[data-computing]")).to_have_count(0, timeout=30_000)
+            load = re.sub(r"<[^>]+>", "", load_html(80.0, cost_model("a100-80gb", "llama2-7b")))
+            expect(page.locator(".bv-load").first).to_have_text(load, timeout=30_000)  # the preset's sweep shown
+            expect(page.locator(".bv-moves").first).to_be_visible(timeout=30_000)
+        else:
+            _open(page, exported + "?tab=knee")
+            _knee_settings(page, {"knee-accelerator": "a100-80gb", "knee-rate": "80"}, 30, guess)
+        knee = _exercise_shown(page, "knee")
+        if opened == "served":
+            open_app(page, app_url, "?tab=spread&sigma=0.5")
+        else:
+            page.get_by_role("tab", name="Exercise 2: length spread").click()
+            page.locator("input[name=spread-sigma]").fill("0.5")
+        page.get_by_label(GUESSES["narrow"][0], exact=True).check()
+        page.get_by_role("button", name="Reveal the ratios").click()
+        expect(page.locator("[data-spread=heavy-drain_ratio]").first).to_be_visible(timeout=15_000)
+        spread = _exercise_shown(page, "spread")
+        if opened == "served":
+            open_app(page, app_url, "?tab=temperature", canvas=False)
+        else:
+            page.get_by_role("tab", name="Exercise 3: one temperature").click()
+        page.get_by_label(test, exact=True).check()
+        page.get_by_role("button", name="Run it on both samplers").click()
+        page.get_by_label("Inject the bug", exact=False).check()
+        expect(page.locator("[data-changed]").first).to_have_attribute("data-changed", "2", timeout=15_000)
+        temperature = _exercise_shown(page, "temperature")
+        shown[opened] = {"knee": knee, "spread": spread, "temperature": temperature}
+    for tab in EXERCISE_PARTS:
+        assert shown["served"][tab] == shown["exported"][tab], tab
 
 
 @pytest.mark.parametrize(

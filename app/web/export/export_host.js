@@ -4,6 +4,7 @@
 // properties, listens to them, and sends it the story's button presses.
 // Hooks a test reads: window.__bvExport (the data, the state, openLink, viewAt), window.__bvWidget (host.js).
 import { render } from "../host.js";
+import { inflate } from "./export_pack.js";
 import { mountQuiz } from "../tabs/quiz.js";
 
 export const D = JSON.parse(document.getElementById("bv-data").textContent);
@@ -11,13 +12,6 @@ const $ = (id) => document.getElementById(id);
 
 // ---- the views: each place's pack inflated when first reached -------------------------------------------------
 const inflated = new Map(), ready = new Map();  // pack key -> Promise of its views; -> its views once inflated
-
-/** Return a pack's views: base64 of gzipped JSON (app/export/views.py pack), inflated in the page. */
-export async function inflate(b64) {
-  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-  return JSON.parse(await new Response(stream).text());
-}
 
 // The other tabs' own state in the address and links (app/web/export/export_memory.js registers the Memory tab's).
 export const tabs = { changed: () => followAddress() };
@@ -221,9 +215,7 @@ function followAddress() {
 const sections = $("bv-sections");
 function showTab(key) {
   for (const section of sections.children) section.hidden = section.dataset.tab !== key;
-  document.body.dataset.bvTab = key;
-  // Bokeh lays out a section it could not measure while hidden once the window says its size changed.
-  window.dispatchEvent(new Event("resize"));
+  document.body.dataset.bvTab = key;  // a section's figures redraw at its width from their own ResizeObservers
 }
 
 // ---- in-app links: the page's own address, the story's links and the quiz's, opened in place --------------------

@@ -1,7 +1,8 @@
 // The exported page's Memory tab: the served tab's pool slider, step and budget, drawn by app/web/tabs/memory.js from every
 // pool size's JSON computed at export time (app/memory/data.py, packed by app/export/page.py). The address keeps
 // ?blocks= and ?budget= as the served page's does.
-import { D, inflate, tabs } from "./export_host.js";
+import { D, tabs } from "./export_host.js";
+import { inflate } from "./export_pack.js";
 import { memoryModesHtml } from "../tabs/memory.js";
 
 const M = D.memory_tab, root = document.getElementById("bv-memory-tab");
