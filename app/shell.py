@@ -28,6 +28,7 @@ from app.simulator.widget import ChapterWidget
 from app.web.style import CSS
 from core.chapter import worked_example as worked
 from core.chapter.chapter_traffic import chapter_traffic
+from core.sched.policies import CHAPTER_PAIR
 
 PRESET = "worked"
 MORE_TRAFFIC = ("requests", "lengths", "mean_tokens", "arrival_window", "priority_share")
@@ -88,7 +89,7 @@ class App(pn.viewable.Viewer):
                 (label, self._setter(slots=story.LESSON_SLOTS, clock="steps", **values))
                 for label, values in story.LESSONS.values()
             ],
-            "one_slot": [("Try slots = 1", self._setter(slots=1))],
+            "one_slot": [("Try slots = 1", self._one_slot)],
             "memory": [
                 (label, self._memory_setter(values)) for label, values in memory_lesson.lesson_buttons().values()
             ],
@@ -206,6 +207,14 @@ class App(pn.viewable.Viewer):
             self.state.param.update(**values)
 
         return click
+
+    def _one_slot(self) -> None:
+        """Set one slot, with the chapter's pair on screen: its sentence is about static and continuous batching.
+
+        Shortest-first or priority order on one slot is not arrival order, so their timelines would not match.
+        """
+        mode = self.state.mode if self.state.mode in CHAPTER_PAIR else "continuous"
+        self.state.param.update(slots=1, mode=mode)
 
     def _memory_setter(self, values: dict):
         """Return a memory lesson's action: the chapter's traffic at the lesson's slots, on its pool."""

@@ -3,10 +3,11 @@
 // The settings and the replay are Panel's own widgets behind disclosures, made on the server the first time one
 // opens and placed here; the story's buttons send their index to the server, which changes the settings. Hooks a benchmark or a test reads: window.__bvWidget,
 // window.__bvOnConfirm, window.__bvInterval.
+import { compactPair } from "./compare_texts.js";
 import { mountWidget } from "./widget.js";
 import { escape } from "./words.js";
 
-
+const CHAPTER_PAIR = ["static", "continuous"];  // the lessons' pair (core/sched/policies.py CHAPTER_PAIR)
 
 function storyPart(tag, cls, html = "") {
   const node = document.createElement(tag);
@@ -238,16 +239,30 @@ function mountPage(el, model, simulator) {
   }
 }
 
+/**
+ * Return what holds here: the view's line on static against continuous (the lessons' pair), or, where the mode on
+ * screen shows another pair, which pair it is and how to read the lessons' (their figures are not on screen).
+ */
+export function hereHtml(view, mode) {
+  const pair = compactPair(view, mode);
+  if (pair.every((p) => CHAPTER_PAIR.includes(p))) return view.here ?? "";
+  const label = (p) => escape(view.runs[p].traits.label);
+  const other = pair[0] === mode ? pair[1] : pair[0];
+  return `<p class="bv-here" data-here="other"><b>Here</b> the timelines show ${label(mode)} against ` +
+    `${label(other)}. The lessons above compare static and continuous batching: choose either to see them on ` +
+    "this traffic.</p>";
+}
+
 // ---- the widget's host: the server's view in, the settings and the step out --------------------------------------
 /** Return the host the widget reads its data through (`state`: what the host and `receive` share). */
 function widgetHost(model, boxes, state) {
   // What follows the view but not the step: the full head-to-head, what holds here, the worked example's figures.
-  const showView = (view) => {
+  const showView = (view, settings) => {
+    if (view.h2h) boxes.here.innerHTML = hereHtml(view, settings?.mode ?? "continuous");  // follows the mode too
     if (view.key === state.shownKey || !view.h2h) return;
     state.shownKey = view.key;
     boxes.h2h.innerHTML = h2hFullHtml(view.h2h);
     boxes.bars.innerHTML = h2hBarsHtml(view.h2h, model.config.colours.pair);
-    boxes.here.innerHTML = view.here ?? "";
     boxes.worked.innerHTML = view.worked ?? "";
     boxes.worked.hidden = !view.worked;
   };

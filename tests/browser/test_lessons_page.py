@@ -171,3 +171,25 @@ def test_a_story_button_far_below_brings_the_timelines_it_changes_into_view(page
         expect(widget).to_be_in_viewport()
         top = widget.bounding_box()["y"]
         assert -1 <= top < page.viewport_size["height"] / 3, (name, top)
+
+
+def test_the_here_line_and_one_slot_follow_the_pair_on_screen(page, page_errors, app_url):
+    """With shortest first on screen the Here line names that pair, not static's figures; one slot shows the lessons'.
+
+    A learner's read (issue 47): the Here line and "Try slots = 1" spoke of static and continuous beside shortest
+    first against continuous, whose one-slot timelines differ (shortest first is not arrival order).
+    """
+    open_app(page, app_url, "?mode=sjf&slots=4&seed=4")
+    here = page.locator(".bv-here").first
+    expect(here).to_have_attribute("data-here", "other")
+    expect(here).to_contain_text("the timelines show shortest first against continuous")
+    page.get_by_role("radio", name="continuous").first.click()
+    expect(here).to_have_attribute("data-here", "steps")
+    expect(here).to_contain_text("static pads")
+    page.get_by_role("radio", name="shortest first").first.click()
+    expect(here).to_have_attribute("data-here", "other")
+    page.get_by_role("button", name="Try slots = 1").click()
+    expect(page.locator("[role=radio][aria-checked=true]").first).to_have_text("continuous")
+    static, continuous = (simulate(chapter_traffic(), 1, p) for p in ("static", "continuous"))
+    assert static.start.tolist() == continuous.start.tolist()  # what the line below says, from the core
+    expect(here).to_contain_text("(1 slot, steps 0–63): the two timelines are identical")
