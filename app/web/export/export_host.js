@@ -155,7 +155,11 @@ function press(message) {
   const target = D.actions[group]?.[index];
   if (target === undefined) { console.info("ignored a story button message", message); return; }
   say("");
-  if (group === "one_slot") { show(cur.place, { ...settings(), slots: 1 }, cur.step); return; }
+  if (group === "one_slot") {  // with the chapter's pair on screen, as App._one_slot
+    const mode = ["static", "continuous"].includes(settings().mode) ? settings().mode : "continuous";
+    show(cur.place, { ...settings(), slots: 1, mode }, cur.step);
+    return;
+  }
   if (group === "clock") {
     const to = target === "ms" ? clockOf(cur.place, cur.seed) : baseOf(cur.place);
     if (to) show(to, settings(), 1e9);  // a clock's window is its frames: open on the last
