@@ -36,7 +36,7 @@ from tests.oracles import loop_view
 from tests.oracles.batch_view import BatchView
 from tests.oracles.quiz_view import explanation_html, progress_html, summary_html
 
-from .helpers import CHART_JS, assert_numbers_match_core, core_run, text_of
+from .helpers import CHART_JS, assert_numbers_match_core, core_run, open_full_head_to_head, text_of
 from .pixels import read_timeline
 
 # The page's server has shown the first view, and each exercise has drawn its first setting.
@@ -224,7 +224,8 @@ def test_export_has_the_worked_example(page, page_errors, offline, exported):
     static = simulate(requests, worked.SLOTS, "static", worked.BATCH_TIMEOUT)
     continuous = simulate(requests, worked.SLOTS, "continuous")
     assert text_of(page, "[data-stat=completed]") == "6/6"
-    assert text_of(page, "[data-h2h=static-avg_latency]") == f"{compute_metrics(static, worked.WINDOW).avg_latency:.1f}"
+    chapters = f"{compute_metrics(static, worked.WINDOW).avg_latency:.1f}"  # the first screen's table
+    assert text_of(page, "[data-h2h=static-avg_latency_completed]") == chapters
     for key, value in worked.worked_figures(static, continuous).items():
         assert text_of(page, f"[data-worked={key}]") == str(value)
     expect(page.locator("input[name=seed]")).to_be_hidden()  # a fixed trace has no seed
@@ -266,7 +267,8 @@ def test_export_story_loop_and_batch_read_back_offline(page, page_errors, offlin
             assert _normalised(page, value) in text, value[:60]
             positions.append(text.index(_normalised(page, value)))
     assert positions == sorted(positions)  # in the served page's order
-    assert page.locator("details.bv-card").count() == 0  # the settings and the replay need the server
+    assert page.locator("details[data-disclosure]").count() == 0  # the settings and the replay need the server
+    assert page.locator("details.bv-code-details").count() == 2  # the loop's code and compare's output: shut, here
     expect(page.locator(".bv-served-only", has_text="the replay")).to_have_text(
         re.sub("<[^>]+>", "", SERVED_ONLY["replay"])
     )
@@ -307,10 +309,10 @@ def test_export_lessons_memory_and_one_slot_show_what_their_sentences_say(page, 
     page.get_by_role("button", name=story.LESSONS["fixed-queued"][0]).click()
     top, other = _both(page, 4)
     assert top == other
+    open_full_head_to_head(page)
     for row in ("completed", "utilisation", "avg_latency_all", "padding"):
-        assert text_of(page, f".bv-h2h-full [data-h2h=static-{row}]") == text_of(
-            page, f".bv-h2h-full [data-h2h=continuous-{row}]"
-        )
+        shown = text_of(page, f".bv-h2h-full [data-h2h=static-{row}]")
+        assert shown and shown == text_of(page, f".bv-h2h-full [data-h2h=continuous-{row}]"), row
     page.get_by_role("button", name="Try slots = 1").click()
     top, other = _both(page, 1)
     assert top == other == simulate(generate(lesson_config("fixed-queued", 3)), 1, "static").timeline_strings(64)
