@@ -1,38 +1,58 @@
-"""The Schedulers tab's fixed words and settings: its opening, what each lesson loads, its legend."""
+"""The Schedulers tab's fixed words: its opening, each scheduler's rules, what each lesson loads, its legend."""
 
 from __future__ import annotations
 
+import html
+from collections.abc import Sequence
+
 from app.page import palette
+from app.page.policy_words import words as policy_words
+from core.measure.lineup import parse_entry, settings_words
+from core.sched.policies import REGISTRY
 
 SOURCE_WORDS = (
     "<p><b>Traffic:</b> the tab's chat traffic (set below), or the simulator's: the chapter's, generated, or your "
     "upload (an Azure-format trace too), its first <i>Requests</i>, arrivals on the clock as the simulator's clock "
     "view places them.</p>"
 )
+# The opening, three lines for a reader of the chapter: what the tab compares, what it draws, what to try. Each
+# engine's rules and its settings' own names are where the settings are shown (`rules_html`, the slots' and budget's
+# line, the legend).
 INTRO = (
-    "<h3>Schedulers: real engines side by side</h3><p>The chapter ends on a question: we admit requests every "
-    "step, but on what basis, and how many? Each engine answers it with settings engineers change every day. Here "
-    "they run on the same requests, KV pool and clock (a roofline of the model on the accelerator): vLLM "
-    "mixes prompt chunks into decoding passes under a token budget; TGI 3 joins new prompts to its running "
-    "batch's pass in chunks too (under max_batch_prefill_tokens), while TGI without chunking (TGI 2, "
-    "tgi:prefill_chunking=0) pauses its running batch for a prefill pass, and only once enough requests wait "
-    "(waiting_served_ratio) or the wait ran long (max_waiting_tokens); SGLang prefills first, in chunks, while the "
-    "batch waits; TensorRT-LLM puts whole prompts into its passes, up to max_num_tokens an iteration, and admits "
-    "only what fits for its whole life "
-    "(GUARANTEED_NO_EVICT: on an unlimited pool that never binds) or packs the pool and pauses the newest when it "
-    "runs out (MAX_UTILIZATION). The slots stand for each engine's cap on running requests (vLLM's max_num_seqs, "
-    "SGLang's max_running_requests, TensorRT-LLM's max_batch_size); TGI has none by default, so it runs every "
-    "request the pool holds. Each engine runs at its own defaults for the accelerator, token budgets included, but "
-    "for the request cap: the slots stand for it (vLLM's max_num_seqs is 1,024 by default on an H100). "
-    "Each scheduler's rules, and what this simulator leaves out, are in the project's docs "
-    "(docs/schedulers.md in batchviz's repository).</p>"
-    "<p><b>Terms.</b> TTFT: time to first token, from arrival (under load, much of it is the wait to be admitted). "
-    "ITL: inter-token latency, the gap between one token and the next. TPOT: a request's time per output token "
-    "after its first, its mean gap (DistServe's), what the ITL target is met on. Longest stall: a request's "
-    "largest gap. p99: the value 99% of requests (or gaps) stay under. Prefill: the pass that computes a prompt; a "
-    "chunk is part of one. Preempt: evict a running request's KV cache; it later recomputes it. Goodput: requests "
-    "per second that met both targets.</p>"
+    "<h3>Schedulers: real engines side by side</h3><p>The chapter ends asking on what basis, and how many, we "
+    "admit each step. Here real engines' schedulers answer on the same requests, KV pool and GPU clock.<br>Each "
+    "timeline draws one scheduler's run, a row per running request; once you guess, the table sets their latency, "
+    "throughput and fairness side by side.<br>Guess which wins, then load a lesson or change the slots, the pool or "
+    "the traffic, and guess again.</p>"
+    "<details><summary>Terms: TTFT, ITL, TPOT, stall, p99, prefill, preempt, goodput</summary><p>TTFT: time to "
+    "first token, from arrival (under load, much of it is the wait to be admitted). ITL: inter-token latency, the "
+    "gap between one token and the next. TPOT: a request's time per output token after its first, its mean gap "
+    "(DistServe's), what the ITL target is met on. Longest stall: a request's largest gap. p99: the value 99% of "
+    "requests (or gaps) stay under. Prefill: the pass that computes a prompt; a chunk is part of one. Preempt: "
+    "evict a running request's KV cache; it later recomputes it. Goodput: requests per second that met both "
+    "targets. The clock is a roofline of the model on the accelerator.</p></details>"
 )
+
+
+def rules_html(entries: Sequence[str]) -> str:
+    """Return how each scheduler on screen admits, in its engine's own names, and its settings, folded away."""
+    rows, said = [], set()
+    for text in dict.fromkeys(entries):
+        entry = parse_entry(text)
+        settings = ""
+        if REGISTRY[entry.name].settings and entry.name not in said:  # an engine's settings once, however many
+            said.add(entry.name)
+            settings = f" <i>Its settings:</i> {html.escape(settings_words(entry.name))}"
+        caption = html.escape(policy_words(entry.policy()).caption)
+        rows.append(f"<li><b>{html.escape(entry.label())}</b>: {caption}{settings}</li>")
+    return (
+        "<details><summary>How each scheduler shown admits, and its settings (in a link: <code>schedulers=vllm:"
+        "long_prefill_token_threshold=512,tgi</code>)</summary><ul>" + "".join(rows) + "</ul><p>Each scheduler's "
+        "rules, and what this simulator leaves out, are in the project's docs (docs/schedulers.md in batchviz's "
+        "repository).</p></details>"
+    )
+
+
 # Lesson -> (button, the settings it loads): each lesson's sentence under the table is computed from the runs.
 LESSONS = {
     "ratio": (

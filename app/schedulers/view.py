@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from dataclasses import replace
 
 import panel as pn
@@ -14,7 +13,20 @@ from app.page.tabs import LazyViewer, plain_number, query_number, text_pane
 from app.page.url import query_choice, query_value
 from app.schedulers.command import command_html, knobs_html
 from app.schedulers.data import MAX_BUDGET, LineupKey, budget_of, lineup_json, shared_lineup
-from app.schedulers.intro import INTRO, LESSONS, SOURCE_WORDS, legend_html
+from app.schedulers.intro import INTRO, LESSONS, SOURCE_WORDS, legend_html, rules_html
+from app.schedulers.settings import (
+    CHAT_INPUTS,
+    INPUTS,
+    KEY,
+    NONE,
+    NUMBERS,
+    SETTINGS,
+    SOURCES,
+    cut,
+    entry_words,
+    refusal,
+    values_of,
+)
 from app.schedulers.words import QUESTIONS, guess_html, lessons_html, load_html, table_html
 from app.server.loop import on_document
 from app.server.server_log import follow_widget
@@ -22,53 +34,18 @@ from app.simulator.state import SimState
 from app.simulator.views import Messages
 from app.web.bundle import bundle
 from app.web.style import CSS
-from core.clock.hardware import ACCELERATOR_OPTIONS, ACCELERATORS, MODEL_OPTIONS, MODEL_SHAPES, cost_model
-from core.limits import LimitError, show_text
-from core.measure.lineup import MAX_ENTRIES, MIN_ENTRIES, parse_entries, parse_entry, preset_variants, settings_words
-from core.sched.policies import REGISTRY
+from core.clock.hardware import ACCELERATORS, MODEL_SHAPES, cost_model
+from core.limits import show_text
+from core.measure.lineup import MAX_ENTRIES, MIN_ENTRIES, parse_entries, parse_entry, preset_variants
 
 DEFAULT_ENTRIES = ("vllm", "tgi", "sglang", "trtllm-no-evict")
-SOURCES = {  # ?s_source= -> the traffic choice's words (short: a phone shows them side by side)
-    "chat": "Chat traffic",
-    "page": "The simulator's traffic",
-}
-KEY = LineupKey  # the settings' defaults are the shared key's, in one place
-NONE = "none"
-# URL key -> (parameter, low, high, whole number)
-NUMBERS = {
-    "s_seed": ("seed", 0, 99, True),
-    "s_requests": ("requests", 8, 256, True),
-    "s_rate": ("rate_per_s", 1.0, 200.0, False),
-    "s_share": ("priority_share", 0, 100, True),
-    "s_slots": ("slots", 1, 64, True),
-    "s_kv": ("kv_blocks", 0, 100_000, True),
-    "s_budget": ("token_budget", 0, MAX_BUDGET, True),  # 0: each engine's default; else data.MIN_BUDGET up
-    "s_ttft": ("ttft_ms", 1.0, 60_000.0, False),
-    "s_itl": ("itl_ms", 1.0, 1_000.0, False),
-}
-# The view's parameters a lineup's key reads: what a refusal puts back together.
-SETTINGS = ("entries", *(name for name, *_ in NUMBERS.values()), "accelerator", "model", "source")
-# Parameter -> (widget, label, its own settings): the tab's settings under the pickers, in the page's order.
-INPUTS = {
-    "seed": (pn.widgets.IntSlider, "Traffic seed", {}),
-    "requests": (pn.widgets.IntSlider, "Requests", {}),
-    "rate_per_s": (pn.widgets.FloatSlider, "Arrivals, requests/s", {"step": 1}),
-    "priority_share": (pn.widgets.IntSlider, "High priority class, %", {}),
-    "slots": (pn.widgets.IntSlider, "Slots (each engine's request cap)", {"width": 250}),
-    "kv_blocks": (pn.widgets.IntInput, "KV pool, 16-token blocks (0: unlimited)", {"width": 270}),
-    "token_budget": (pn.widgets.IntInput, "Token budget (0: each engine's default)", {"width": 270}),
-    "ttft_ms": (pn.widgets.FloatInput, "TTFT target, ms", {"width": 160}),
-    "itl_ms": (pn.widgets.FloatInput, "ITL target (mean TPOT), ms", {"width": 200}),
-    "accelerator": (pn.widgets.Select, "Accelerator", {"options": ACCELERATOR_OPTIONS}),
-    "model": (pn.widgets.Select, "Model", {"options": MODEL_OPTIONS}),
-}
-CHAT_INPUTS = ("seed", "rate_per_s", "priority_share")  # the chat traffic's own settings: shown on it only
-MAX_REFUSAL = 300  # characters of a refusal's words in a message (they may repeat what was refused)
+
+
 class LineupTimelines(JSComponent):
     """Every scheduler's timeline on one time axis, drawn in the browser by the page's renderer."""
 
     config = param.Dict(default={}, constant=True, doc="The renderer's colours")
-    payload = param.String(default="{}", doc="JSON: the lineup's view (app/lineup_data.lineup_json)")
+    payload = param.String(default="{}", doc="JSON: the lineup's view (app/schedulers/data.py lineup_json)")
 
     _esm = bundle("words.js", "renderer.js", "batch.js", "tabs/lineup_host.js")
     _stylesheets = [CSS]
@@ -152,7 +129,7 @@ class LineupView(LazyViewer):
             try:
                 values["entries"] = [e.text() for e in parse_entries(text)]
             except ValueError as exc:
-                said = _cut(str(exc))
+                said = cut(str(exc))
                 messages.append(f"URL: schedulers={show_text(text)}: {said}; kept {','.join(self.entries)}.")
         for key, (name, low, high, whole) in NUMBERS.items():
             value, message = query_number(query, key, low, high, getattr(self, name), integer=whole)
@@ -163,7 +140,7 @@ class LineupView(LazyViewer):
 
     def _runnable(self, values: dict, text: str) -> tuple[dict, str]:
         """Return `values` if the core runs them, else them less what it refused (the schedulers first) and why."""
-        refused = _refusal(self.key(**values))
+        refused = refusal(self.key(**values))
         if not refused:
             return values, ""
         drops = (
@@ -172,7 +149,7 @@ class LineupView(LazyViewer):
         )
         for names, message in drops:
             kept = {name: value for name, value in values.items() if name not in names}
-            if kept != values and not _refusal(self.key(**kept)):
+            if kept != values and not refusal(self.key(**kept)):
                 return kept, message
         kept = {name: value for name, value in values.items() if name not in SETTINGS}
         return kept, f"URL: the schedulers' settings were not run: {refused}; kept the last lineup."
@@ -204,9 +181,9 @@ class LineupView(LazyViewer):
         )
         self.verdict, self.table, self.lessons, self.load = text_pane(""), text_pane(""), text_pane(""), text_pane("")
         self.knobs, self.command = text_pane(""), text_pane("")  # what slots and budget stand for; the CLI's command
-        refused = _refusal(self.key())
+        refused = refusal(self.key())
         if refused:  # settings made before the tab opened (the simulator's traffic, say) that the core refuses
-            self.param.update(**_values_of(LineupKey(parse_entries(",".join(DEFAULT_ENTRIES)))))
+            self.param.update(**values_of(LineupKey(parse_entries(",".join(DEFAULT_ENTRIES)))))
             self.messages.text = f"Not run: {refused}. Showing the default lineup."
         self._good = self.key()
         self.inputs = {name: self._input(name) for name in INPUTS}
@@ -264,8 +241,8 @@ class LineupView(LazyViewer):
 
     def _show_pickers(self) -> None:
         """Set the four pickers to the entries (the registered presets and any variant on screen as options)."""
-        options = {_label(name): name for name in preset_variants()}
-        options.update({_label(text): text for text in self.entries})
+        options = {entry_words(name): name for name in preset_variants()}
+        options.update({entry_words(text): text for text in self.entries})
         self._syncing = True  # the pickers' own watchers wait until all four are set
         try:
             for k, picker in enumerate(self.pickers):
@@ -288,18 +265,11 @@ class LineupView(LazyViewer):
         self.param.update(entries=chosen, guess=None)
 
     def _show_settings(self) -> None:
-        """Say the settings of each engine on screen, from their declarations, and how a link writes one."""
-        names = dict.fromkeys(parse_entry(text).name for text in self.entries)
-        rows = [f"<li><b>{html.escape(REGISTRY[n].label)}</b>: {html.escape(settings_words(n))}</li>"
-                for n in names if REGISTRY[n].settings]  # fmt: skip
-        self.settings_help.object = (
-            "<details><summary>Settings of the schedulers shown (in a link: <code>schedulers=vllm:"
-            "long_prefill_token_threshold=512,tgi</code>)</summary><ul>" + "".join(rows) + "</ul></details>"
-            if rows else ""
-        )
+        """Say how each scheduler on screen admits and its settings, from their declarations."""
+        self.settings_help.object = rules_html(self.entries)
 
     def _show_guesses(self) -> None:
-        self.guesses.options = {_label(text): k for k, text in enumerate(self.entries)}
+        self.guesses.options = {entry_words(text): k for k, text in enumerate(self.entries)}
         self.guesses.value = self.guess
 
     def _changed(self) -> None:
@@ -307,10 +277,10 @@ class LineupView(LazyViewer):
         key = self.key()
         if key == self._good:  # nothing that shows changed (a refused value put back, say): keep its message
             return
-        refused = _refusal(key)
+        refused = refusal(key)
         if refused:
             self.messages.text = f"Not run: {refused}. Kept the last lineup."
-            self.param.update(**_values_of(self._good))
+            self.param.update(**values_of(self._good))
             return
         self.messages.text = ""
         # Any change but the targets changes the runs: a new question, guessed again before the table shows.
@@ -374,32 +344,6 @@ class LineupView(LazyViewer):
             sizing_mode="stretch_width",
             css_classes=["bv-story"],
         )
-
-
-def _refusal(key: LineupKey) -> str:
-    """Return why the core refuses to run `key` (in the page's words), or "" when it runs."""
-    try:
-        shared_lineup(key)
-    except (ValueError, LimitError) as exc:
-        return _cut(str(exc).replace("give --kv-blocks", "give the KV pool"))
-    return ""
-
-
-def _values_of(key: LineupKey) -> dict:
-    """Return the view's settings that give `key`: its entries as a link writes them, its traffic's source."""
-    values = {name: getattr(key, name) for name in SETTINGS if name not in ("entries", "source")}
-    source = "chat" if key.page_traffic is None else "page"
-    return values | {"entries": [e.text() for e in key.entries], "source": source}
-
-
-def _cut(text: str) -> str:
-    """Return a refusal's words at most MAX_REFUSAL characters long, an ellipsis where they were cut."""
-    return text if len(text) <= MAX_REFUSAL else text[: MAX_REFUSAL - 3] + "..."
-
-
-def _label(text: str) -> str:
-    """Return an entry's words from its link text."""
-    return parse_entry(text).label()
 
 
 def _colours(theme: str) -> dict:
