@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from app.schedulers.words import guess_html, ratio_html, shown_best, table_html
+from app.schedulers.lessons import ratio_html
+from app.schedulers.words import guess_html, shown_best, table_html
 from core import Request
 from core.clock.hardware import cost_model
 from core.measure.lineup import THRESHOLD, best, differs, lineup, parse_entries
