@@ -86,9 +86,18 @@ def served_document():
     return doc if doc is not None and doc.session_context is not None else None
 
 
-def _other_rate(rate: float) -> float:
+def other_rate(rate: float) -> float:
     """Return the rate the "what moves the knee" line compares with: twice this one, or half where that is too high."""
     return rate * 2 if rate * 2 <= RATE_RANGE[1] else rate / 2
+
+
+def assumptions_html(rate_per_s: float, m: CostModel) -> str:
+    """Return the table's last line: the arrivals and the cost model the sweep ran on."""
+    return (
+        f"<p>Poisson arrivals at {rate_per_s:g} requests/s. Cost model: {m.params_b:g}B parameters x "
+        f"{m.bytes_per_param:g} bytes, {m.kv_bytes_per_token:,.0f} KV bytes/token, {m.mem_bw_gbs:g} GB/s, "
+        f"{m.tflops:g} TFLOP/s, {m.overhead_ms:g} ms per pass.</p>"
+    )
 
 
 @lru_cache(maxsize=64)
@@ -297,7 +306,7 @@ class KneeView(LazyViewer):
         self.load.object = load_html(self.rate_per_s, self.model)
         self.motivation.object = motivation_html(self.model)
         # What moves the knee, once the learner has guessed: from this sweep and one at another rate (~0.6 s, cached).
-        other = _other_rate(self.rate_per_s)
+        other = other_rate(self.rate_per_s)
         self.moves.object = (
             moves_html(points, self.itl_target_ms, self.rate_per_s, cached_sweep(other, self.model), other)
             + latency_html(points)
@@ -312,7 +321,7 @@ class KneeView(LazyViewer):
         """Compute (into `cached_sweep`) the sweeps a refresh reads: this rate's, and once guessed the other's."""
         cached_sweep(rate, model)
         if revealed:
-            cached_sweep(_other_rate(rate), model)
+            cached_sweep(other_rate(rate), model)
 
     def _recompute(self, *_events) -> None:
         """Refresh for new settings; served, the sweeps (~0.6 s each) run in a worker thread, the latest only.
@@ -349,12 +358,7 @@ class KneeView(LazyViewer):
         doc.add_next_tick_callback(self._refresh)
 
     def _assumptions(self) -> str:
-        m = self.model
-        return (
-            f"<p>Poisson arrivals at {self.rate_per_s:g} requests/s. Cost model: {m.params_b:g}B parameters x "
-            f"{m.bytes_per_param:g} bytes, {m.kv_bytes_per_token:,.0f} KV bytes/token, {m.mem_bw_gbs:g} GB/s, "
-            f"{m.tflops:g} TFLOP/s, {m.overhead_ms:g} ms per pass.</p>"
-        )
+        return assumptions_html(self.rate_per_s, self.model)
 
     def _compose(self):
         # FlexBoxes, not Rows: at 390 px (a phone) the controls wrap instead of widening the page.

@@ -17,8 +17,9 @@ from app.exercises.knee import (
     EXPLAIN,
     INTRO,
     KneeView,
-    _other_rate,
+    assumptions_html,
     cached_sweep,
+    other_rate,
     points_data,
     table_html,
     verdict_html,
@@ -101,13 +102,13 @@ def knee_at(accelerator: str, model_shape: str, rate: float) -> dict:
     The verdict is kept without its last sentence, the guess's (`guesses`: by the knee's batch, one per guess).
     """
     model, target_slider = cost_model(accelerator, model_shape), served_views()["knee"].target
-    swept, other = cached_sweep(rate, model), _other_rate(rate)
+    swept, other = cached_sweep(rate, model), other_rate(rate)
     full, offered = dict(kept_full(model)), offered_tokens_per_s(rate)
     out = {
         "points": points_data(swept),
         "load": load_html(rate, model),
         "motivation": motivation_html(model),
-        "assumptions": KneeView(rate_per_s=rate, model=model)._assumptions(),  # the table's last line, as served
+        "assumptions": assumptions_html(rate, model),  # the table's last line, as served
         **{name: [] for name in ("best", "verdicts", "tables", "moves")},
         "guesses": {},
     }

@@ -83,6 +83,7 @@ body.bv-dark { color: #E6E6E6; background: #121212; }  /* Panel's dark page, as 
 .bv-choices button { font: inherit; font-size: 0.9rem; padding: 5px 12px; border: 1px solid #888;
   border-radius: 4px; background: #f4f4f4; color: inherit; cursor: pointer; min-height: 32px; }
 .bv-choices button[aria-pressed=true] { background: #0072B2; border-color: #0072B2; color: #fff; font-weight: 600; }
+body.bv-dark .bv-choices button:not([aria-pressed=true]) { background: #2B2B2B; border-color: #777; }
 .bv-served-only { color: var(--bv-muted, #555); }
 """
 

@@ -80,7 +80,7 @@ def install() -> None:
 
     And silence Bokeh's "reference already known" warning: BokehJS (3.7 on) encodes a Button in full inside its own
     click event, though the server made it, so each first click of a button made after the page loaded (the Memory
-    tab's Step, the quiz's buttons: built when their tab opens) warns. Harmless: the server keeps its own instance
+    tab's Step: built when its tab opens) warns. Harmless: the server keeps its own instance
     (bokeh/core/serialization.py); HoloViews filters the same warning (holoviz/holoviews#6529).
     """
     warnings.filterwarnings("ignore", "reference already known", BokehUserWarning)

@@ -5,7 +5,7 @@ from pathlib import Path
 CSS_PATH = Path(__file__).resolve().parent / "batchviz.css"
 CSS = CSS_PATH.read_text(encoding="utf-8")
 
-# The quiz's and the exercises' choices: long options wrap inside their column (Bokeh's radio labels do not by
+# The exercises' choices: long options wrap inside their column (Bokeh's radio labels do not by
 # default), a chosen one reads as chosen, and a code option reads as code. Passed to those widgets only.
 CHOICE_CSS = """
 .bk-input-group { display: flex; flex-direction: column; gap: 0.35rem; max-width: 100%; }
@@ -23,7 +23,3 @@ QUIZ_CSS = """
 .bv-assert-table code { white-space: pre-wrap; }
 """
 CSS += QUIZ_CSS
-# The quiz's view link is a button (it opens the view in place) that reads as a link.
-LINK_BUTTON_CSS = (
-    ".bk-btn { color: var(--bv-link, #0072B2); text-decoration: underline; background: transparent; padding-left: 0; }"
-)

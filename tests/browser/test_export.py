@@ -38,6 +38,7 @@ from tests.oracles.quiz_view import explanation_html, progress_html, summary_htm
 
 from .helpers import CHART_JS, assert_numbers_match_core, core_run, open_full_head_to_head, text_of
 from .pixels import read_timeline
+from .test_accessibility import contrast
 
 # The page's server has shown the first view, and each exercise has drawn its first setting.
 READY = "document.body.dataset.ready === '1' && document.querySelectorAll('[data-exercise][data-ready]').length === 3"
@@ -686,6 +687,10 @@ def test_export_dark_theme_is_the_served_pages_and_stays_in_the_address(page, pa
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(18, 18, 18)"
     page.locator("button[data-mode=static]").click()
     expect(page).to_have_url(re.compile(r"\?theme=dark&seed=7&mode=static$"))
+    _open(page, exported + "?theme=dark&tab=memory")  # its choice buttons read on the dark page (they were light)
+    button = page.locator(".bv-choices button:not([aria-pressed=true])").first
+    colours = button.evaluate("b => [getComputedStyle(b).color, getComputedStyle(b).backgroundColor]")
+    assert contrast(*colours) >= 4.5, colours
     _open(page, exported + "?theme=light")
     assert not page.evaluate("document.body.classList.contains('bv-dark')")
 
