@@ -15,11 +15,11 @@ estimates clipped at 4096 tokens, retract_decode_steps 20. The rest of what is s
 import pytest
 
 from core import Request as R
-from core.chapter.reference import simulate_memory_per_step
 from core.engines.sglang import CLIP_MAX_NEW_TOKENS, SGLang
 from core.kv.memory import UNLIMITED, MemoryConfig
 from core.sched.engine import as_run, schedule
 from core.sched.policies import get_policy
+from tests.oracles.memory_loop import simulate_memory_per_step
 
 POLICY = "sgl-project/sglang@ad0119fd, python/sglang/srt/managers/schedule_policy.py"
 SCHEDULER = "sgl-project/sglang@000eaffa, python/sglang/srt/managers/scheduler.py"

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.chapter.memory_example import SLOTS, memory_requests, memory_runs
-from core.chapter.reference import simulate_memory_per_step
 from core.clock.hardware import cost_model
 from core.kv.memory import KVPool, MemoryConfig, pool_for
 from core.limits import LimitError
@@ -18,6 +17,7 @@ from core.sched.policies import REGISTRY, get_policy
 from core.sched.schedule import simulate
 from core.sched.timed import simulate_timed
 from core.workload.request import Request
+from tests.oracles.memory_loop import simulate_memory_per_step
 
 from .helpers import make_requests
 

@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import Request, compare, simulate
-from core.chapter.reference import simulate_memory_per_step
 from core.clock.cost import UnitCost
 from core.kv.memory import MemoryConfig
 from core.sched.engine import as_run, schedule
@@ -18,6 +17,7 @@ from core.sched.policies import REGISTRY, Policy, get_policy, register, unregist
 from core.sched.timed import simulate_timed
 from core.states import STATE_NUMBERS
 from core.workload.traffic import TrafficConfig, generate
+from tests.oracles.memory_loop import simulate_memory_per_step
 
 from .test_memory import _pool_for
 

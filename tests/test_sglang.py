@@ -9,12 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import Request
-from core.chapter.reference import simulate_memory_per_step
 from core.cli.commands import main
 from core.engines.sglang import SGLang
 from core.kv.memory import MemoryConfig
 from core.sched.engine import as_run, schedule
 from core.workload.traces import parse_trace
+from tests.oracles.memory_loop import simulate_memory_per_step
 
 from .test_policies import _pool
 

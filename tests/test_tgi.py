@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import Request
-from core.chapter.reference import simulate_memory_per_step
 from core.cli.commands import main
 from core.clock.cost import Roofline
 from core.engines.tgi import TGI
@@ -20,6 +19,7 @@ from core.kv.memory import MemoryConfig
 from core.sched.engine import as_run, schedule
 from core.sched.timed import simulate_timed
 from core.states import PAUSED
+from tests.oracles.memory_loop import simulate_memory_per_step
 
 from .test_policies import _pool, traffic
 from .test_sglang import capped_traffic

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import Request, simulate
-from core.chapter.reference import simulate_per_pass
 from core.clock.cost import Fitted, Roofline, UnitCost
 from core.sched.timed import simulate_timed, timed_metrics
+from tests.oracles.pass_loop import simulate_per_pass
 
 from .helpers import check_timed_invariants
 
