@@ -92,3 +92,19 @@ def test_the_worked_example_leaves_your_own_trace_shut():
     app = App(query={"preset": "worked"})
     assert "trace" not in app.chapter_widget.opened
     assert "clock" in App(query={"clock": "ms"}).chapter_widget.opened  # a deep link's setting opens its own
+
+
+def test_the_lit_loops_lines_never_wrap_on_a_phone(page, page_errors, app_url):
+    """At 390 px each line of the lit loop stays one line (its box scrolls sideways): no comment's '#' left alone.
+
+    A learner's read (issue 47): the loop's comments wrapped at 390 px, leaving a lone "#" on a line.
+    """
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_app(page, app_url, "?mode=continuous&slots=4&seed=4")
+    heights = page.eval_on_selector_all(  # a line's code (its note, where it has one, goes under it on a phone)
+        ".bv-loop-box .bv-code-line .bv-code",
+        "els => els.map(e => [e.getBoundingClientRect().height, e.textContent])",
+    )
+    assert len(heights) >= 4 and any("#" in text for _, text in heights)
+    one_line = min(h for h, _ in heights)
+    assert all(h < 1.5 * one_line for h, _ in heights), heights
