@@ -1,10 +1,4 @@
-"""Which entries on screen draw the same timeline, or one the eye cannot tell apart, by how much, and why.
-
-Two entries draw the same timeline where every request takes the same slot and starts, gets its first token and
-finishes at the same moment under each. Their rules differ, so the sentence names, for each rule that parts them,
-what these runs show kept it idle (a cap never reached, a pool that never held a request back, no prompt cut into
-chunks, no later arrival admitted first), each read from the runs on screen.
-"""
+"""Which entries on screen draw the same timeline, or one the eye cannot tell apart, by how much, and why."""
 
 from __future__ import annotations
 
@@ -156,7 +150,12 @@ def _batch_words(a: Line, b: Line) -> list[str]:
 
 
 def why_same(a: Line, b: Line, budget: int | dict[str, int] | None = None) -> list[str]:
-    """Return, for two entries drawing the same timeline, what these runs show kept each rule that parts them idle."""
+    """Return, for two entries drawing the same timeline, what these runs show kept each rule that parts them idle.
+
+    Each reason is read from the runs on screen: a cap never reached, a pool that never held a request back (or held
+    it back alike under two rules that reserve alike), no prompt cut into chunks, no later arrival admitted first, no
+    pause, no padding. A rule that parts them without such a reading is left unsaid.
+    """
     return [
         *_cap_words(a, b),
         *_pool_words(a, b),

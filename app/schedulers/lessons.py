@@ -1,8 +1,4 @@
-"""The lessons' sentences under the table: each compares the pair its lesson loads, from the runs on screen.
-
-Each shows only where its pair is on screen; its numbers are the runs' and its verbs follow the numbers ("falls"
-only where it is lower by more than the lineup's THRESHOLD, else "alike", as the table's stars tie).
-"""
+"""The sentences under the Schedulers tab's table: each lesson's pair compared, and what a fairness star reads."""
 
 from __future__ import annotations
 
@@ -190,6 +186,8 @@ def fairness_html(lines: Sequence[Line], cost: StepCost) -> str:
     )
 
 
+# Each lesson's sentence shows only where its pair is on screen; its numbers are the runs' and its verbs follow the
+# numbers ("falls" only past the lineup's THRESHOLD, else "alike", as the table's stars tie).
 def lessons_html(lines: Sequence[Line], cost: StepCost) -> str:
     """Return the sentence of every lesson whose pair is on screen, and the fairness star's where it could mislead."""
     return "".join(
