@@ -265,15 +265,6 @@ def test_the_log_speaks_at_every_step_a_request_waits_with_its_reason():
     ]  # fmt: skip
 
 
-def test_the_page_says_why_its_two_block_sizes_differ():
-    """Item 8: 8-token blocks on the simulator tab and 4-token ones here, with no word on why."""
-    from app.memory.view import INTRO
-    from app.simulator.state import BLOCK_SIZE as SIMULATOR_BLOCK_SIZE
-
-    assert SIMULATOR_BLOCK_SIZE != BLOCK_SIZE
-    assert f"Blocks here hold {BLOCK_SIZE} tokens ({SIMULATOR_BLOCK_SIZE} on the simulator tab)" in INTRO
-
-
 def test_the_server_sends_the_pools_runs_once_and_a_step_is_one_number():
     """The tab's modes are drawn in the browser: a step changes one number, a new pool sends that pool's JSON."""
     from app.memory.data import memory_json
@@ -286,3 +277,25 @@ def test_the_server_sends_the_pools_runs_once_and_a_step_is_one_number():
     assert view.modes.step == 3 and view.modes.payload is payload
     view.blocks = MIN_BLOCKS
     assert view.modes.payload == memory_json(MIN_BLOCKS)
+
+
+def test_each_tabs_block_size_is_said_with_why_and_the_others():
+    """Three tabs, three block sizes (4, 8, 16): the Memory tab and the simulator's memory lesson say each, and why.
+
+    A learner's read (issue 47): "three block sizes on three tabs with no word why". The numbers are the tabs' own.
+    """
+    import re
+
+    from app.memory.view import BLOCK_SIZE as MEMORY_BLOCKS
+    from app.memory.view import INTRO
+    from app.schedulers.data import BLOCK_SIZE as LINEUP_BLOCKS
+    from app.simulator import memory_lesson
+    from app.simulator.state import BLOCK_SIZE as STEP_BLOCKS
+
+    words = re.sub(r"<[^>]+>", "", INTRO)
+    assert f"Blocks here hold {MEMORY_BLOCKS} tokens ({STEP_BLOCKS} on the simulator tab, {LINEUP_BLOCKS} on the " \
+        "Schedulers tab: vLLM's default" in words
+    lesson = re.sub(r"<[^>]+>", "", memory_lesson.lesson_html())
+    assert f"in blocks of {STEP_BLOCKS} tokens (small, for requests of tens of tokens; the Schedulers tab uses " \
+        f"vLLM's {LINEUP_BLOCKS})" in lesson
+    assert len({MEMORY_BLOCKS, STEP_BLOCKS, LINEUP_BLOCKS}) == 3

@@ -23,6 +23,7 @@ from app.web.bundle import bundle
 from core.batch.step_batch import BLOCK_SIZE as STEP_BLOCK_SIZE
 from core.chapter.chunked_example import ARRIVES_MS, DECODERS, HUGE_PROMPT, huge_prompt_runs, stall_figures
 from core.chapter.memory_example import BLOCK_SIZE, BLOCKS, MIN_BLOCKS
+from core.kv.memory import ENGINE_BLOCK_SIZE as LINEUP_BLOCK_SIZE
 from core.sched.schedule_record import Schedule
 
 RECOMPUTE_COLOR, MEMORY_COLOR = palette.RECOMPUTE_COLOR, palette.MEMORY_COLOR
@@ -166,7 +167,8 @@ INTRO = (
     "step; each row is a slot, each column a pass. The chapter leaves these decisions (what happens when "
     "memory runs out mid-generation, or when a huge prompt arrives) to the next chapter, S10, which builds "
     f"the scheduler: this tab previews them. Blocks here hold {BLOCK_SIZE} tokens ({STEP_BLOCK_SIZE} on the "
-    "simulator tab), so a few short requests fill a pool small enough to draw box by box.</p>"
+    f"simulator tab, {LINEUP_BLOCK_SIZE} on the Schedulers tab: vLLM's default, for prompts of hundreds of tokens), "
+    "so a few short requests fill a pool small enough to draw box by box.</p>"
 )
 
 

@@ -13,6 +13,7 @@ from functools import lru_cache
 from app.page.words import plural
 from app.simulator.state import BLOCK_SIZE, least_pool, shared_runs
 from core.chapter.chapter_traffic import chapter_traffic
+from core.kv.memory import ENGINE_BLOCK_SIZE as LINEUP_BLOCK_SIZE
 from core.sched.policies import STATIC_ROW
 
 SLOTS = 4  # the chapter's slots, as the other lessons
@@ -132,7 +133,8 @@ def lesson_html() -> str:
     )
     return (
         "<h3>Memory: no extra memory, given a paged KV cache</h3>"
-        f"<p>Every running request keeps its KV cache, in blocks of {BLOCK_SIZE} tokens: the strip under each "
+        f"<p>Every running request keeps its KV cache, in blocks of {BLOCK_SIZE} tokens (small, for requests of "
+        f"tens of tokens; the Schedulers tab uses vLLM's {LINEUP_BLOCK_SIZE}): the strip under each "
         "timeline counts the blocks held at every step. On the chapter's traffic at "
         f"{SLOTS} slots with unlimited memory, continuous batching holds at most {b('pool', f.pool)} blocks, "
         f"while static batching reserves up to {b('static_peak', f.static_peak)}: each row of its batch "

@@ -19,6 +19,7 @@ ALLOCATIONS = ("paged", "contiguous")
 _length = itemgetter(1)  # of a free run (start, length)
 MAX_KV_BLOCKS = 100_000_000
 MAX_BLOCK_SIZE = 65_536
+ENGINE_BLOCK_SIZE = 16  # tokens a KV block holds by default in vLLM (and here, where nothing asks for another)
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class MemoryConfig:
     """
 
     kv_blocks: int | None = None
-    block_size: int = 16
+    block_size: int = ENGINE_BLOCK_SIZE
     allocation: str = "paged"
     reserve_tokens: int | None = None
 
