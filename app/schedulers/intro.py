@@ -46,7 +46,8 @@ def rules_html(entries: Sequence[str]) -> str:
         caption = html.escape(policy_words(entry.policy()).caption)
         rows.append(f"<li><b>{html.escape(entry.label())}</b>: {caption}{settings}</li>")
     return (
-        "<details><summary>How each scheduler shown admits, and its settings (in a link: <code>schedulers=vllm:"
+        '<details><summary>How each scheduler shown admits, and its settings (in a link: <code style="overflow-wrap: '
+        'anywhere">schedulers=vllm:'
         "long_prefill_token_threshold=512,tgi</code>)</summary><ul>" + "".join(rows) + "</ul><p>Each scheduler's "
         "rules, and what this simulator leaves out, are in the project's docs (docs/schedulers.md in batchviz's "
         "repository).</p></details>"
