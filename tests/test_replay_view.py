@@ -4,9 +4,11 @@ import html
 import time
 
 import numpy as np
+from bokeh.models import LabelSet, Range1d
 
 from app.real_replay import view as replay_view
-from app.real_replay.view import ReplayJob, ReplayView, wallclock_data
+from app.real_replay.figures import wallclock_data, wallclock_figure
+from app.real_replay.view import ReplayJob, ReplayView
 from app.simulator.state import SimState
 from core import TrafficConfig, generate
 
@@ -55,6 +57,14 @@ def test_wallclock_rectangles_follow_the_measured_clock():
     assert data["generating"]["left"] == clock[static.run.start].tolist()
     assert data["generating"]["right"] == clock[static.run.finish].tolist()
     assert len(data["padding"]["left"]) == int((static.run.release > static.run.finish).sum())
+    # Named as the step timeline names them (issue 47: the replay's timelines had no slot or request labels)
+    fig = wallclock_figure(static, Range1d(0, 1), "replay-static")
+    assert fig.yaxis[0].visible and fig.yaxis[0].major_label_overrides == {
+        s + 0.5: f"slot{s}" for s in range(static.run.slots)
+    }
+    labels = [r for r in fig.center if isinstance(r, LabelSet)]
+    assert len(labels) == 1 and labels[0].source.data["id"] == [r.id for r in static.run.requests]
+    assert labels[0].source.data["mid"] == [s + 0.5 for s in static.run.slot.tolist()]
 
 
 def test_without_torch_the_view_says_how_to_enable_it(monkeypatch):
