@@ -47,7 +47,7 @@ class LineupTimelines(JSComponent):
     config = param.Dict(default={}, constant=True, doc="The renderer's colours")
     payload = param.String(default="{}", doc="JSON: the lineup's view (app/schedulers/data.py lineup_json)")
 
-    _esm = bundle("words.js", "renderer.js", "batch.js", "tabs/lineup_host.js")
+    _esm = bundle("words.js", "run_cells.js", "renderer.js", "batch.js", "tabs/lineup_host.js")
     _stylesheets = [CSS]
 
 

@@ -15,10 +15,10 @@ from app.simulator.widget_data import AHEAD_MAX_REQUESTS, ViewKey, renderer_conf
 from app.web.bundle import bundle
 from app.web.style import CSS
 
-# The widget's modules in dependency order (app/web/bundle.py joins them into one): the words, the timeline renderer,
-# the texts at the cursor, the batch at the cursor, the widget's controls and the widget that mounts them.
+# The widget's modules in dependency order (app/web/bundle.py joins them into one): the words, a run's cells, the
+# renderer, the texts at the cursor, the batch at the cursor, the widget's controls and the widget that mounts them.
 WIDGET_MODULES = (
-    *("words.js", "renderer.js", "playback_texts.js", "loop_texts.js", "compare_texts.js", "batch.js"),
+    *("words.js", "run_cells.js", "renderer.js", "playback_texts.js", "loop_texts.js", "compare_texts.js", "batch.js"),
     *("widget_controls.js", "widget.js"),
 )
 RENDERER_JS = bundle(*WIDGET_MODULES)

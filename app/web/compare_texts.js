@@ -2,7 +2,7 @@
 // the window (app/simulator/widget_data.py's h2h_compact, its oracle) and the notes the caption adds (a batch
 // timeout; an ordered policy that ran exactly as the other).
 import { cellsBefore } from "./playback_texts.js";
-import { codes } from "./renderer.js";
+import { codes } from "./run_cells.js";
 import { fixed, pct, plural } from "./words.js";
 
 /** Return the two policies the compact table shows for `mode` (app/simulator/widget_data.py's compact_pair). */

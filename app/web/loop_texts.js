@@ -2,7 +2,7 @@
 // each run brings its loop's lines (app/simulator/story.py). Each string equals its oracle's,
 // tests/oracles/loop_view.py's loop_texts and clock_loop_texts, to the character (tests/test_node_parity.py).
 import { deriveLog, passAt } from "./playback_texts.js";
-import { chunks, timesOf } from "./renderer.js";
+import { chunks, timesOf } from "./run_cells.js";
 import { escape, plural, thousands } from "./words.js";
 
 /** Return a run's stays as [request, slot, start, finish, release] rows: a preempted request has one per admission. */

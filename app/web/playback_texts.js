@@ -1,7 +1,7 @@
 // The texts under the player at the cursor: the readout, live stats, waste meter, KV line and decision log, on steps
 // and on a clock. Each string equals what its Python oracle, tests/oracles/progress.py (playback_texts,
 // clock_progress_table), builds: tests/test_node_parity.py in node, tests/browser/test_renderer.py in Chromium.
-import { cellsOf, codes, timesOf } from "./renderer.js";
+import { cellsOf, codes, timesOf } from "./run_cells.js";
 import { escape, fixed, pct, plural, thousands } from "./words.js";
 
 /** Return the stats row: each [key, label, value] a labelled figure. */

@@ -7,7 +7,7 @@ import { batchHtml } from "./batch.js";
 import { h2hCompactHtml, sameRunNote, timeoutNote } from "./compare_texts.js";
 import { clockLoopHtml, loopHtml } from "./loop_texts.js";
 import { clockPlaybackHtml, playbackHtml } from "./playback_texts.js";
-import { timesOf } from "./renderer.js";
+import { timesOf } from "./run_cells.js";
 import { PAUSE, PLAY, playerControls, settingsControls, widgetPanes } from "./widget_controls.js";
 import { escape, fixed, thousands } from "./words.js";
 
