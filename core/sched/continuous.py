@@ -8,7 +8,9 @@ the pool and the pass), then `run_prompt_pass` (a pass that holds a prompt) or `
 decode passes, run or costed as one, up to the next event). The rules are the policy's and the pool's answers; the
 semantics are docs/design.md's. A policy that prefills first (SGLang) grows or retracts only before a decode pass,
 after `admit`, and admits against its estimate of the running requests' tokens to come (`room`). The loop keeps flat
-lists of numbers only: `_Engine` records the passes and assemble.py turns them into a Schedule.
+lists of numbers only: `_Engine` records the passes and assemble.py turns them into a Schedule. Here: `run`,
+`arrive`, `retire` and `jump`; `grow_or_preempt` in blocks.py; `plan_pass`, `admit` and `run_prompt_pass` in
+prompt_pass.py.
 """
 
 from __future__ import annotations
@@ -17,13 +19,12 @@ import math
 from collections import deque
 from heapq import heappop, heappush
 
-from core.sched.gate import gate_fitting
+from core.sched.blocks import BlockPhases
 from core.sched.prompt_pass import Plan, PromptPass
-from core.sched.schedule_record import Event
-from core.states import GENERATING, IDLE, PAUSED
+from core.states import GENERATING, PAUSED
 
 
-class ContinuousLoop(PromptPass):
+class ContinuousLoop(BlockPhases, PromptPass):
     """One continuous schedule's state between passes; `run` calls the phases at every boundary, in order."""
 
     def __init__(self, engine):
@@ -184,241 +185,6 @@ class ContinuousLoop(PromptPass):
             if not plain and p > cell_from[k]:
                 self.add_cell((k, s, cell_from[k], p, self.cell_state[k], self.cell_g[k]))
         self.count, self.ctx_base = count, ctx_base
-
-    def grow_or_preempt(self) -> bool:
-        """Give each decoding request due a new block one; where none is free, preempt. Return whether anyone was."""
-        self.grown = ()
-        due = self.buckets[self.p % self.bs]
-        if due and self.ahead:
-            due = {k: None for k in due if k not in self.ahead}
-        if not due:
-            return False
-        pool, running, preempted = self.pool, self.running, False
-        if not self.track and pool.can_grow(len(due)):
-            pool.grow(due)  # a block for each: nobody is preempted, so the order they are served in is moot
-        elif self.bulk:
-            preempted = self.retract(sorted(due, key=self.adm.__getitem__))
-        else:
-            due = sorted(due, key=self.adm.__getitem__)  # oldest admitted first
-            served = min(len(due), pool.free)  # these take a free block each, as one by one they would
-            pool.grow(due[:served])
-            for k in due[served:]:
-                if k in running:
-                    preempted = self.preempt_for(k) or preempted
-        if self.pauses:
-            self.grown = [k for k in due if k in running]
-        return preempted
-
-    def preempt_for(self, k: int, tokens: int = 0) -> bool:
-        """Preempt the policy's victims until request k's next block (or `tokens`) fits, or k itself goes.
-
-        Return whether anyone was preempted.
-        """
-        pool, p, preempted = self.pool, self.p, False
-        tokens = tokens or self.P[k] + p + self.base[k] + 1
-        while not pool.can_append(k, tokens):
-            victim = self.victim()
-            slot_left = self.slot[victim]
-            self.leave(victim, p)
-            self.waiting.appendleft(victim)
-            order = self.order
-            self.events.append(Event(p, "preempt", order[victim], slot_left, self.g[victim], pool.free, order[k]))
-            preempted = True
-            if victim == k:
-                break
-        if k in self.running:
-            pool.append(k, tokens)
-        return preempted
-
-    def retract(self, due: list[int]) -> bool:
-        """Give the due their blocks; where too few are free, retract the policy's victims at once (SGLang).
-
-        The victims leave for the back of the queue and later recompute; the others take their blocks, and the
-        estimate's ratio is the retraction's. Return whether anyone was retracted.
-        """
-        pool, p, base = self.pool, self.p, self.base
-        if pool.free >= len(due):
-            pool.grow(due)
-            return False
-        held, wanted = pool.held, set(due)
-        fits = lambda victims: pool.free + sum(held[v] for v in victims) >= len(wanted.difference(victims))  # noqa: E731
-        victims = self.pol.retraction_victims([(k, p + base[k], self.P[k]) for k in self.running], fits)
-        order = self.order
-        for v in victims:
-            slot_left = self.slot[v]
-            self.leave(v, p)
-            self.waiting.append(v)
-            self.events.append(Event(p, "preempt", order[v], slot_left, self.g[v], pool.free, order[due[0]]))
-        pool.grow([k for k in due if k in self.running])
-        self.est.retracted([(k, p + base[k]) for k in self.running])
-        return bool(victims)
-
-    def victim(self) -> int:
-        """Return whom a block shortage preempts: the policy's least wanted, then the most recently admitted."""
-        if self.ranked:
-            ranks, adm = self.ranks, self.adm
-            if self.by_arrival:  # requests are numbered in arrival order
-                return max(self.running, key=lambda j: (ranks[j], j))
-            return max(self.running, key=lambda j: (ranks[j], adm[j]))
-        return next(reversed(self.running))
-
-    def leave(self, k: int, q: int) -> None:
-        """Free the slot and blocks of request k, which leaves before pass q (preempted)."""
-        self.releases += 1
-        if k in self.prefilling:
-            del self.prefilling[k]
-        else:
-            self.g[k] = q + self.base[k]
-            self.count -= 1
-            self.ctx_base -= self.P[k] + self.base[k]
-            if self.growth:
-                del self.buckets[self.phase[k]][k]
-        del self.running[k]
-        self.ahead.discard(k)
-        self.pool.release(k)
-        s = self.slot[k]
-        heappush(self.free, s)
-        self.gen[k] += 1
-        if q > self.cell_from[k]:
-            self.add_cell((k, s, self.cell_from[k], q, self.cell_state[k], self.cell_g[k]))
-
-    def plan_pass(self) -> Plan:
-        """Return the pass's plan before admission: decoding rows first, then the prompts already prefilling."""
-        plan, chunks = self.plan, []  # the loop's one plan, emptied
-        plan.chunks, plan.preempted = chunks, False
-        left = self.budget if self.pauses else self.budget - self.count  # a pausing pass holds no decoding row
-        cap, prefilling, per_chunk = self.cap, self.prefilling, self.per_chunk
-        prefill = prefilled = 0
-        # Per-chunk allocation may preempt a prefilling request for an older one's chunk: iterate over a copy.
-        for k, (done, target) in list(prefilling.items()) if per_chunk else prefilling.items():
-            c = min(target - done, left, cap)
-            if per_chunk:
-                if k not in prefilling:  # preempted for an older one's chunk
-                    continue
-                plan.prefill, plan.prefilled = prefill, prefilled  # take_chunk may take a victim's back
-                left += self.take_chunk(k, done + c + (done + c == target), plan)
-                prefill, prefilled = plan.prefill, plan.prefilled
-                if k not in prefilling:
-                    continue
-            left -= c
-            chunks.append((k, c))
-            prefill += c
-            prefilled += done
-        plan.left, plan.prefill, plan.prefilled = left, prefill, prefilled
-        return plan
-
-    def take_chunk(self, k: int, tokens: int, plan: Plan) -> int:
-        """Grow request k's blocks to `tokens` for its next chunk, preempting where none is free (vLLM).
-
-        Return the pass's tokens given back by victims already in it (a decoding row's one, a planned chunk's).
-        """
-        if self.pool.can_append(k, tokens):
-            self.pool.append(k, tokens)
-            return 0
-        rows, planned = self.count, {j: (c, self.prefilling[j][0]) for j, c in plan.chunks}
-        plan.preempted = self.preempt_for(k, tokens) or plan.preempted
-        back = rows - self.count  # each decoding victim's row
-        for j, (c, done) in planned.items():
-            if j not in self.prefilling:  # a victim whose chunk was planned: out of the pass
-                plan.chunks.remove((j, c))
-                plan.prefill -= c
-                plan.prefilled -= done
-                back += c
-        return back
-
-    def admit(self, plan: Plan) -> None:
-        """Admit the waiting, head first, into the lowest free slots while the head fits the pool and the pass.
-
-        A head that does not fit blocks the queue (FCFS); a gated policy may keep everyone waiting this boundary.
-        Each admitted request takes the lowest free slot and puts its prompt (or its first chunk) in the pass; a
-        readmission's prompt covers the tokens it had generated, which are recomputed.
-        """
-        waiting, free = self.waiting, self.free
-        if not waiting or not free:
-            return
-        if self.binds and self.full == self.releases:
-            return  # SGLang's batch_is_full: after a refusal nobody is admitted until a request leaves
-        if self.gated and self.count:
-            fitting = gate_fitting(self, len(free))
-            if not self.pol.admits_now(fitting, self.count, self.since, self.after_pause):
-                return
-        P, g, pcap, chunked, cap, limited, start, running, slot, adm, cap_rows = self.fixed_admit
-        p, chunks, taken = self.p, plan.chunks, 0
-        admissions, recomputed = self.admissions, self.recomputed  # counted here, written back once
-        rows = cap_rows and self.count  # the decoding rows' tokens, where the cap counts them (admission adds none)
-        while waiting and free and (plan.left > 0 or not chunked):
-            k = waiting[0]
-            if pcap and (taken or rows) and plan.prefill + P[k] + g[k] + rows > pcap:
-                break  # the pass's tokens are spent (check_prompt_cap: a first prompt fits an empty pass)
-            target = P[k] + g[k]
-            c = min(target, plan.left, cap) if chunked else target
-            if limited and not self.takes_blocks(k, c, target, plan):
-                break
-            waiting.popleft()
-            taken += 1
-            slot[k] = heappop(free)
-            running[k] = None
-            adm[k] = admissions
-            admissions += 1
-            if start[k] < 0:
-                start[k] = p
-            recomputed += g[k]
-            if chunked:
-                plan.left -= c
-                self.prefilling[k] = [0, target]
-                self.cell_state[k] = IDLE  # no cell open yet in this residency
-                chunks.append((k, c))
-                plan.prefill += c
-            else:
-                chunks.append(k)  # the whole prompt in this pass
-                plan.prefill += target
-            if self.binds and self.room(plan) <= 0:  # SGLang: the estimate is spent (PrefillAdder.budget_state)
-                self.full = self.releases
-                break
-        self.admissions, self.recomputed = admissions, recomputed
-
-    def takes_blocks(self, k: int, c: int, target: int, plan: Plan) -> bool:
-        """Ask the pool for head k's blocks (its first chunk's, or its reservation); allocate them or refuse k.
-
-        Per-chunk allocation takes the first chunk's blocks (and its first token's, if the chunk ends the prompt);
-        else the prompt and the first token, or the prompt and the output cap where the policy reserves.
-        """
-        if self.per_chunk:
-            tokens = c + (c == target)
-        else:
-            tokens = self.P[k] + (self.RES[k] if self.reserving else self.g[k] + 1)
-        pool = self.pool
-        if (
-            self.refused == (self.releases, k, tokens)
-            or not pool.can_allocate(k, tokens)
-            or self.binds and not self.est.admits(k, self.g[k], self.room(plan))  # SGLang's estimate
-        ):
-            self.refuse(k, tokens)
-            return False
-        self.noted.discard(k)
-        pool.allocate(k, tokens)
-        return True
-
-    def room(self, plan: Plan) -> float:
-        """Return the tokens SGLang's estimate leaves for the next head (NewTokenEstimate.room).
-
-        The free tokens less the decoding requests' tokens to come times the ratio, less the max_new_tokens of each
-        prompt completing in this pass.
-        """
-        p, base, prefilling = self.p, self.base, self.prefilling
-        decoding = [(k, p + base[k]) for k in self.running if k not in prefilling]
-        completing = [k for k, c in plan.chunks if prefilling[k][0] + c == prefilling[k][1]]
-        return self.est.room(self.pool.free * self.bs, decoding, completing)
-
-    def refuse(self, k: int, tokens: int) -> None:
-        """Note that head k does not fit the pool (once per wait: a blocked event for the views)."""
-        self.refused = (self.releases, k, tokens)
-        if self.binds:
-            self.full = self.releases  # SGLang's batch_is_full
-        if k not in self.noted:
-            self.noted.add(k)
-            need = -(-tokens // self.bs)
-            self.events.append(Event(self.p, "blocked", self.order[k], self.free[0], need, self.pool.free))
 
     def pool_now(self) -> tuple[int, int]:
         """Return the blocks in use and the longest free run (what the stretch records of the pool)."""

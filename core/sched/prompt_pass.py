@@ -1,14 +1,19 @@
-"""The continuous loop's pass plan and its prompt pass: a pass that holds a prompt (or its chunk), and after.
+"""The continuous loop's prompt side: the pass's plan, admission into it, and the pass that holds a prompt.
 
-A pausing policy's decoding rows emit nothing in it (TGI); a prompt whose last chunk was in it decodes from the next
-pass. A mixin of `ContinuousLoop` (core/sched/continuous.py), whose state it reads and changes.
+`plan_pass` puts the prompts already prefilling in the pass (under a token budget); `admit` takes the queue's head
+into the lowest free slot while it fits the pool and the pass (a gated policy first asks its gate, `gate_fitting`);
+`run_prompt_pass` runs a pass that holds a prompt (or its chunk): a pausing policy's decoding rows emit nothing in it
+(TGI), and a prompt whose last chunk was in it decodes from the next pass. A mixin of `ContinuousLoop`
+(core/sched/continuous.py), whose state it reads and changes.
 """
 
 from __future__ import annotations
 
-from heapq import heappush
+import copy
+from heapq import heappop, heappush
 
-from core.states import GENERATING, PAUSED, PREFILL, RECOMPUTE
+from core.sched.schedule_record import Event
+from core.states import GENERATING, IDLE, PAUSED, PREFILL, RECOMPUTE
 
 
 class Plan:
@@ -24,8 +29,156 @@ class Plan:
         self.preempted = False  # a chunk's blocks preempted someone (per-chunk allocation)
 
 
+def gate_fitting(loop, free_slots: int) -> int:
+    """Return how many waiting requests, from the head, a pass would admit: slots, prompt tokens, the pool.
+
+    For a gated policy, which reserves every request's whole life (checked at registration); the pool is asked
+    on a copy, so the admission that follows (or not) finds it as it was.
+    """
+    P, pool, pcap, e = loop.P, loop.pool, loop.pcap, loop.engine
+    trial = copy.deepcopy(pool) if loop.limited and pool.contiguous else None
+    free_blocks = pool.free if loop.limited else 0
+    fitting = prompts = 0
+    for k in loop.waiting:
+        if fitting == free_slots or (pcap and fitting and prompts + P[k] > pcap):
+            break
+        tokens = P[k] + loop.RES[k]
+        if trial is not None:
+            if not trial.can_allocate(k, tokens):
+                break
+            trial.allocate(k, tokens)
+        elif loop.limited:
+            need = e.memory.blocks_for(tokens)
+            if need > free_blocks:
+                break
+            free_blocks -= need
+        fitting += 1
+        prompts += P[k]
+    return fitting
+
+
 class PromptPass:
-    """The phase `run_prompt_pass` of the continuous loop, and the steps it takes."""
+    """The phases `plan_pass`, `admit` and `run_prompt_pass` of the continuous loop, and the steps they take."""
+
+    def plan_pass(self) -> Plan:
+        """Return the pass's plan before admission: decoding rows first, then the prompts already prefilling."""
+        plan, chunks = self.plan, []  # the loop's one plan, emptied
+        plan.chunks, plan.preempted = chunks, False
+        left = self.budget if self.pauses else self.budget - self.count  # a pausing pass holds no decoding row
+        cap, prefilling, per_chunk = self.cap, self.prefilling, self.per_chunk
+        prefill = prefilled = 0
+        # Per-chunk allocation may preempt a prefilling request for an older one's chunk: iterate over a copy.
+        for k, (done, target) in list(prefilling.items()) if per_chunk else prefilling.items():
+            c = min(target - done, left, cap)
+            if per_chunk:
+                if k not in prefilling:  # preempted for an older one's chunk
+                    continue
+                plan.prefill, plan.prefilled = prefill, prefilled  # take_chunk may take a victim's back
+                left += self.take_chunk(k, done + c + (done + c == target), plan)
+                prefill, prefilled = plan.prefill, plan.prefilled
+                if k not in prefilling:
+                    continue
+            left -= c
+            chunks.append((k, c))
+            prefill += c
+            prefilled += done
+        plan.left, plan.prefill, plan.prefilled = left, prefill, prefilled
+        return plan
+
+    def admit(self, plan: Plan) -> None:
+        """Admit the waiting, head first, into the lowest free slots while the head fits the pool and the pass.
+
+        A head that does not fit blocks the queue (FCFS); a gated policy may keep everyone waiting this boundary.
+        Each admitted request takes the lowest free slot and puts its prompt (or its first chunk) in the pass; a
+        readmission's prompt covers the tokens it had generated, which are recomputed.
+        """
+        waiting, free = self.waiting, self.free
+        if not waiting or not free:
+            return
+        if self.binds and self.full == self.releases:
+            return  # SGLang's batch_is_full: after a refusal nobody is admitted until a request leaves
+        if self.gated and self.count:
+            fitting = gate_fitting(self, len(free))
+            if not self.pol.admits_now(fitting, self.count, self.since, self.after_pause):
+                return
+        P, g, pcap, chunked, cap, limited, start, running, slot, adm, cap_rows = self.fixed_admit
+        p, chunks, taken = self.p, plan.chunks, 0
+        admissions, recomputed = self.admissions, self.recomputed  # counted here, written back once
+        rows = cap_rows and self.count  # the decoding rows' tokens, where the cap counts them (admission adds none)
+        while waiting and free and (plan.left > 0 or not chunked):
+            k = waiting[0]
+            if pcap and (taken or rows) and plan.prefill + P[k] + g[k] + rows > pcap:
+                break  # the pass's tokens are spent (check_prompt_cap: a first prompt fits an empty pass)
+            target = P[k] + g[k]
+            c = min(target, plan.left, cap) if chunked else target
+            if limited and not self.takes_blocks(k, c, target, plan):
+                break
+            waiting.popleft()
+            taken += 1
+            slot[k] = heappop(free)
+            running[k] = None
+            adm[k] = admissions
+            admissions += 1
+            if start[k] < 0:
+                start[k] = p
+            recomputed += g[k]
+            if chunked:
+                plan.left -= c
+                self.prefilling[k] = [0, target]
+                self.cell_state[k] = IDLE  # no cell open yet in this residency
+                chunks.append((k, c))
+                plan.prefill += c
+            else:
+                chunks.append(k)  # the whole prompt in this pass
+                plan.prefill += target
+            if self.binds and self.room(plan) <= 0:  # SGLang: the estimate is spent (PrefillAdder.budget_state)
+                self.full = self.releases
+                break
+        self.admissions, self.recomputed = admissions, recomputed
+
+    def takes_blocks(self, k: int, c: int, target: int, plan: Plan) -> bool:
+        """Ask the pool for head k's blocks (its first chunk's, or its reservation); allocate them or refuse k.
+
+        Per-chunk allocation takes the first chunk's blocks (and its first token's, if the chunk ends the prompt);
+        else the prompt and the first token, or the prompt and the output cap where the policy reserves.
+        """
+        if self.per_chunk:
+            tokens = c + (c == target)
+        else:
+            tokens = self.P[k] + (self.RES[k] if self.reserving else self.g[k] + 1)
+        pool = self.pool
+        if (
+            self.refused == (self.releases, k, tokens)
+            or not pool.can_allocate(k, tokens)
+            or self.binds and not self.est.admits(k, self.g[k], self.room(plan))  # SGLang's estimate
+        ):
+            self.refuse(k, tokens)
+            return False
+        self.noted.discard(k)
+        pool.allocate(k, tokens)
+        return True
+
+    def room(self, plan: Plan) -> float:
+        """Return the tokens SGLang's estimate leaves for the next head (NewTokenEstimate.room).
+
+        The free tokens less the decoding requests' tokens to come times the ratio, less the max_new_tokens of each
+        prompt completing in this pass.
+        """
+        p, base, prefilling = self.p, self.base, self.prefilling
+        decoding = [(k, p + base[k]) for k in self.running if k not in prefilling]
+        completing = [k for k, c in plan.chunks if prefilling[k][0] + c == prefilling[k][1]]
+        return self.est.room(self.pool.free * self.bs, decoding, completing)
+
+    def refuse(self, k: int, tokens: int) -> None:
+        """Note that head k does not fit the pool (once per wait: a blocked event for the views)."""
+        self.refused = (self.releases, k, tokens)
+        if self.binds:
+            self.full = self.releases  # SGLang's batch_is_full
+        if k not in self.noted:
+            self.noted.add(k)
+            need = -(-tokens // self.bs)
+            self.events.append(Event(self.p, "blocked", self.order[k], self.free[0], need, self.pool.free))
+
 
     def run_prompt_pass(self, plan: Plan) -> None:
         """Run one pass that holds a prompt: a pausing policy's decoding rows wait; finished prompts then decode."""
