@@ -175,3 +175,25 @@ def test_core_holds_no_page_words():
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and HEX_COLOUR.search(node.value):
                 found.append(f"{path}:{node.lineno}: {node.value[:40]!r}")
     assert not found, "\n".join(found)
+
+
+MAX_FILE_LINES, MAX_FUNCTION_LINES = 400, 60  # a file a newcomer reads whole; a function on one screen
+
+
+def test_no_product_file_over_400_lines_and_no_function_over_60():
+    """Every Python and JavaScript file of core/, replay/, app/ and batchviz/ under 400 lines; functions <= 60."""
+    long_files, long_functions = [], []
+    for top in ("core", "replay", "app", "batchviz"):
+        for path in sorted((ROOT / top).rglob("*")):
+            if path.suffix not in (".py", ".js") or "__pycache__" in path.parts:
+                continue
+            text = path.read_text(encoding="utf-8")
+            if text.count("\n") > MAX_FILE_LINES:
+                long_files.append((str(path.relative_to(ROOT)), text.count("\n")))
+            if path.suffix == ".py":
+                for node in ast.walk(ast.parse(text)):
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        length = node.end_lineno - node.lineno + 1
+                        if length > MAX_FUNCTION_LINES:
+                            long_functions.append((str(path.relative_to(ROOT)), node.name, length))
+    assert long_files == [] and long_functions == []
