@@ -3,6 +3,7 @@
 import re
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from app.memory.lesson import MAX_BLOCKS, MIN_BLOCKS, lesson_html
@@ -320,3 +321,25 @@ def test_the_three_average_latencies_are_told_apart_with_the_figures_on_screen()
                 seen.add((run.policy, said[1]))
     # every sentence is reached on this grid, under both modes
     assert seen == {(p, s) for p in ("static", "continuous") for s in ("agree", "three")}
+
+
+def test_empty_slots_are_counted_only_as_many_as_requests_wait():
+    """The empty slot-steps the Here line counts are those a waiting request could have taken, never more.
+
+    A learner's read (issue 47): at `?seed=30&slots=16` "leaves slots empty for 532 slot-steps while requests wait"
+    counted 14 empty slots beside at most 10 waiting. Each step counts the fewer of the two, so the slot-steps never
+    exceed the request-steps waited beside an empty slot.
+    """
+    from core.measure.losses import waiting_per_step
+    from core.states import IDLE
+
+    for seed, slots in ((30, 16), (4, 4), (0, 2), (7, 12)):
+        state = SimState(seed=seed, slots=slots)
+        run = state.runs["static"]
+        loss = losses(run, WINDOW)
+        counts, waiting = run.counts_per_step(WINDOW), waiting_per_step(run, WINDOW)
+        assert loss.idle_while_waiting == int(np.minimum(counts[IDLE], waiting).sum()) <= loss.boundary_wait
+        words = _here_words(state)
+        if loss.idle_while_waiting:
+            assert f"leaves {loss.idle_while_waiting} slot-steps empty that waiting requests could have taken" in words
+    assert losses(SimState(seed=30, slots=16).runs["static"], WINDOW).idle_while_waiting == 322

@@ -109,7 +109,7 @@ def here_html(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, 
     loss = losses(static, window)
     items = [
         f"pads {plural(loss.padding, 'slot-step')}" if loss.padding else "pads nothing",
-        f"leaves slots empty for {plural(loss.idle_while_waiting, 'slot-step')} while requests wait"
+        f"leaves {plural(loss.idle_while_waiting, 'slot-step')} empty that waiting requests could have taken"
         if loss.idle_while_waiting
         else "never leaves a slot empty while a request waits",
         f"keeps requests waiting {plural(loss.boundary_wait, 'request-step')} for a batch boundary"

@@ -75,7 +75,7 @@ def h2h_rows(
         ("padding", "Padding (slot-steps)", f"{static_loss.padding}", f"{continuous_loss.padding}"),
         (
             "idle_while_waiting",
-            "Empty slots while requests waited (slot-steps)",
+            "Empty slots a waiting request could have taken (slot-steps)",
             f"{static_loss.idle_while_waiting}",
             f"{continuous_loss.idle_while_waiting}",
         ),
@@ -107,8 +107,9 @@ COMPACT_TIMED = {"drain_ms": "All done at (ms)", "tokens_per_s": "Tokens/s", "e2
 
 # The full table's three rows of lost time, told apart once (the sentences-true issue, item 8).
 LOSS_NOTE = (
-    '<p class="bv-muted bv-loss-note">Three counts of lost time: <b>padding</b> and <b>empty slots while requests '
-    "waited</b> count slot-steps, a slot's time (one slot for one step is one slot-step); <b>waiting with a slot "
+    '<p class="bv-muted bv-loss-note">Three counts of lost time: <b>padding</b> and <b>empty slots a waiting request '
+    "could have taken</b> (at each step the fewer of the empty slots and the requests waiting) count slot-steps, a "
+    "slot's time (one slot for one step is one slot-step); <b>waiting with a slot "
     "free or padding</b> counts request-steps, a waiting request's time (three requests waiting one step beside one "
     "empty slot are 1 slot-step and 3 request-steps). Padding here is a finished request keeping its slot until its "
     "batch ends; the pad tokens that line up a static batch's prompts (the batch view) are not counted in it.</p>"

@@ -16,8 +16,10 @@ class Losses:
 
     window: int
     padding: int  # slot-steps computed for a finished request that still holds its slot
-    idle_while_waiting: int  # empty slot-steps at steps where a request had arrived and was waiting
-    spare: int  # empty slot-steps with nobody waiting: capacity the traffic did not ask for
+    # Empty slot-steps a waiting request could have taken: at each step the fewer of the empty slots and the requests
+    # that had arrived and were waiting (14 empty slots beside 10 waiting count 10).
+    idle_while_waiting: int
+    spare: int  # the other empty slot-steps: capacity nobody waiting could have used
     boundary_wait: int  # request-steps waited while some slot was empty or padding (it could have served them)
 
     @property
@@ -71,11 +73,11 @@ def losses(run: Run, window: int | None = None) -> Losses:
     empty = run.slots - sum(held)
     padding = held[PADDING - 1]
     waiting = level(run.arrival, run.start)
-    someone_waits = waiting > 0
+    usable = np.minimum(empty, waiting)  # empty slots a waiting request could have taken
     return Losses(
         window=window,
         padding=int((padding * lengths).sum()),
-        idle_while_waiting=int((empty * lengths)[someone_waits].sum()),
-        spare=int((empty * lengths)[~someone_waits].sum()),
+        idle_while_waiting=int((usable * lengths).sum()),
+        spare=int(((empty - usable) * lengths).sum()),
         boundary_wait=int((waiting * lengths)[(empty + padding) > 0].sum()),
     )
