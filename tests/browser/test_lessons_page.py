@@ -193,3 +193,14 @@ def test_the_here_line_and_one_slot_follow_the_pair_on_screen(page, page_errors,
     static, continuous = (simulate(chapter_traffic(), 1, p) for p in ("static", "continuous"))
     assert static.start.tolist() == continuous.start.tolist()  # what the line below says, from the core
     expect(here).to_contain_text("(1 slot, steps 0–63): the two timelines are identical")
+
+
+def test_static_timeline_states_its_batch_timeout(page, page_errors, app_url):
+    """Static's timeline says its batch timeout beside it (issue 47: it hid under "Memory and timeout")."""
+    open_app(page, app_url, "?mode=static&slots=4&seed=4")
+    labels = page.eval_on_selector_all("canvas[aria-label]", "els => els.map(e => e.getAttribute('aria-label'))")
+    assert any(label.startswith("static batching · batch timeout 0 steps:") for label in labels), labels
+    assert any(label.startswith("continuous batching:") for label in labels), labels  # no timeout of its own
+    open_app(page, app_url, "?preset=worked&mode=static")  # the worked example's static waits a step to fill
+    labels = page.eval_on_selector_all("canvas[aria-label]", "els => els.map(e => e.getAttribute('aria-label'))")
+    assert any(f"batch timeout {BATCH_TIMEOUT} step" in label for label in labels), labels
