@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from app.exercises.knee import cached_sweep, verdict_html
+from app.exercises.knee_words import latency_html
 from core import compare, generate, simulate
 from core.chapter.spread import SPREAD_SLOTS, SPREAD_TRAFFIC, spread_study
 from core.chapter.temperature_bug import ROWS, run_rows
@@ -19,9 +20,9 @@ from core.measure.sweep import (
     decode_knee,
     knee,
     mean_context,
-    never_filled_from,
     poisson_requests,
     retarget,
+    same_run_from,
     sweep,
     without_prefill,
 )
@@ -57,11 +58,12 @@ def test_the_knee_on_a_hand_built_cost_model():
     assert knee(sweep(1e4, BATCHES, HAND, NO_PROMPTS, itl_target_ms=4)) is None
     light = sweep(0.5, BATCHES, HAND, NO_PROMPTS, itl_target_ms=50)
     assert max(p.itl_p99_ms for p in light) <= 50  # every size meets it: the largest would be 32
-    # The load never fills the sizes from the knee up: they are one run, so the first of them is named, not 32.
-    first = never_filled_from(light)
-    assert knee(light) is first and 1 < first.batch < 32 and first.peak_rows < first.batch
+    # The sizes from the knee up are one run (the cap never turned anyone away): the first of them is named, not 32.
+    first = same_run_from(light)
+    assert knee(light) is first and 1 < first.batch < 32 and light[-1].peak_rows < 32
     same = [(p.itl_p99_ms, p.tokens_per_s, p.p99_latency_ms) for p in light if p.batch >= first.batch]
-    assert len(set(same)) == 1 and light[light.index(first) - 1].peak_rows == first.batch // 2  # the one below fills
+    below = light[light.index(first) - 1]
+    assert len(set(same)) == 1 and (below.itl_p99_ms, below.tokens_per_s, below.p99_latency_ms) != same[0]
 
 
 def test_prefill_stalls_pull_the_knee_below_decode_alone():
@@ -330,16 +332,19 @@ def test_what_happens_past_the_knee_is_read_from_the_sweep(target):
             assert "No batch size here lies past the knee" in words
             continue
         lowest = min(points, key=lambda p: p.p99_latency_ms)
-        assert f"lowest at batch {lowest.batch} ({lowest.p99_latency_ms / 1e3:.2f} s)" in words, (rate, target)
+        tied = [p.batch for p in points if f"{p.p99_latency_ms / 1e3:.2f}" == f"{lowest.p99_latency_ms / 1e3:.2f}"]
+        assert f"lowest at batch {tied[0]}" in words and f"({lowest.p99_latency_ms / 1e3:.2f} s)" in words
         last = points[-1]
         rises = last.batch > lowest.batch and differs(last.p99_latency_ms, lowest.p99_latency_ms, time=True)
         assert ("the slower passes take the end-to-end p99 to" in words) == rises, (rate, target)
-        free = next((p for p in points if p.p99_latency_ms <= p.p99_admitted_ms * 1.001), None)
+        # Nobody waits for a slot only where the cap turns nobody away: the sizes that all run the uncapped run.
+        free = same_run_from(list(points))
         assert ("at every size some requests wait for a slot" in words) == (free is None)
         if free is not None:
             assert f"from batch {free.batch} up every request gets a slot as it arrives" in words
-        if here.peak_rows < here.batch:  # the first size never filled: every larger one is its run
-            assert f"never fills batch {here.batch} (at most {here.peak_rows} rows run at once)" in words
+            assert points[-1].peak_rows < points[-1].batch and free.peak_rows <= free.batch
+        if here.one_run:  # the first of the sizes that run one run: every larger one is its run
+            assert f"at most {here.peak_rows} rows ever run at once, so a batch larger than {here.batch}" in words
             same = {(p.itl_p99_ms, p.p99_latency_ms, p.tokens_per_s) for p in points if p.batch >= here.batch}
             assert len(same) == 1, (rate, target)
             continue
@@ -353,36 +358,45 @@ def test_what_happens_past_the_knee_is_read_from_the_sweep(target):
         for p in points:  # a request's own time never shrinks as the batch grows: the passes only get slower
             assert p.p99_admitted_ms >= points[0].p99_admitted_ms
         if rate == PAGE_RATE_PER_S and target == 50.0:
-            assert "takes longer" in words and "from batch 64 up every request gets a slot" in words
+            assert "takes longer" in words and "from batch 128 up every request gets a slot" in words
 
 
 @pytest.mark.parametrize("target", [8.0, 20.0, 50.0, 75.0, 120.0])
-def test_sizes_the_load_never_fills_are_one_run_and_the_knee_is_the_first(target):
-    """Where the load never fills a size, every larger one is the same run: the knee is named by the first of them.
+def test_sizes_that_run_one_run_are_one_knee_the_first_of_them(target):
+    """Where the cap turns nobody away, every larger size is the same run: the knee is named by the first of them.
 
-    A learner's read (issue 47): at 4 requests/s "the knee is batch 512 ... you guessed batch 8: 6 sizes below",
-    while batches 32 to 512 ran the same 21 rows at most, with the same figures.
+    Learners' reads (issue 47): at 4 requests/s "the knee is batch 512 ... you guessed batch 8: 6 sizes below",
+    while batches 32 to 512 ran the same 21 rows at most, with the same figures; at 8 requests/s "the knee is batch
+    64" beside a batch 32 equal to it in every column; "from batch 16 up every request gets a slot" at 4 requests/s
+    beside 21 rows at most (batch 16 turns requests away: its decode-alone p99 differs).
     """
-    for rate in (*KNEE_RATES, 4.0, 28.0):
+    for rate in (*KNEE_RATES, 4.0, 8.0, 28.0):
         points = tuple(retarget(list(cached_sweep(rate, cost_model())), target))
         best, decode = knee(list(points)), decode_knee(list(points))
-        first = never_filled_from(list(points))
-        if first is not None:  # the same run from it up: its figures, to the digit
+        first = same_run_from(list(points))
+        if first is not None:  # the same run from it up: its figures, to the bit; the one below differs
             same = {(p.itl_p99_ms, p.decode_itl_p99_ms, p.p99_latency_ms, p.tokens_per_s, p.peak_rows)
                     for p in points if p.batch >= first.batch}  # fmt: skip
-            assert len(same) == 1 and first.peak_rows < first.batch, (rate, target)
+            assert len(same) == 1 and points[-1].peak_rows < points[-1].batch, (rate, target)
+            i = points.index(first)
+            if i:
+                p = points[i - 1]
+                assert (p.itl_p99_ms, p.decode_itl_p99_ms, p.p99_latency_ms, p.tokens_per_s, p.peak_rows) not in same
         meeting = [p.batch for p in points if p.meets_target]
         if best is not None:
             assert best.batch == (first.batch if first and first.batch <= max(meeting) else max(meeting))
         verdict = re.sub(r"<[^>]+>", "", verdict_html(best, decode, target, 128))
-        unfilled = best is not None and best.peak_rows < best.batch
-        assert ("up the load never fills the batch" in verdict) == unfilled, (rate, target)
-        if unfilled:
-            assert f"at most {best.peak_rows} rows run at once" in verdict and best is first
+        one = best is not None and best.one_run
+        assert ("up every size is this same run" in verdict) == one, (rate, target)
+        if one:
+            assert f"at most {best.peak_rows} rows ever run at once" in verdict and best is first
             for guess in DEFAULT_BATCHES[DEFAULT_BATCHES.index(best.batch):]:
                 assert 'data-guess="right"' in verdict_html(best, decode, target, guess)
     four = tuple(retarget(list(cached_sweep(4.0, cost_model())), 50.0))
     assert knee(list(four)).batch == 32 and "batch 512" not in verdict_html(knee(list(four)), None, 50.0, 8)
+    assert "from batch 16 up" not in re.sub(r"<[^>]+>", "", latency_html(four))
+    eight = tuple(retarget(list(cached_sweep(8.0, cost_model())), 50.0))
+    assert knee(list(eight)).batch == 32  # equal to 64 in every column
 
 
 def test_the_verdict_says_when_the_knee_it_names_does_not_keep_up():

@@ -75,7 +75,8 @@ EXPLAIN = (
     "prefill stalls can pull the knee below where decode alone would put it (the readout above says whether they "
     "do here). Chunked prefill (the next chapter) splits each prompt over several passes so no pass stalls the "
     "decoders for long. A light load never fills a big "
-    "batch: past the batch size the load fills, more slots change nothing. What a looser target or a higher rate "
+    "batch: past the batch size the load fills, more slots change nothing, so those sizes are one run and the knee "
+    "is named by the first of them. What a looser target or a higher rate "
     "does here is below the table, computed from the sweeps.</p>"
 )
 
@@ -117,11 +118,9 @@ def guess_html(guess: int, best: SweepPoint | None) -> str:
     steps = DEFAULT_BATCHES.index(guess) - DEFAULT_BATCHES.index(best.batch)
     if steps == 0:
         return f'You guessed batch {guess}: <b data-guess="right">right</b>.'
-    if steps > 0 and best.peak_rows < best.batch:  # a size the load never fills: the knee's own run
-        return (
-            f'You guessed batch {guess}: <b data-guess="right">right</b>, the same run as batch {best.batch}, the '
-            "first size the load never fills."
-        )
+    if steps > 0 and best.one_run:  # a larger size running the knee's own run
+        return f'You guessed batch {guess}: <b data-guess="right">right</b>, the same run as batch {best.batch}.'
+
     where = "above" if steps > 0 else "below"
     return f'You guessed batch {guess}: <b data-guess="{where}">{_sizes(abs(steps))} {where}</b> the knee.'
 
@@ -139,15 +138,16 @@ def verdict_html(
         if best
         else f'On the clock <b data-knee="none">no batch size</b> meets {t} ms per token.'
     )
-    if best and best.peak_rows < best.batch:  # every larger size is this run: none of them is a knee of its own
+    if best and best.one_run:  # every larger size is this run: none of them is a knee of its own
         clock += (
-            f' <span data-never-filled="{best.batch}">From batch {best.batch} up the load never fills the batch (at '
-            f"most {best.peak_rows} rows run at once), so every larger size is this same run.</span>"
+            f' <span data-one-run="{best.batch}">From batch {best.batch} up every size is this same run (at most '
+            f"{best.peak_rows} rows ever run at once, and nobody waits for a slot), so no larger size is a knee of its "
+            "own.</span>"
         )
     if decode_best is None:
         decode = 'Even decode alone, <b data-decode-knee="none">no batch size</b> would meet it.'
     else:
-        unfilled = "; the load fills no larger size" if decode_best.peak_rows < decode_best.batch else ""
+        unfilled = "; every larger size is this run" if decode_best.one_run else ""
         decode = (
             f'Decode alone would meet {t} ms up to batch <b data-decode-knee="{decode_best.batch}">'
             f"{decode_best.batch}</b> ({decode_best.decode_itl_p99_ms:.1f} ms at p99{unfilled})"

@@ -30,7 +30,8 @@ def points_data(points: tuple[SweepPoint, ...]) -> dict[str, list]:
         "tokens_per_s": [p.tokens_per_s for p in points],
         "p99_latency_s": [p.p99_latency_ms / 1e3 for p in points],
         "p99_admitted_s": [p.p99_admitted_ms / 1e3 for p in points],
-        "peak_rows": [p.peak_rows for p in points],  # where the load never fills a size, the knee is named by it
+        "peak_rows": [p.peak_rows for p in points],
+        "one_run": [p.one_run for p in points],  # every larger size runs this run: the knee is named by the first
     }
 
 

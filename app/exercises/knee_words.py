@@ -5,7 +5,16 @@ from __future__ import annotations
 from functools import lru_cache
 
 from core.measure.lineup import differs
-from core.measure.sweep import SWEEP_TRAFFIC, CostModel, SweepPoint, capacities, knee, mean_context, retarget
+from core.measure.sweep import (
+    SWEEP_TRAFFIC,
+    CostModel,
+    SweepPoint,
+    capacities,
+    knee,
+    mean_context,
+    retarget,
+    same_run_from,
+)
 from core.workload.traffic import generate
 
 # The page opens below capacity: 14 requests/s of the sweep's traffic offer about 2,700 tokens/s, which batch 64 and
@@ -45,8 +54,7 @@ def load_html(rate_per_s: float, model: CostModel) -> str:
         return (
             f'<p class="bv-load" data-load="over" data-first="none">{head} Kept full (a queue that never empties), '
             f"the largest batch, {b}, serves {t:,.0f} tokens/s. <b>The requests arrive faster than any batch size "
-            "serves them, so the queue grows without bound for as long as they keep coming</b>: the end-to-end "
-            "latencies below are mostly waiting.</p>"
+            "serves them, so the queue grows without bound for as long as they keep coming</b>.</p>"
         )
     served = dict(full)[first]
     if first == full[0][0]:
@@ -135,11 +143,11 @@ def latency_html(points: tuple[SweepPoint, ...]) -> str:
     batches = [p.batch for p in points]
     if here is None or here.batch == batches[-1]:
         return '<p class="bv-latency-words" data-past-knee="none">No batch size here lies past the knee.</p>'
-    if here.peak_rows < here.batch:  # the knee is the first size the load never fills: past it, the same run
+    if here.one_run:  # the knee is the first of the sizes that all run one run: past it, the same run
         return (
-            '<p class="bv-latency-words" data-past-knee="same">Past the knee every size is this same run: the load '
-            f"never fills batch {here.batch} (at most {here.peak_rows} rows run at once), so a larger batch only "
-            f"adds slots nobody uses; {end_to_end(points)}.</p>"
+            '<p class="bv-latency-words" data-past-knee="same">Past the knee every size is this same run: at most '
+            f"{here.peak_rows} rows ever run at once, so a batch larger than {here.batch} only adds slots nobody uses; "
+            f"{end_to_end(points)}.</p>"
         )
     after = points[batches.index(here.batch) + 1]
     change = after.p99_admitted_ms - here.p99_admitted_ms
@@ -158,9 +166,11 @@ def latency_html(points: tuple[SweepPoint, ...]) -> str:
 def end_to_end(points: tuple[SweepPoint, ...]) -> str:
     """Return where the end-to-end p99 is lowest and, where it exists, the size from which nobody waits for a slot."""
     lowest = min(points, key=lambda p: p.p99_latency_ms)
-    words = f"the end-to-end p99 is lowest at batch {lowest.batch} ({lowest.p99_latency_ms / 1e3:.2f} s)"
-    # Where the end-to-end p99 equals the admitted one, nobody waits for a slot any more.
-    free = next((p for p in points if p.p99_latency_ms <= p.p99_admitted_ms * 1.001), None)
+    shown = lambda p: f"{p.p99_latency_ms / 1e3:.2f}"  # noqa: E731 - as the sentence and the table show it
+    tied = [p for p in points if shown(p) == shown(lowest)]
+    larger = " and every larger size" if len(tied) > 1 and tied == list(points[points.index(tied[0]) :]) else ""
+    words = f"the end-to-end p99 is lowest at batch {tied[0].batch}{larger} ({shown(lowest)} s)"
+    free = same_run_from(list(points))  # from it up the cap turns nobody away: nobody waits for a slot
     if free is None:
         words += ", and at every size some requests wait for a slot"
     else:

@@ -39,9 +39,11 @@ class SweepPoint:
     # rises with the batch (slower passes) while the end-to-end latency, below capacity, only stops falling.
     p99_admitted_ms: float
     utilisation: float  # share of slot-passes that produced a token
-    peak_rows: int  # the most rows any pass ran: below `batch`, the load never filled the batch (the cap never bound)
     meets_target: bool  # itl_p99_ms <= the target
     decode_meets_target: bool  # decode_itl_p99_ms <= the target: what the knee would be if prefill never stalled
+    peak_rows: int  # the most rows any pass ran
+    # Every larger size ran this same run: the cap never turned a request away (set by `sweep` over all sizes).
+    one_run: bool = False
 
 
 # 2,000 requests is ~25 s of traffic at the default rate: a big batch fills and stays full long enough for its p99.
@@ -127,7 +129,27 @@ def sweep(
     """
     model = model or CostModel()
     requests = poisson_requests(traffic, rate_per_s) if requests is None else requests
-    return [sweep_point(requests, batch, model, itl_target_ms) for batch in batches]
+    return mark_one_run([sweep_point(requests, batch, model, itl_target_ms) for batch in batches])
+
+
+SAME_RUN_FIELDS = ("itl_p50_ms", "itl_p99_ms", "decode_itl_p99_ms", "tokens_per_s", "p99_latency_ms", "avg_latency_ms",
+                   "p99_admitted_ms", "peak_rows")  # fmt: skip
+
+
+def mark_one_run(points: list[SweepPoint]) -> list[SweepPoint]:
+    """Return the points with `one_run` set on the sizes from which every larger size is the same run.
+
+    The largest size must be one the load never fills (its run is the run without a cap); a smaller size is the same
+    run where its figures equal the largest's, to the bit (the cap never turned a request away there either).
+    """
+    if not points or points[-1].peak_rows >= points[-1].batch:
+        return points
+    same = tuple(getattr(points[-1], f) for f in SAME_RUN_FIELDS)
+    out, inside = list(points), True
+    for i in range(len(points) - 1, -1, -1):
+        inside = inside and tuple(getattr(points[i], f) for f in SAME_RUN_FIELDS) == same
+        out[i] = replace(points[i], one_run=inside)
+    return out
 
 
 def retarget(points: list[SweepPoint], itl_target_ms: float) -> list[SweepPoint]:
@@ -138,26 +160,17 @@ def retarget(points: list[SweepPoint], itl_target_ms: float) -> list[SweepPoint]
     ]
 
 
-def never_filled_from(points: list[SweepPoint]) -> SweepPoint | None:
-    """Return the smallest batch size from which the load never fills any larger size, or None.
-
-    A batch the load never fills never turns a request away: its run is the run without a cap, so every size from
-    this one up is the same run (the same passes, the same figures).
-    """
-    first = None
-    for p in reversed(points):
-        if p.peak_rows >= p.batch:
-            break
-        first = p
-    return first
+def same_run_from(points: list[SweepPoint]) -> SweepPoint | None:
+    """Return the smallest size from which every larger size is the same run (`one_run`), or None."""
+    return next((p for p in points if p.one_run), None)
 
 
 def _named(meeting: list[SweepPoint], points: list[SweepPoint]) -> SweepPoint | None:
-    """Return the largest size meeting a target, or the first of the sizes that are all its run (never filled)."""
+    """Return the largest size meeting a target, or the first of the sizes that are all its run."""
     if not meeting:
         return None
     best = max(meeting, key=lambda p: p.batch)
-    same = never_filled_from(points)
+    same = same_run_from(points)
     return same if same is not None and same.batch <= best.batch else best
 
 
@@ -166,7 +179,7 @@ def knee(points: list[SweepPoint]) -> SweepPoint | None:
 
     Under a load that fills the batch, prefill passes stall the decoders beside them and pull the knee below where a
     decode-only step would put it; under a light load a big batch never fills, and the knee moves up, to the first
-    size the load never fills: every larger size is that same run, so none of them is named the knee.
+    of the sizes that all run the same run (`one_run`): none of the larger ones is a knee of its own.
     """
     return _named([p for p in points if p.meets_target], points)
 

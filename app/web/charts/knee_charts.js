@@ -11,26 +11,20 @@ export const KNEE_COLOURS = {
 // labels, hung from the top, are never crossed by a line.
 const DATA_HEADROOM = 1.3, TARGET_HEADROOM = 1.4;
 
-/**
- * Return the smallest batch from which the load never fills any larger size (core/measure/sweep.py
- * never_filled_from): from it up every size is the same run. Null where the largest size fills.
- */
-export function neverFilledFrom(pts) {
-  let first = null;
-  for (let i = pts.batch.length - 1; i >= 0 && (pts.peak_rows?.[i] ?? pts.batch[i]) < pts.batch[i]; i--) {
-    first = pts.batch[i];
-  }
-  return first;
+/** Return the smallest batch from which every larger size is the same run (core/measure/sweep.py same_run_from). */
+export function sameRunFrom(pts) {
+  const i = (pts.one_run ?? []).indexOf(true);
+  return i < 0 ? null : pts.batch[i];
 }
 
 /**
- * Return the largest batch whose value in `column` meets the target, or the first of the sizes the load never fills
- * where the largest is one of them: they are one run (core/measure/sweep.py knee). Null where none meets it.
+ * Return the largest batch whose value in `column` meets the target, or the first of the sizes that all run one run
+ * where the largest is one of them (core/measure/sweep.py knee). Null where none meets it.
  */
 export function kneeOf(pts, column, target) {
   let best = null;
   pts.batch.forEach((b, i) => { if (pts[column][i] <= target) best = b; });
-  const same = neverFilledFrom(pts);
+  const same = sameRunFrom(pts);
   return best !== null && same !== null && same <= best ? same : best;
 }
 
