@@ -268,6 +268,9 @@ class App(pn.viewable.Viewer):
         query = parse_qs(link.lstrip("?"))
         if not any(key in query for key in GENERATOR_URL_KEYS):
             self.use_chapter_traffic()
+        if query.get("tab", [""])[-1] == "knee":  # the exercise's rate and target too, as a fresh page opens them
+            knee = self.knee.param
+            self.knee.param.update(rate_per_s=knee.rate_per_s.default, itl_target_ms=knee.itl_target_ms.default)
         self._apply_query({"tab": "simulator", **query})
 
     def use_chapter_traffic(self) -> None:

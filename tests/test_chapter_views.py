@@ -120,8 +120,11 @@ def test_a_quiz_link_opens_its_view_in_place():
     assert (app.state.lengths, app.state.arrival_window, app.state.slots) == ("fixed", 1, 4)
     app.quiz.follow("?preset=worked&step=5")
     assert app.state.trace_name and app.state.step == 5
+    app.knee.param.update(rate_per_s=4.0, itl_target_ms=20.0)  # the learner moved the exercise first
     app.quiz.follow("?tab=knee")
     assert app.tab == "knee" and app.state.trace_name == App().state.trace_name  # the opening traffic again
+    # ... and the exercise as a fresh page opens it: at 4 requests/s past the knee is one run, not slower steps
+    assert (app.knee.rate_per_s, app.knee.itl_target_ms) == (App().knee.rate_per_s, App().knee.itl_target_ms)
     for bad in ({"follow": "?tab=quiz&slots=1"}, {"follow": ["?slots=1"]}, {"open": "x"}, "x", None):
         app.quiz._handle_msg(bad)  # only a question's own link is followed
     assert app.tab == "knee" and app.quiz.goto == "?tab=knee"
