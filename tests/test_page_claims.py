@@ -205,7 +205,8 @@ def _here_words(state: SimState) -> str:
     if state.clock == "ms":
         runs = state.timed_runs()
         timed = (runs["static"], runs["continuous"])
-    return re.sub(r"<[^>]+>", "", story.here_html(state.runs["static"], state.runs["continuous"], state.window, timed))
+    here = story.here_html(state.runs["static"], state.runs["continuous"], state.window, timed, bool(state.kv_blocks))
+    return re.sub(r"<[^>]+>", "", here)
 
 
 @pytest.mark.parametrize("clock", ["steps", "ms"])
@@ -343,3 +344,6 @@ def test_empty_slots_are_counted_only_as_many_as_requests_wait():
         if loss.idle_while_waiting:
             assert f"leaves {loss.idle_while_waiting} slot-steps empty that waiting requests could have taken" in words
     assert losses(SimState(seed=30, slots=16).runs["static"], WINDOW).idle_while_waiting == 322
+    # On a KV pool a request also waits for blocks: the line says so (it said "for a batch boundary" beside ⊘ waits)
+    assert "request-steps for a batch boundary or for KV blocks" in _here_words(SimState(kv_blocks=22))
+    assert "request-steps for a batch boundary;" in _here_words(SimState())

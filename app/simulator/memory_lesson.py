@@ -134,8 +134,8 @@ def lesson_html() -> str:
     return (
         "<h3>Memory: no extra memory, given a paged KV cache</h3>"
         f"<p>Every running request keeps its KV cache, in blocks of {BLOCK_SIZE} tokens (small, for requests of "
-        f"tens of tokens; the Schedulers tab uses vLLM's {LINEUP_BLOCK_SIZE}): the strip under each "
-        "timeline counts the blocks held at every step. On the chapter's traffic at "
+        f"tens of tokens; the Schedulers tab uses vLLM's {LINEUP_BLOCK_SIZE}): on the steps axis the strip under "
+        "each timeline counts the blocks held at every step. On the chapter's traffic at "
         f"{SLOTS} slots with unlimited memory, continuous batching holds at most {b('pool', f.pool)} blocks, "
         f"while static batching reserves up to {b('static_peak', f.static_peak)}: each row of its batch "
         f"reserves {STATIC_ROW}, as a server's max_tokens, before a token is generated, whatever the allocation. "

@@ -92,11 +92,14 @@ def _here_identical(static: Run, continuous: Run, where: str) -> str:
     )
 
 
-def here_html(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, TimedRun] | None = None) -> str:
+def here_html(
+    static: Run, continuous: Run, window: int, timed: tuple[TimedRun, TimedRun] | None = None, limited: bool = False
+) -> str:
     """Return what holds on the view on screen, from its runs: identical or not, each loss, drains, latency.
 
     The lessons' sentences are about their own settings; this line is about whatever the learner has set (any seed,
-    slots, lengths or clock), so no general sentence stands beside a view that contradicts it.
+    slots, lengths or clock), so no general sentence stands beside a view that contradicts it. `limited`: the
+    learner set a KV pool, where a request may also wait for blocks.
     """
     from core import compute_metrics
     from core.measure.losses import losses
@@ -107,12 +110,14 @@ def here_html(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, 
     if _same((static.start, continuous.start), (static.finish, continuous.finish), static.release):
         return _here_identical(static, continuous, where)
     loss = losses(static, window)
+    # On a limited pool a slot also stands empty while its request waits for KV blocks, not only for a boundary.
+    why = "for a batch boundary or for KV blocks" if limited else "for a batch boundary"
     items = [
         f"pads {plural(loss.padding, 'slot-step')}" if loss.padding else "pads nothing",
         f"leaves {plural(loss.idle_while_waiting, 'slot-step')} empty that waiting requests could have taken"
         if loss.idle_while_waiting
         else "never leaves a slot empty while a request waits",
-        f"keeps requests waiting {plural(loss.boundary_wait, 'request-step')} for a batch boundary"
+        f"keeps requests waiting {plural(loss.boundary_wait, 'request-step')} {why}"
         if loss.boundary_wait
         else "keeps nobody waiting for a boundary",
     ]
@@ -155,16 +160,17 @@ def worked_html(figures: dict[str, int]) -> str:
 
 ONE_SLOT = (
     "<h3>Try slots = 1</h3>"
-    '<p><span data-claim="one-slot-identical">With one slot, both schedulers run one request at a time in arrival '
-    "order, and the two timelines are identical</span>: there is no padding to remove. Continuous batching is an "
+    '<p><span data-claim="one-slot-identical">With one slot, static and continuous batching both run one request at '
+    "a time in arrival order, and their two timelines are identical</span> (the button shows them; shortest first "
+    "and priority still reorder the queue): there is no padding to remove. Continuous batching is an "
     "occupancy optimisation, not a faster kernel.</p>"
 )
 # The served page draws a KV strip under each timeline (the exported page has none: memory needs the server).
 ONE_SLOT_KV = (
-    '<p><span data-claim="one-slot-kv">The KV strips under the two timelines still differ: each static row reserves '
-    f"{STATIC_ROW} when its batch starts, while the paged cache takes a block as "
-    "the tokens need one, so static holds at least as many blocks at every step. That difference is memory "
-    "allocation, not scheduling.</span></p>"
+    '<p><span data-claim="one-slot-kv">On the steps axis with the page\'s paged cache, the KV strips under the two '
+    f"timelines still differ: each static row reserves {STATIC_ROW} when its batch starts, while the paged cache "
+    "takes a block as the tokens need one, so static holds at least as many blocks at every step. That difference "
+    "is memory allocation, not scheduling.</span></p>"
 )
 
 NOT_FIXED = (

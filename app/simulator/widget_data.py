@@ -241,7 +241,7 @@ def story_fields(key: ViewKey, static: Run, continuous: Run, timed: dict | None)
     )
     return {
         "h2h": h2h_full(static, continuous, key.window, pair),
-        "here": here_html(static, continuous, key.window, pair),
+        "here": here_html(static, continuous, key.window, pair, limited=bool(key.kv_blocks)),
         "worked": worked_html(worked.worked_figures(static, continuous)) if is_worked else None,
     }
 
