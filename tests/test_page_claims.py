@@ -318,6 +318,8 @@ def test_the_three_average_latencies_are_told_apart_with_the_figures_on_screen()
                 else:
                     assert re.findall(r"<b>([^<]+)</b>", said[2]) == [card, every, done], (seed, slots, run.policy)
                     assert f"the last finishes at step {run.drain}" in said[2]
+                    # the card's reading is said at its step: played elsewhere, the card reads another (issue 47)
+                    assert f"on its card at step {WINDOW - 1}," in said[2]
                     assert not (run.finish <= WINDOW).all()
                 seen.add((run.policy, said[1]))
     # every sentence is reached on this grid, under both modes

@@ -125,9 +125,10 @@ def averages_note(static: Run, continuous: Run, window: int) -> str:
     """
     parts = [
         '<p class="bv-muted bv-averages">Three average latencies of the same requests, measured three ways: the '
-        f"card above, at step {window - 1}, counts every request that has arrived, an unfinished one up to that step "
-        "(it shows the mode you pick); &quot;Avg latency, all&quot; counts every request to its own finish; the "
-        "chapter's completed-only figure counts only those finished inside the window."
+        "card above counts every request that has arrived by the step shown, an unfinished one up to that step (it "
+        f"shows the mode you pick, at the step you play to; the figures below are its reading at step {window - 1}); "
+        "&quot;Avg latency, all&quot; counts every request to its own finish; the chapter's completed-only figure "
+        "counts only those finished inside the window."
     ]
     for run in (continuous, static):
         m, label = compute_metrics(run, window), html.escape(get_policy(run.policy).label)
@@ -141,8 +142,8 @@ def averages_note(static: Run, continuous: Run, window: int) -> str:
         so_far = latency_so_far(run.arrival, run.finish, window)
         done = "–" if m.avg_latency is None else f"{m.avg_latency:.1f}"
         parts.append(
-            f' <span data-averages="three" {attrs}>Under {label}: <b>{so_far:.1f}</b> on its card, '
-            f"<b>{m.avg_latency_all:.1f}</b> to each finish (the last finishes at step {run.drain}), "
+            f' <span data-averages="three" {attrs}>Under {label}: <b>{so_far:.1f}</b> on its card at step '
+            f"{window - 1}, <b>{m.avg_latency_all:.1f}</b> to each finish (the last finishes at step {run.drain}), "
             f"<b>{done}</b> over the {plural(m.completed, 'request')} finished inside the window.</span>"
         )
     return "".join(parts) + "</p>"
