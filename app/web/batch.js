@@ -62,7 +62,8 @@ class _bWalker {
     // step_batch.pool_size: any `slots` requests at their longest.
     let need = n ? 0 : 1;
     for (let i = 0; i < n; i++) need = Math.max(need, Math.ceil((this.prompt[i] + view.output[i]) / this.bs));
-    this.poolSize = Math.min(r.slots, Math.max(n, 1)) * need;
+    this.busySlots = Math.min(r.slots, Math.max(n, 1));  // no more slots than requests can be busy
+    this.poolSize = this.busySlots * need;
     this.tokens = new Int32Array(n);  // a running request's prompt plus generated tokens
     this.computed = new Int32Array(n);  // of those, the ones whose KV a pass already computed
     this.reset();
@@ -223,7 +224,8 @@ function _bContinuous(view, w, t) {
     `<div class="bv-subtitle">Block tables (KV blocks of ${cfg.block_size} tokens; a request only ever adds ` +
     `blocks; nobody else's blocks move)</div>${tables}` +
     `<div class="bv-subtitle">This view's own KV block pool: ${w.poolSize} blocks, enough for the ` +
-    `longest request in every slot (${free} free; the simulator's pool above is the KV strip's)</div>` +
+    `longest request in each of the ${plural(w.busySlots, "slot")} that can be busy at once (${free} free; the ` +
+    "simulator's pool above is the KV strip's)</div>" +
     `<div class="bv-pool">${pool}</div></section>` + _bSource(cfg, t, notes);
 }
 

@@ -136,7 +136,8 @@ def continuous_html(run: Run, step: ContinuousStep) -> str:
         f'<div class="bv-subtitle">Block tables (KV blocks of {BLOCK_SIZE} tokens; a request only ever adds '
         f"blocks; nobody else's blocks move)</div>{''.join(tables)}"
         f'<div class="bv-subtitle">This view\'s own KV block pool: {len(step.block_owner)} blocks, enough for the '
-        f"longest request in every slot ({free} free; the simulator's pool above is the KV strip's)</div>"
+        f"longest request in each of the {plural(min(run.slots, max(len(run.requests), 1)), 'slot')} that can be "
+        f"busy at once ({free} free; the simulator's pool above is the KV strip's)</div>"
         f'<div class="bv-pool">{pool}</div></section>'
     )
 
