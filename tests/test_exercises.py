@@ -501,3 +501,16 @@ def test_a_served_knee_computes_its_sweep_off_the_event_loop_and_only_the_latest
     assert calls == [(19, False)]  # one sweep, the latest rate's, off the event loop's thread
     assert "knee" in view.verdict.object and not view.status.visible
     knee_module.cached_sweep.cache_clear()
+
+
+def test_the_spread_says_what_equal_lengths_leave_to_reclaim():
+    """Fixed lengths: no padding, a ratio close to 1 but above it (the boundary wait), as the words now say.
+
+    A learner's read (issue 47): "continuous batching has nothing to reclaim" beside a fixed-lengths ratio of 1.03x.
+    """
+    from app.exercises.spread import WHY, case
+
+    fixed = case("fixed", 1.0)
+    assert fixed.padding_share == 0 and 1.0 < fixed.drain_ratio < 1.1
+    assert "nothing to reclaim" not in WHY and "only saves the wait for a batch boundary" in WHY
+    assert "its ratio stays close to 1" in WHY

@@ -22,9 +22,9 @@ SIGMAS = tuple(round(x, 1) for x in np.arange(SIGMA_RANGE[0], SIGMA_RANGE[1] + 0
 BINS = 24
 KIND_NAMES = {"heavy": "heavy-tailed", "uniform": "uniform", "fixed": "fixed"}
 WHY = (
-    "<p>With equal lengths every member of a static batch finishes together: there is no padding, so continuous "
-    "batching has nothing to reclaim. The wider the spread, the longer each batch's longest member runs past the "
-    "others, and the more continuous batching gains.</p>"
+    "<p>With equal lengths every member of a static batch finishes together: there is no padding, and continuous "
+    "batching only saves the wait for a batch boundary, so its ratio stays close to 1. The wider the spread, the "
+    "longer each batch's longest member runs past the others, and the more continuous batching gains.</p>"
 )
 
 # The prediction asked before the ratios show: key -> (option, length kind, sigma of the heavy-tailed lengths).

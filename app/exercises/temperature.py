@@ -18,8 +18,9 @@ from core.chapter.temperature_bug import DRAWS, ROWS, VOCAB, TemperatureResult, 
 CORRECT, BUGGY = run_rows(bug=False), run_rows(bug=True)  # fixed logits and seeds: the same for every session
 WHY = (
     "<p>A batched sampler must take every row's parameters from that row. Dividing the whole batch's logits by the "
-    "first row's temperature is a one-line bug: the greedy row starts sampling, and every other row gets someone "
-    "else's temperature. Nothing crashes; outputs just stop being what each request asked for.</p>"
+    "first row's temperature is a one-line bug: every row samples at the first row's temperature, so each row that "
+    "asked for another one (the greedy row among them) stops sampling as it asked. Nothing crashes; outputs just "
+    "stop being what each request asked for.</p>"
 )
 
 # The test to write: four candidate assertions over one run of the batched sampler, exactly as the page shows them.

@@ -131,8 +131,8 @@ def chunked_html(budget: int) -> str:
         + claim(
             "chunk-stall",
             f"Without a budget, continuous batching prefills it in one pass of {c.longest_decode_pass_ms:.1f} ms; "
-            f"the decoders beside it wait that pass out for their next token, {late:.0f}x their usual "
-            f"{c.typical_pass_ms:.1f} ms.",
+            f"the decoders beside it wait that pass out for their next token, {late:.0f}x the median pass of the "
+            f"whole run ({c.typical_pass_ms:.1f} ms).",
         )
         + " "
         + claim(
