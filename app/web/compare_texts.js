@@ -65,6 +65,17 @@ export function h2hCompactHtml(view, mode = "continuous") {
 }
 
 /**
+ * Return what the caption adds on a contiguous pool for a policy that admits between passes: its memory caption
+ * speaks of preemption on the paged cache, but here each request reserves its prompt plus its answer cap when it is
+ * admitted (core/sched/policies.py reserves_whole_life), so none ever needs another block.
+ */
+export function contiguousNote(view, mode) {
+  if (!view.pool || view.allocation !== "contiguous" || view.runs[mode].traits.forms_batches) return "";
+  return " On this contiguous cache each request reserves its prompt plus its answer cap when it is admitted, so " +
+    "none ever needs another block and nobody is preempted: a request waits until its whole reservation fits.";
+}
+
+/**
  * Return what the caption adds when a batch policy runs with a batch timeout: it waits, up to the timeout, for its
  * batch to fill (core/sched/policies.py Static.batch_forms_at), so "a batch forms when every slot is free" is not all.
  */

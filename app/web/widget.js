@@ -4,7 +4,7 @@
 // server only computes runs. Every text it writes equals its Python oracle's (tests/oracles/; tests/test_node_parity.py
 // and tests/browser/test_renderer.py).
 import { batchHtml } from "./batch.js";
-import { h2hCompactHtml, sameRunNote, timeoutNote } from "./compare_texts.js";
+import { contiguousNote, h2hCompactHtml, sameRunNote, timeoutNote } from "./compare_texts.js";
 import { clockLoopHtml, loopHtml } from "./loop_texts.js";
 import { clockPlaybackHtml, playbackHtml } from "./playback_texts.js";
 import { timesOf } from "./run_cells.js";
@@ -80,7 +80,7 @@ function showSettings(w, ui) {
   ui.compact.innerHTML = h2hCompactHtml(v, s.mode);
   ui.host.onView?.(v, s);  // the page around the widget: what follows the view, not the step
   ui.caption.textContent = (v.pool && cfg.captions_memory ? cfg.captions_memory : cfg.captions)[s.mode] +
-    sameRunNote(v, s.mode) + timeoutNote(v, s.mode);
+    sameRunNote(v, s.mode) + timeoutNote(v, s.mode) + contiguousNote(v, s.mode);
   const memoryLegend = Boolean(v.pool && cfg.legend_memory);
   if (ui.legend.dataset.memory !== String(memoryLegend)) {
     ui.legend.dataset.memory = String(memoryLegend);

@@ -204,3 +204,20 @@ def test_static_timeline_states_its_batch_timeout(page, page_errors, app_url):
     open_app(page, app_url, "?preset=worked&mode=static")  # the worked example's static waits a step to fill
     labels = page.eval_on_selector_all("canvas[aria-label]", "els => els.map(e => e.getAttribute('aria-label'))")
     assert any(f"batch timeout {BATCH_TIMEOUT} step" in label for label in labels), labels
+
+
+def test_the_memory_caption_on_a_contiguous_pool_says_nobody_is_preempted(page, page_errors, app_url):
+    """On a contiguous pool the caption adds that reservations never grow (its paged clause on preemption aside).
+
+    A learner's read (issue 47): the caption spoke of preempting the one admitted last beside "0 preemptions" on a
+    contiguous cache, where every request reserves its prompt plus its answer cap when admitted.
+    """
+    open_app(page, app_url, "?kv_blocks=22&allocation=contiguous&seed=2")
+    caption = page.locator(".bv-caption").first
+    expect(caption).to_contain_text("none ever needs another block and nobody is preempted")
+    from app.simulator.state import SimState
+
+    state = SimState(seed=2, kv_blocks=22, allocation="contiguous")
+    assert state.runs["continuous"].schedule.memory_metrics()["preemptions"] == 0
+    open_app(page, app_url, "?kv_blocks=22&seed=2")  # paged: the clause stands, the note does not
+    expect(caption).not_to_contain_text("nobody is preempted")
