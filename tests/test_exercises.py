@@ -342,6 +342,10 @@ def test_what_happens_past_the_knee_is_read_from_the_sweep(target):
         assert ("at every size some requests wait for a slot" in words) == (free is None)
         if free is not None:
             assert f"from batch {free.batch} up every request gets a slot as it arrives" in words
+            # the two p99s both said: arriving mid-pass, a request still waits for the next pass (7.90 against 7.89)
+            assert f"({free.p99_latency_ms / 1e3:.2f} s there) is the time once admitted " \
+                f"({free.p99_admitted_ms / 1e3:.2f} s)" in words
+            assert 0 <= free.p99_latency_ms - free.p99_admitted_ms <= max(p.step_ms for p in points) * 2
             assert points[-1].peak_rows < points[-1].batch and free.peak_rows <= free.batch
         if here.one_run:  # the first of the sizes that run one run: every larger one is its run
             assert f"at most {here.peak_rows} rows ever run at once, so a batch larger than {here.batch}" in words

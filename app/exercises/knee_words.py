@@ -175,8 +175,9 @@ def end_to_end(points: tuple[SweepPoint, ...]) -> str:
         words += ", and at every size some requests wait for a slot"
     else:
         words += (
-            f"; from batch {free.batch} up every request gets a slot as it arrives, so the end-to-end p99 is the time "
-            f"once admitted ({free.p99_latency_ms / 1e3:.2f} s there)"
+            f"; from batch {free.batch} up every request gets a slot as it arrives, so the end-to-end p99 "
+            f"({free.p99_latency_ms / 1e3:.2f} s there) is the time once admitted ({free.p99_admitted_ms / 1e3:.2f} s) "
+            "plus at most the wait for the next pass to begin"
         )
     last = points[-1]
     if last.batch > lowest.batch and differs(last.p99_latency_ms, lowest.p99_latency_ms, time=True):
