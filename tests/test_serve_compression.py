@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import os
 import re
-import tempfile
+import threading
 import time
 import urllib.request
 
 import pytest
-from tornado.testing import AsyncHTTPTestCase
 from tornado.web import Application, StaticFileHandler
 
 from app.server import static_gzip
@@ -42,58 +42,70 @@ def test_the_page_and_bokehs_bundle_arrive_gzipped(num_procs):
         server.stop()
 
 
-class TestStaticFilesGzippedOnce(AsyncHTTPTestCase):
-    """A static file is gzipped on its first request and served from those bytes after; Range and plain stay raw."""
+TEXT = b"function draw(rows) { return rows.map(r => r * 2); }\n" * 400
 
-    def get_app(self):
-        """A Tornado app serving one script from a temporary folder, gzipping its responses as the server does."""
-        serve_static_gzipped()
-        self.root = tempfile.mkdtemp()
-        self.text = b"function draw(rows) { return rows.map(r => r * 2); }\n" * 400
-        with open(os.path.join(self.root, "page.js"), "wb") as f:
-            f.write(self.text)
-        return Application([(r"/s/(.*)", StaticFileHandler, {"path": self.root})], compress_response=True)
 
-    def test_gzipped_once_then_from_the_cache(self):
-        """Three requests: one gzip call; each body the file's bytes gzipped, its length the header's."""
-        calls = []
-        real = static_gzip.gzip.compress
+@pytest.fixture
+def static_url(tmp_path):
+    """Serve one script from a Tornado app that gzips as the server does, on its own loop in a thread.
 
-        def counting(data, **kwargs):
-            calls.append(len(data))
-            return real(data, **kwargs)
+    Its own loop: the suite's may be running already (the browser tests leave one).
+    """
+    serve_static_gzipped()
+    (tmp_path / "page.js").write_bytes(TEXT)
+    ready, box = threading.Event(), {}
 
-        static_gzip.gzip.compress = counting
-        try:
-            bodies = [
-                self.fetch("/s/page.js", headers={"Accept-Encoding": "gzip"}, decompress_response=False)
-                for _ in range(3)
-            ]
-        finally:
-            static_gzip.gzip.compress = real
-        assert calls == [len(self.text)]  # once, for three requests
-        for response in bodies:
-            assert response.headers["Content-Encoding"] == "gzip"
-            assert int(response.headers["Content-Length"]) == len(response.body) < len(self.text) / 5
-            assert gzip.decompress(response.body) == self.text
-        assert bodies[0].body == bodies[2].body
+    def run():
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        app = Application([(r"/s/(.*)", StaticFileHandler, {"path": str(tmp_path)})], compress_response=True)
+        server = app.listen(0, "127.0.0.1")
+        box["port"] = next(iter(server._sockets.values())).getsockname()[1]
+        box["loop"] = loop
+        ready.set()
+        loop.run_forever()
 
-    def test_a_changed_file_is_gzipped_again(self):
-        """A file changed on disk is served as it now is, not from the cache."""
-        self.fetch("/s/page.js", headers={"Accept-Encoding": "gzip"}, decompress_response=False)
-        path = os.path.join(self.root, "page.js")
-        with open(path, "wb") as f:
-            f.write(b"const changed = 1;\n" * 300)
-        os.utime(path, (time.time() + 5, time.time() + 5))
-        response = self.fetch("/s/page.js", headers={"Accept-Encoding": "gzip"}, decompress_response=False)
-        assert gzip.decompress(response.body) == b"const changed = 1;\n" * 300
+    threading.Thread(target=run, daemon=True).start()
+    assert ready.wait(10)
+    yield f"http://127.0.0.1:{box['port']}/s/page.js", tmp_path / "page.js"
+    box["loop"].call_soon_threadsafe(box["loop"].stop)
 
-    def test_range_and_plain_requests_are_served_as_tornado_serves_them(self):
-        """A client without gzip gets the raw file; a Range request gets its range of the file, as Tornado serves it."""
-        plain = self.fetch("/s/page.js", headers={"Accept-Encoding": "identity"}, decompress_response=False)
-        assert "Content-Encoding" not in plain.headers and plain.body == self.text
-        ranged = self.fetch(
-            "/s/page.js", headers={"Accept-Encoding": "gzip", "Range": "bytes=10-19"}, decompress_response=False
-        )
-        body = gzip.decompress(ranged.body) if ranged.headers.get("Content-Encoding") == "gzip" else ranged.body
-        assert ranged.code == 206 and body == self.text[10:20]  # as Tornado serves a range: its bytes, not the cache's
+
+def _fetch(url: str, **headers) -> tuple[int, dict, bytes]:
+    request = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.status, dict(response.headers), response.read()
+
+
+def test_a_static_file_is_gzipped_once_then_served_from_the_cache(static_url, monkeypatch):
+    """Three requests: one gzip call; each body the file's bytes gzipped, its length the header's."""
+    url, _path = static_url
+    calls = []
+    real = static_gzip.gzip.compress
+    monkeypatch.setattr(static_gzip.gzip, "compress", lambda data, **kw: calls.append(len(data)) or real(data, **kw))
+    bodies = [_fetch(url, **{"Accept-Encoding": "gzip"}) for _ in range(3)]
+    assert calls == [len(TEXT)]  # once, for three requests
+    for _status, headers, body in bodies:
+        assert headers["Content-Encoding"] == "gzip"
+        assert int(headers["Content-Length"]) == len(body) < len(TEXT) / 5
+        assert gzip.decompress(body) == TEXT
+
+
+def test_a_changed_static_file_is_gzipped_again(static_url):
+    """A file changed on disk is served as it now is, not from the cache."""
+    url, path = static_url
+    _fetch(url, **{"Accept-Encoding": "gzip"})
+    path.write_bytes(b"const changed = 1;\n" * 300)
+    os.utime(path, (time.time() + 5, time.time() + 5))
+    _status, _headers, body = _fetch(url, **{"Accept-Encoding": "gzip"})
+    assert gzip.decompress(body) == b"const changed = 1;\n" * 300
+
+
+def test_plain_and_range_requests_are_served_as_tornado_serves_them(static_url):
+    """A client without gzip gets the raw file; a Range request gets its range of the file."""
+    url, _path = static_url
+    _status, headers, body = _fetch(url, **{"Accept-Encoding": "identity"})
+    assert "Content-Encoding" not in headers and body == TEXT
+    status, headers, body = _fetch(url, **{"Accept-Encoding": "gzip", "Range": "bytes=10-19"})
+    body = gzip.decompress(body) if headers.get("Content-Encoding") == "gzip" else body
+    assert status == 206 and body == TEXT[10:20]
