@@ -155,6 +155,23 @@ class KVPool:
         self.held[request] = need
         self.used += need
 
+    def take(self, request: int, tokens: int) -> bool:
+        """Give a request that holds nothing the blocks for `tokens` tokens if they fit; return whether they did.
+
+        `can_allocate` then `allocate` in one question, for the scheduling loop's admission (paged or contiguous).
+        """
+        if self.size is not None and not self.contiguous and not self.track:  # the loop's case: counts only
+            need = -(-tokens // self.block_size)
+            if need > self.size - self.used:
+                return False
+            self.held[request] = need
+            self.used += need
+            return True
+        if not self.can_allocate(request, tokens):
+            return False
+        self.allocate(request, tokens)
+        return True
+
     def can_append(self, request: int, tokens: int) -> bool:
         """Return whether a request's blocks can grow to hold `tokens` tokens (paged only: a run cannot grow)."""
         extra = -(-tokens // self.block_size) - self.held[request]  # blocks_for, inlined: it runs once per block

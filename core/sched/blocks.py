@@ -85,12 +85,19 @@ class BlockPhases:
 
     def victim(self) -> int:
         """Return whom a block shortage preempts: the policy's least wanted, then the most recently admitted."""
-        if self.ranked:
-            ranks, adm = self.ranks, self.adm
-            if self.by_arrival:  # requests are numbered in arrival order
-                return max(self.running, key=lambda j: (ranks[j], j))
-            return max(self.running, key=lambda j: (ranks[j], adm[j]))
-        return next(reversed(self.running))
+        running = self.running
+        if self.by_arrival:  # vLLM's priority victim: the latest arrival of the least wanted class
+            ranks = self.ranks  # requests are numbered in arrival order
+            return max(running, key=lambda j: (ranks[j], j))
+        # Within a class, the last admission still running: every admission after its own belongs to a request no
+        # longer running (else that one would be more recent), so those are popped, each once.
+        for rank in self.rank_desc:
+            stack = self.stacks[rank]
+            while stack and stack[-1] not in running:
+                stack.pop()
+            if stack:
+                return stack[-1]
+        raise RuntimeError("a victim was asked for with nobody running")
 
     def leave(self, k: int, q: int) -> None:
         """Free the slot and blocks of request k, which leaves before pass q (preempted)."""

@@ -45,6 +45,7 @@ class ContinuousLoop(BlockPhases, PromptPass):
                                 e.memory.kv_blocks * pool.block_size if e.limited else None)  # fmt: skip
         self.waiting = pol.new_queue(e.queue) if self.est is None else self.est.queue()
         self.keyed = not isinstance(self.waiting, deque)
+        self.cuts = self.keyed or pol.gates_admission  # a stretch stops at an arrival even while others wait
         self.growth = e.paged_growth  # blocks grow one by one: the only place a victim is asked for
         self.binds = self.est is not None and self.growth
         self.full = -1  # SGLang's batch_is_full: the releases at a refusal, until a request leaves (-1: not full)
@@ -54,7 +55,10 @@ class ContinuousLoop(BlockPhases, PromptPass):
         self.ranks = [pol.victim_rank(r) for r in e.queue] if self.growth else []
         # By arrival (vLLM's priority victim: max(running, key=(priority, arrival_time))), else by admission.
         self.by_arrival = pol.victim_by_arrival
-        self.ranked = len(set(self.ranks)) > 1 or self.by_arrival  # else simply the most recently admitted
+        # Victims by admission: each class's requests in admission order, readmissions included (victim pops those
+        # that left as it meets them); `victim` asks the least wanted class (the largest rank) first.
+        self.stacks = {r: [] for r in set(self.ranks)} if self.growth and not self.by_arrival else None
+        self.rank_desc = sorted(self.stacks or (), reverse=True)
         self.limited, self.contiguous = e.limited, pool.contiguous
         self.reserving = pol.reserves_whole_life(e.memory.allocation)  # prompt + the output cap, held to the end
         # A prompt takes its blocks chunk by chunk, as each is scheduled (vLLM's allocate_slots), not all at admission.
@@ -76,7 +80,7 @@ class ContinuousLoop(BlockPhases, PromptPass):
         self._queues_state(e.slots)
         # What the hot phases read and never rebind, gathered once: one attribute load per call, not ten.
         self.fixed_admit = (self.P, self.g, self.pcap, self.chunked, self.cap, self.limited, self.start, self.running,
-                            self.slot, self.adm, self.cap_rows)  # fmt: skip
+                            self.slot, self.adm, self.cap_rows, self.stacks, self.ranks)  # fmt: skip
         self.record, self.stretch, self.cut = e.st.extend, e.stretch, e.cut
         # An unlimited pool is never asked to allocate here: what a stretch records of it never changes.
         self.pool_fixed = None if self.limited else self.pool_now()
@@ -119,37 +123,41 @@ class ContinuousLoop(BlockPhases, PromptPass):
             self.arrive, self.retire, self.grow_or_preempt, self.plan_pass, self.admit
         )
         run_prompt_pass, jump, running, waiting = self.run_prompt_pass, self.jump, self.running, self.waiting
-        growth, free = self.growth, self.free  # without growth nobody is preempted; `free` is one list throughout
-        prefill_first, est = self.prefill_first, self.est
-        A, n, fin, chunked = self.A, self.n, self.fin, self.chunked
+        free, prefill_first, est = self.free, self.prefill_first, self.est  # `free` is one list throughout
+        A, n, fin, chunked, binds = self.A, self.n, self.fin, self.chunked, self.binds
+        # Growth is asked only at a boundary where somebody's next token starts a block (without growth nobody is
+        # preempted); `buckets` is one list throughout, turned in place when a prompt pass pauses the rows.
+        grows_first, buckets, bs = self.growth and not prefill_first, self.buckets, self.bs
         spare = self.plan  # every boundary plans in this one: emptied after a prompt pass, or by plan_pass
         while True:
-            nxt = self.nxt
+            nxt, p = self.nxt, self.p
             if nxt < n and A[nxt] <= self.clock:  # the phases' own first test, here: most boundaries skip them
                 arrive()
-            if fin and fin[0][0] <= self.p:
+            if fin and fin[0][0] <= p:
                 retire()
-            preempted = grow_or_preempt() if growth and not prefill_first else False
-            plan = plan_pass() if chunked else spare
-            if plan.preempted:  # a chunk's blocks preempted someone (per-chunk allocation)
-                preempted = True
+            preempted = grows_first and bool(buckets[p % bs]) and grow_or_preempt()
+            if chunked:
+                plan = plan_pass()
+                preempted = preempted or plan.preempted  # a chunk's blocks preempted someone (per-chunk allocation)
+            else:
+                plan = spare
             if not preempted and waiting and free:  # after a preemption, admission is tried at the next boundary
                 admit(plan)
             if prefill_first and not plan.chunks:  # a decode pass: now the rows ask for their blocks
-                preempted = grow_or_preempt()
+                preempted = bool(buckets[p % bs]) and grow_or_preempt()
             if not running:
                 if est is not None:
                     est.reset()  # SGLang's self_check_during_idle
-                if self.nxt == self.n and not waiting:
+                if self.nxt == n and not waiting:
                     break
                 if waiting:  # check_fits makes an empty pool fit any head, and an idle pass has budget
                     raise RuntimeError("nothing runs but a request waits: the scheduler is stuck")
-                self.clock = max(self.clock, float(self.A[self.nxt]))  # nothing runs till the next arrival
+                self.clock = max(self.clock, float(A[self.nxt]))  # nothing runs till the next arrival
                 continue
             if plan.chunks:
                 run_prompt_pass(plan)
                 plan.chunks, plan.prefill = [], 0  # spent
-                if self.binds and self.prefilling:  # SGLang: the chunked request leaves the last batch, which
+                if binds and self.prefilling:  # SGLang: the chunked request leaves the last batch, which
                     self.full = -1  # clears batch_is_full (get_next_batch_to_run)
             else:
                 jump(preempted)
@@ -196,33 +204,35 @@ class ContinuousLoop(BlockPhases, PromptPass):
 
     def jump(self, preempted: bool) -> None:
         """Run the stretch of decode-only passes up to the next event (a finish, a block, a gate, an arrival)."""
-        fin, gen = self.fin, self.gen
+        fin, gen, p = self.fin, self.gen, self.p
         while fin and fin[0][3] != gen[fin[0][2]]:
             heappop(fin)
-        p = self.p
-        if self.paused_open:
-            self.resume_decoders(p)
-        self.ahead.clear()  # this pass fills the blocks they took
-        self.grown = ()
+        if self.pauses:  # only a pausing policy's prompt pass pauses rows and lets them take a block ahead
+            if self.paused_open:
+                self.resume_decoders(p)
+            self.ahead.clear()  # this pass fills the blocks they took
+            self.grown = ()
         L = 1 if preempted else fin[0][0] - p  # after a preemption, admission is tried at the next boundary
         if self.shortens and L > 1:
             L = self.shorten(L)
         # An arrival may be admitted at the first pass after it (past a waiting head, or opening a gate).
-        cut = self.free and (self.keyed or self.gated or not self.waiting) and self.nxt < self.n
+        nxt, clock = self.nxt, self.clock
+        cut = self.free and (self.cuts or not self.waiting) and nxt < self.n
         if cut and self.unit:
-            L = min(L, max(1, math.ceil(self.A[self.nxt] - self.clock)))
+            L = min(L, max(1, math.ceil(self.A[nxt] - clock)))
         used, largest = self.pool_fixed or self.pool_now()
         ctx = self.ctx_base + self.count * p
         if self.quick:
-            end = self.clock + L
-            self.record((L, self.count, 0, ctx, self.clock, end, used, largest))
+            end = clock + L
+            self.record((L, self.count, 0, ctx, clock, end, used, largest))
         else:
-            end = self.stretch(L, self.count, 0, ctx, self.clock, used, largest)
+            end = self.stretch(L, self.count, 0, ctx, clock, used, largest)
             if cut and not self.unit and L > 1:
-                L, end = self.cut(L, self.A[self.nxt])
+                L, end = self.cut(L, self.A[nxt])
         self.clock = end
         self.p = p + L
-        self.since, self.after_pause = self.since + L, False
+        if self.gated:  # only a gate reads the decode passes since the last prompt pass
+            self.since, self.after_pause = self.since + L, False
         if self.est is not None:  # SGLang: each decode pass decays the ratio, but one whose boundary retracted
             self.est.decoded(L - preempted)
 

@@ -90,22 +90,27 @@ class PromptPass:
 
         A head that does not fit blocks the queue (FCFS); a gated policy may keep everyone waiting this boundary.
         Each admitted request takes the lowest free slot and puts its prompt (or its first chunk) in the pass; a
-        readmission's prompt covers the tokens it had generated, which are recomputed.
+        readmission's prompt covers the tokens it had generated, which are recomputed. `run` calls it while somebody
+        waits and a slot is free.
         """
-        waiting, free = self.waiting, self.free
-        if not waiting or not free:
-            return
-        if self.binds and self.full == self.releases:
+        waiting, free, releases, binds = self.waiting, self.free, self.releases, self.binds
+        if binds and self.full == releases:
             return  # SGLang's batch_is_full: after a refusal nobody is admitted until a request leaves
+        refused = self.refused
+        if refused[0] == releases and refused[1] == waiting[0] and not self.per_chunk:
+            # The head, refused since the last release, needs the same blocks: only a release frees any.
+            if binds:
+                self.full = releases  # as its refusal says (a prompt pass may have cleared it since)
+            return
         if self.gated and self.count:
             fitting = gate_fitting(self, len(free))
             if not self.pol.admits_now(fitting, self.count, self.since, self.after_pause):
                 return
-        P, g, pcap, chunked, cap, limited, start, running, slot, adm, cap_rows = self.fixed_admit
+        P, g, pcap, chunked, cap, limited, start, running, slot, adm, cap_rows, stacks, ranks = self.fixed_admit
         p, chunks, taken = self.p, plan.chunks, 0
         admissions, recomputed = self.admissions, self.recomputed  # counted here, written back once
         rows = cap_rows and self.count  # the decoding rows' tokens, where the cap counts them (admission adds none)
-        while waiting and free and (plan.left > 0 or not chunked):
+        while waiting and free and (not chunked or plan.left > 0):
             k = waiting[0]
             if pcap and (taken or rows) and plan.prefill + P[k] + g[k] + rows > pcap:
                 break  # the pass's tokens are spent (check_prompt_cap: a first prompt fits an empty pass)
@@ -117,6 +122,8 @@ class PromptPass:
             taken += 1
             slot[k] = heappop(free)
             running[k] = None
+            if stacks is not None:
+                stacks[ranks[k]].append(k)
             adm[k] = admissions
             admissions += 1
             if start[k] < 0:
@@ -131,7 +138,7 @@ class PromptPass:
             else:
                 chunks.append(k)  # the whole prompt in this pass
                 plan.prefill += target
-            if self.binds and self.room(plan) <= 0:  # SGLang: the estimate is spent (PrefillAdder.budget_state)
+            if binds and self.room(plan) <= 0:  # SGLang: the estimate is spent (PrefillAdder.budget_state)
                 self.full = self.releases
                 break
         self.admissions, self.recomputed = admissions, recomputed
@@ -146,16 +153,20 @@ class PromptPass:
             tokens = c + (c == target)
         else:
             tokens = self.P[k] + (self.RES[k] if self.reserving else self.g[k] + 1)
-        pool = self.pool
-        if (
-            self.refused == (self.releases, k, tokens)
-            or not pool.can_allocate(k, tokens)
-            or self.binds and not self.est.admits(k, self.g[k], self.room(plan))  # SGLang's estimate
-        ):
+        refused = self.refused
+        if refused[1] == k and refused[0] == self.releases and refused[2] == tokens:
+            self.refuse(k, tokens)  # refused since the last release, for as many tokens: only a release frees blocks
+            return False
+        if self.binds:  # SGLang: the pool, then its estimate, before it allocates
+            if not self.pool.can_allocate(k, tokens) or not self.est.admits(k, self.g[k], self.room(plan)):
+                self.refuse(k, tokens)
+                return False
+            self.pool.allocate(k, tokens)
+        elif not self.pool.take(k, tokens):
             self.refuse(k, tokens)
             return False
-        self.noted.discard(k)
-        pool.allocate(k, tokens)
+        if self.noted:
+            self.noted.discard(k)
         return True
 
     def room(self, plan: Plan) -> float:
@@ -199,15 +210,15 @@ class PromptPass:
         # The pass gave each prompt it finished its next token: from pass p that request decodes.
         g, base, P, OUT, gen, slot, fin, plain = self.fixed_start
         ctx_base = self.ctx_base
-        for k in self.chunks_done(plan.chunks) if self.chunked else plan.chunks:
-            gk, s = g[k], slot[k]
-            b = base[k] = gk + 1 - p
+        started = self.chunks_done(plan.chunks) if self.chunked else plan.chunks
+        for k in started:
+            b = base[k] = g[k] + 1 - p
             count += 1
             ctx_base += P[k] + b
-            heappush(fin, (OUT[k] - b, s, k, gen[k]))
-            if not plain:  # its first pass is its start, its cell the assembly's
-                self.start_cells(k, s, gk, b)
+            heappush(fin, (OUT[k] - b, slot[k], k, gen[k]))
         self.count, self.ctx_base = count, ctx_base
+        if not plain:  # else each one's first pass is its start, its cell the assembly's
+            self.start_cells(started)
 
     def pause_decoders(self, new: set) -> None:
         """A pausing policy's prompt pass: every decoding row emits nothing, so each finishes a pass later."""
@@ -226,6 +237,7 @@ class PromptPass:
         if self.growth:  # every decoding request's next block falls a pass later: the buckets turn by one
             self.buckets.insert(0, self.buckets.pop())
             self.ahead.update(self.grown)
+            self.grown = ()  # spent: a boundary where nobody grows does not ask grow_or_preempt, which resets it
         self.ctx_base -= self.count
         self.fin[:] = [(f + 1, s, k, gn) for f, s, k, gn in self.fin]  # a uniform shift keeps the heap a heap
 
@@ -243,20 +255,23 @@ class PromptPass:
             done.append(k)
         return done
 
-    def start_cells(self, k: int, s: int, gk: int, b: int) -> None:
-        """Request k, whose prompt the last pass finished, decodes from now on: its cells and next block say so."""
-        p, g, add_cell = self.p, self.g, self.add_cell
+    def start_cells(self, started: list[int]) -> None:
+        """The requests whose prompt the last pass finished decode from now on: their cells and next blocks say so."""
+        p, g, slot, add_cell, first, base = self.p, self.g, self.slot, self.add_cell, self.first, self.base
         state, cell_from, cell_g = self.cell_state, self.cell_from, self.cell_g
-        if self.first[k] < 0:
-            self.first[k] = p - 1
-        g[k] = gk + 1
-        if self.growth:
-            ph = self.phase[k] = (self.pool.held[k] * self.bs - self.P[k] - b) % self.bs
-            self.buckets[ph][k] = None
-        if self.chunked and state[k] == PREFILL and p - 1 > cell_from[k]:  # its earlier chunks' cell
-            add_cell((k, s, cell_from[k], p - 1, PREFILL, cell_g[k]))
-        if gk:  # a readmission's first pass recomputes; the cell that follows generates
-            add_cell((k, s, p - 1, p, RECOMPUTE, gk))
-            state[k], cell_from[k], cell_g[k] = GENERATING, p, gk + 1
-        else:
-            state[k], cell_from[k], cell_g[k] = GENERATING, p - 1, 0
+        growth, chunked, bs = self.growth, self.chunked, self.bs
+        for k in started:
+            gk, s = g[k], slot[k]
+            if first[k] < 0:
+                first[k] = p - 1
+            g[k] = gk + 1
+            if growth:
+                ph = self.phase[k] = (self.pool.held[k] * bs - self.P[k] - base[k]) % bs
+                self.buckets[ph][k] = None
+            if chunked and state[k] == PREFILL and p - 1 > cell_from[k]:  # its earlier chunks' cell
+                add_cell((k, s, cell_from[k], p - 1, PREFILL, cell_g[k]))
+            if gk:  # a readmission's first pass recomputes; the cell that follows generates
+                add_cell((k, s, p - 1, p, RECOMPUTE, gk))
+                state[k], cell_from[k], cell_g[k] = GENERATING, p, gk + 1
+            else:
+                state[k], cell_from[k], cell_g[k] = GENERATING, p - 1, 0
