@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from core.clock.hardware import ACCELERATORS
 from core.sched.policies import KeyedQueue, Policy
@@ -207,7 +207,7 @@ class SGLang(Policy):
         """
         return -request.max_tokens if self.schedule_policy == "lof" else None
 
-    def estimate(self, prompts: Sequence[int], max_tokens: Sequence[int], caps: Sequence[int], pool_tokens):
+    def estimate(self, prompts: Sequence[int], max_tokens: Iterable[int], caps: Sequence[int], pool_tokens):
         """Return the run's NewTokenEstimate: each request's max_new_tokens and, under lof, its queue key.
 
         Scheduler.init_req_max_new_tokens: `min(max_new_tokens or 1 << 30, max_req_len - len(origin_input_ids) - 1)`.

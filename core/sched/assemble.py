@@ -108,10 +108,13 @@ def assemble(e) -> Schedule:
         blocks = unlimited_blocks(e, cells, passes)
     token_blocks = filled_blocks(e, cells, passes) if e.limited else np.zeros(passes, dtype=np.int64)
     release = as_array(e.release, np.int64) if e.pol.forms_batches else finish
-    back = np.empty(n, dtype=np.int64)
-    back[e.order] = np.arange(n)
     out_cells = cells[:, :5].copy()
-    out_cells[:, 0] = as_array(e.order, np.int64)[cells[:, 0]]
+    if e.in_order:  # the requests were given in FCFS order: the records are already in theirs
+        back = slice(None)
+    else:
+        back = np.empty(n, dtype=np.int64)
+        back[e.order] = np.arange(n)
+        out_cells[:, 0] = as_array(e.order, np.int64)[cells[:, 0]]
     return Schedule(
         requests=e.requests,
         slots=e.slots,
@@ -120,11 +123,11 @@ def assemble(e) -> Schedule:
         batch_timeout=e.timeout,
         token_budget=e.budget,
         cost="unit" if e.unit else e.cost.name,
-        slot=slot[back],  # fancy indexing copies: no two fields share an array
-        start_pass=start[back],
-        first_pass=first[back],
-        finish_pass=finish[back],
-        release_pass=release[back],
+        slot=slot[back].copy(),  # no two fields share an array
+        start_pass=start[back].copy(),
+        first_pass=first[back].copy(),
+        finish_pass=finish[back].copy(),
+        release_pass=release[back].copy(),
         cells=out_cells,
         pass_start=starts,
         pass_end=ends,

@@ -41,7 +41,7 @@ class ContinuousLoop(BlockPhases, PromptPass):
         # admitted past a waiting head, so stretches stop at arrivals while a slot is free.
         # SGLang: an estimate of the running requests' tokens to come that admission leaves room for (binding on a
         # limited paged pool), with its new_token_ratio; it orders lof's queue by each request's max_new_tokens.
-        self.est = pol.estimate(self.P, [r.max_tokens for r in e.queue], self.RES,
+        self.est = pol.estimate(self.P, (r.max_tokens for r in e.queue), self.RES,
                                 e.memory.kv_blocks * pool.block_size if e.limited else None)  # fmt: skip
         self.waiting = pol.new_queue(e.queue) if self.est is None else self.est.queue()
         self.keyed = not isinstance(self.waiting, deque)

@@ -11,6 +11,8 @@ one or the policy's own fast loop, is decided in one place: `fast_loop_for` (cor
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import islice
+from operator import le
 
 import numpy as np
 
@@ -115,15 +117,22 @@ class _Engine:
         self.last_end = 0.0  # where the previous pass ended: a pass that starts later follows an idle gap
         n = len(requests)
         arrivals = [r.arrival for r in requests]
-        self.order = sorted(range(n), key=arrivals.__getitem__)  # FCFS; stable keeps trace order on ties
-        queue = self.queue = [requests[i] for i in self.order]
-        self.A = [r.arrival for r in queue]
+        # FCFS; a stable sort keeps trace order on ties. Traffic usually comes in that order already (generated
+        # traffic, most traces): then the order is the identity, found in one pass.
+        self.in_order = all(map(le, arrivals, islice(arrivals, 1, None)))
+        if self.in_order:
+            self.order, queue, self.A = list(range(n)), list(requests), arrivals
+        else:
+            self.order = sorted(range(n), key=arrivals.__getitem__)
+            queue = [requests[i] for i in self.order]
+            self.A = [arrivals[i] for i in self.order]
+        self.queue = queue
         self.P = [r.prompt_tokens or 1 for r in queue]  # prompt_length: an empty prompt still takes a pass
         self.OUT = [r.output_tokens for r in queue]
-        self.reserve = memory.reserve_tokens or max(self.OUT, default=1)
+        reserve = self.reserve = memory.reserve_tokens or max(self.OUT, default=1)
         # What a reservation holds beyond the prompt: the request's own max_tokens where the client gave one (as
         # TGI's and TensorRT-LLM's schedulers read it), else the traffic's cap; a static row keeps the traffic's.
-        self.RES = [r.max_tokens or self.reserve for r in queue]
+        self.RES = [r.max_tokens or reserve for r in queue]
         self.record_pool = record_pool
         self.pool = KVPool(memory, track_blocks=record_pool)  # block ids only where the views draw the map
         self.limited = not memory.unlimited  # an unlimited pool refuses nothing: the loop asks it nothing

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from core.sched import fast_loops
 from core.sched.settings import Setting
@@ -137,7 +137,7 @@ class Policy:
         """
         raise NotImplementedError(f"{self.name} preempts one victim at a time (victim_rank)")
 
-    def estimate(self, prompts: Sequence[int], max_tokens: Sequence[int], caps: Sequence[int], pool_tokens):
+    def estimate(self, prompts: Sequence[int], max_tokens: Iterable[int], caps: Sequence[int], pool_tokens):
         """Return one run's estimate of the running requests' future tokens that admission leaves room for, or None.
 
         Requests numbered as given: their prompts, their max_tokens (0: none), the caps a reservation holds (max_tokens
