@@ -20,6 +20,7 @@ from collections import deque
 from heapq import heappop, heappush
 
 from core.sched.blocks import BlockPhases
+from core.sched.policies import Policy
 from core.sched.prompt_pass import Plan, PromptPass
 from core.states import GENERATING, PAUSED
 
@@ -52,7 +53,9 @@ class ContinuousLoop(BlockPhases, PromptPass):
         # SGLang: a pass takes a prompt if it can, and only a decode pass asks for the decoding rows' next blocks; a
         # shortage there retracts the policy's victims at once, to the back of the queue.
         self.prefill_first, self.bulk = pol.prefill_first and self.growth, pol.retracts_in_bulk
-        self.ranks = [pol.victim_rank(r) for r in e.queue] if self.growth else []
+        # (A policy that ranks nobody leaves victim_rank as the base class has it: no call per request.)
+        unranked = type(pol).victim_rank is Policy.victim_rank
+        self.ranks = ([0] * self.n if unranked else [pol.victim_rank(r) for r in e.queue]) if self.growth else []
         # By arrival (vLLM's priority victim: max(running, key=(priority, arrival_time))), else by admission.
         self.by_arrival = pol.victim_by_arrival
         # Victims by admission: each class's requests in admission order, readmissions included (victim pops those

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import islice
-from operator import le
+from operator import attrgetter, le
 
 import numpy as np
 
@@ -72,7 +72,7 @@ def schedule(
     requests = tuple(requests)
     token_budget = default_budget(pol, requests, slots, token_budget)
     _validate(slots, pol, batch_timeout, token_budget, memory)
-    check_workload(len(requests), sum(r.output_tokens for r in requests))
+    check_workload(len(requests), sum(map(attrgetter("output_tokens"), requests)))
     check_fits(requests, memory, pol)
     check_prompt_cap(requests, pol)
     if pol.has_token_budget:  # a chunk pass is recorded on its own: bound them before the loop, not after

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
 from core.kv.memory import MemoryConfig
 from core.limits import LimitError
@@ -14,10 +15,13 @@ def _sizes(requests: Sequence[Request], memory: MemoryConfig, policy: str | Poli
     """Return whether requests reserve (contiguous, static rows) and the tokens each must hold at its peak."""
     pol = get_policy(policy)
     reserving = pol.reserves_whole_life(memory.allocation)
-    extra = memory.reserve_tokens or max((r.output_tokens for r in requests), default=1)
+    if not reserving:  # the prompt and every token it generates
+        return False, [(r.prompt_tokens or 1) + r.output_tokens for r in requests]
+    extra = memory.reserve_tokens or max(map(attrgetter("output_tokens"), requests), default=1)
     # A reservation holds the request's own max_tokens where given (a static row: the traffic's cap, for all).
-    cap = (lambda r: extra) if pol.forms_batches else (lambda r: r.max_tokens or extra)  # noqa: E731
-    return reserving, [(r.prompt_tokens or 1) + (cap(r) if reserving else r.output_tokens) for r in requests]
+    if pol.forms_batches:
+        return True, [(r.prompt_tokens or 1) + extra for r in requests]
+    return True, [(r.prompt_tokens or 1) + (r.max_tokens or extra) for r in requests]
 
 
 def smallest_pool(requests: Sequence[Request], memory: MemoryConfig, policy: str | Policy = "continuous") -> int:
@@ -31,8 +35,8 @@ def check_fits(requests: Sequence[Request], memory: MemoryConfig, policy: str | 
     if memory.unlimited:
         return
     reserve = memory.reserve_tokens
-    longest = max((r.output_tokens for r in requests), default=1)
     reserving, sizes = _sizes(requests, memory, policy)
+    longest = max(map(attrgetter("output_tokens"), requests), default=1) if reserving and reserve is not None else 0
     if reserving and reserve is not None and reserve < longest:
         raise LimitError(
             f"reserve_tokens {reserve:,} is below the longest output in the traffic ({longest:,} tokens): a "
@@ -53,6 +57,8 @@ def check_fits(requests: Sequence[Request], memory: MemoryConfig, policy: str | 
 
 def check_prompt_cap(requests: Sequence[Request], policy: Policy) -> None:
     """Refuse a prompt longer than the most prompt tokens the policy admits in a pass (TGI refuses it too)."""
+    if type(policy).prompt_tokens_cap is Policy.prompt_tokens_cap:  # the base class caps nothing
+        return
     prompts = [r.prompt_tokens or 1 for r in requests]
     cap = policy.prompt_tokens_cap(prompts)
     if cap and prompts and max(prompts) > cap:
