@@ -31,7 +31,7 @@ from .attention import DenseKVCache, DensePaddedAttention, PagedKVCache, ragged_
 from .memory import BLOCK_SIZE, check_cache, check_context, kv_bytes_per_token, pool_blocks
 from .model import PRESETS, Transformer
 from .sampling import make_generator, sample_rows
-from .steps import ReplayResult, continuous_steps, plan_steps, static_steps
+from .steps import ReplayResult, plan_steps, replay_continuous, replay_static
 
 GREEDY = SamplingParams()
 MAX_CPU_CACHE_BYTES = 2 * 1024**3  # KV cache on the CPU: the server's other sessions need memory too
@@ -146,9 +146,9 @@ class Engine:
         if plan is not None:
             steps = plan_steps(self, plan, run, seqs, generators, result)
         elif pol.forms_batches:
-            steps = static_steps(self, run, seqs, generators, result)
+            steps = replay_static(self, run, seqs, generators, result)
         else:
-            steps = continuous_steps(self, run, seqs, generators, result)
+            steps = replay_continuous(self, run, seqs, generators, result)
         for t in steps:
             if on_step:
                 on_step(t, run.drain)

@@ -73,12 +73,12 @@ class OnlineRunner:
                 time.sleep(min(left - SPIN_MS, 50.0) / 1e3)  # short naps, so a cancel is seen within 50 ms
         return self.now()
 
-    def admit(self, request: int, slot: int) -> None:
+    def on_admit(self, request: int, slot: int) -> None:
         """Give the newcomer its KV blocks; it joins the batch at the next pass."""
         self.allocator.allocate(self.seqs[request])
         self.running[slot] = request
 
-    def retire(self, request: int) -> None:
+    def on_retire(self, request: int) -> None:
         """Free a finished request's blocks; the engine must agree that it is finished."""
         seq = self.seqs[request]
         if not seq.is_finished:

@@ -89,7 +89,7 @@ class ReplayResult:
         return {"ttft": first, "itl": itl, "e2e": e2e}
 
 
-def continuous_steps(engine: Engine, run: Run, seqs: list[Seq], generators, result: ReplayResult):
+def replay_continuous(engine: Engine, run: Run, seqs: list[Seq], generators, result: ReplayResult):
     """Yield after each step: admit and retire between passes; one ragged, paged, unpadded batch per pass."""
     allocator, cache = engine.paged_cache(seqs, run.slots)
     starting = _by_step(run.start)
@@ -172,7 +172,7 @@ def _boundary(plan: Schedule, pp: PassPlan, t: int, seqs: list[Seq], blocks, slo
         result.preemptions += 1
     for i, slot in pp.admit:
         result.recomputed_tokens += seqs[i].num_generated
-        blocks.admit(seqs[i])  # raises if the core admitted what this pool cannot hold
+        blocks.take(seqs[i])  # raises if the core admitted what this pool cannot hold
         slot_of[i] = slot
     if not plan.memory.unlimited and not blocks.agrees(plan, pp.index):
         raise RuntimeError(
@@ -200,7 +200,7 @@ def _pass_rows(pp: PassPlan, t: int, seqs: list[Seq], slot_of: dict[int, int]) -
     return rows
 
 
-def static_steps(engine: Engine, run: Run, seqs: list[Seq], generators, result: ReplayResult):
+def replay_static(engine: Engine, run: Run, seqs: list[Seq], generators, result: ReplayResult):
     """Yield after each step: a padded rectangular batch; finished members are computed as padding to the end."""
     batches = _by_step(run.start)
     batch = None  # a StaticBatch from engine.new_batch (this module never imports the engine)
@@ -247,7 +247,7 @@ class _PagedBlocks:
         """Return whether this pool holds no more than the core's during pass `index` (it takes blocks lazily)."""
         return self.used <= plan.pass_blocks[index]
 
-    def admit(self, seq: Seq) -> None:
+    def take(self, seq: Seq) -> None:
         """Give a (re)admitted sequence the blocks for its tokens."""
         self.allocator.allocate(seq)
 
@@ -282,7 +282,7 @@ class _ContiguousBlocks:
         """Return whether this pool reserves the core's blocks during pass `index`, holes where the core has them."""
         return self.used == plan.pass_blocks[index] and self.pool.largest_free_run() == plan.pass_largest_free[index]
 
-    def admit(self, seq: Seq) -> None:
+    def take(self, seq: Seq) -> None:
         """Reserve one run for the prompt and the reservation, first fit, and point the block table at it."""
         i = seq.seq_index
         self.pool.allocate(i, seq.num_prompt_tokens + self.reserve)

@@ -39,7 +39,7 @@ def _number(value) -> str:
 
 
 def entry_text(entry: Entry) -> str:
-    """Return an entry as `--policies` reads it back with the same settings (`tgi:waiting_served_ratio=1.2`)."""
+    """Return an entry as `--policies` reads it back (`tgi:prefill_chunking=0;max_waiting_tokens=5`)."""
     settings = ";".join(f"{k}={_number(v)}" for k, v in entry.knobs)
     return f"{entry.name}:{settings}" if settings else entry.name
 

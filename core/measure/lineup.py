@@ -1,9 +1,9 @@
 """Engines' schedulers side by side: presets (with their own settings) on one traffic, pool and clock, judged alike.
 
 An entry is a registered policy's name with some of its engine settings, written `tgi` or
-`tgi:waiting_served_ratio=1.2` (several settings joined by `;`). A lineup runs every entry on the same requests,
-slots, KV pool, token budget and roofline, and reads each run's serving figures (`measure.serving`) against the same
-TTFT and ITL (mean TPOT) targets; `best` names the entries that lead each figure, ties within THRESHOLD included.
+`tgi:prefill_chunking=0;waiting_served_ratio=1.2` (settings joined by `;`). A lineup runs every entry on the same
+requests, slots, KV pool, token budget and roofline, and reads each run's serving figures (`measure.serving`) against
+the same TTFT and ITL (mean TPOT) targets; `best` names the entries leading each figure (ties within THRESHOLD).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Entry:
         return base.with_knobs(**dict(self.knobs)) if self.knobs else base
 
     def text(self) -> str:
-        """Return the entry as written in a link: `tgi:waiting_served_ratio=1.2`."""
+        """Return the entry as written in a link: `tgi:prefill_chunking=0;waiting_served_ratio=1.2`."""
         settings = ";".join(f"{k}={_shown(v)}" for k, v in self.knobs)
         return f"{self.name}:{settings}" if settings else self.name
 

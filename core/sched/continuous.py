@@ -53,15 +53,7 @@ class ContinuousLoop(BlockPhases, PromptPass):
         # SGLang: a pass takes a prompt if it can, and only a decode pass asks for the decoding rows' next blocks; a
         # shortage there retracts the policy's victims at once, to the back of the queue.
         self.prefill_first, self.bulk = pol.prefill_first and self.growth, pol.retracts_in_bulk
-        # (A policy that ranks nobody leaves victim_rank as the base class has it: no call per request.)
-        unranked = type(pol).victim_rank is Policy.victim_rank
-        self.ranks = ([0] * self.n if unranked else [pol.victim_rank(r) for r in e.queue]) if self.growth else []
-        # By arrival (vLLM's priority victim: max(running, key=(priority, arrival_time))), else by admission.
-        self.by_arrival = pol.victim_by_arrival
-        # Victims by admission: each class's requests in admission order, readmissions included (victim pops those
-        # that left as it meets them); `victim` asks the least wanted class (the largest rank) first.
-        self.stacks = {r: [] for r in set(self.ranks)} if self.growth and not self.by_arrival else None
-        self.rank_desc = sorted(self.stacks or (), reverse=True)
+        self._victims_state(pol, e.queue)
         self.limited, self.contiguous = e.limited, pool.contiguous
         self.reserving = pol.reserves_whole_life(e.memory.allocation)  # prompt + the output cap, held to the end
         # A prompt takes its blocks chunk by chunk, as each is scheduled (vLLM's allocate_slots), not all at admission.
@@ -90,6 +82,18 @@ class ContinuousLoop(BlockPhases, PromptPass):
         self.fixed_start = (self.g, self.base, self.P, self.OUT, self.gen, self.slot, self.fin, self.plain)
         self.shortens = self.gated or self.growth  # else a stretch runs to the next finish (or arrival)
         self.fixed_retire = (self.gen, self.P, self.base, self.running, self.free, self.cell_from, self.finish)
+
+    def _victims_state(self, pol, queue) -> None:
+        """Set up whom a block shortage preempts: each request's rank, and each class's admissions in order."""
+        # (A policy that ranks nobody leaves victim_rank as the base class has it: no call per request.)
+        unranked = type(pol).victim_rank is Policy.victim_rank
+        self.ranks = ([0] * self.n if unranked else [pol.victim_rank(r) for r in queue]) if self.growth else []
+        # By arrival (vLLM's priority victim: max(running, key=(priority, arrival_time))), else by admission.
+        self.by_arrival = pol.victim_by_arrival
+        # Victims by admission: each class's requests in admission order, readmissions included (victim pops those
+        # that left as it meets them); `victim` asks the least wanted class (the largest rank) first.
+        self.stacks = {r: [] for r in set(self.ranks)} if self.growth and not self.by_arrival else None
+        self.rank_desc = sorted(self.stacks or (), reverse=True)
 
     def _requests_state(self, n: int) -> None:
         """Set up each request's counters between passes: tokens, admission, its open cell, its block phase."""

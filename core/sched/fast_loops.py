@@ -19,6 +19,8 @@ def fast_loop_for(policy, memory, token_budget: int | None, timed: bool = False)
 
     A fast loop hard-codes its policy's rules on an unlimited pool without a token budget, where it gives the
     engine's schedules bit for bit (tested); `timed` asks for the loop on a clock (`fast_timed`), else on steps.
+    Asked by `simulate`, `simulate_timed` and `schedule_timed` (a pass runner: the online replay); where it says
+    None the engine runs, whose `_Engine.run` then runs static's batches or the continuous loop's phases.
     """
     loop = policy.fast_timed if timed else policy.fast_steps
     if loop is None or token_budget is not None or (memory is not None and not memory.unlimited):
@@ -62,7 +64,8 @@ def static_steps(arrivals: list[int], lengths: list[int], slots: int, timeout: i
 def continuous_timed(requests, order, slots, runner):
     """Admit into the lowest free slot at the first pass that starts at or after the arrival; `runner` runs passes."""
     simulated = getattr(runner, "simulated", False)  # its hooks do nothing: skip the calls, once per pass and request
-    step, admit, retire, run_pass = runner.step if simulated else None, runner.admit, runner.retire, runner.run_pass
+    step, run_pass = runner.step if simulated else None, runner.run_pass
+    admit, retire = runner.on_admit, runner.on_retire
     wake = runner.wake if simulated else None  # a simulated pass after an idle gap costs the profile's wake
     n = len(requests)
     arrival = [requests[i].arrival for i in order]

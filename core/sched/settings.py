@@ -1,8 +1,10 @@
 """An engine setting, declared once: the engine's own name, its default, its bounds or choices, and its help.
 
 A policy lists its settings (`Policy.settings`) and validates with them; the command line makes a flag of each, a
-link's entry (`vllm:scheduling_policy=priority`) parses with them, and the Schedulers tab offers them: a setting is
-written nowhere else, so a policy registered with a new one has its flag, its entry and its picker at once.
+link's entry (`vllm:scheduling_policy=priority`) parses with them, and the Schedulers tab shows them: its picker offers
+each choice of a setting with choices, and its settings panel names every setting (a number is given in a link's
+entry). A setting is written nowhere else, so a policy registered with a new one has its flag, its entry and its
+place on the tab at once.
 """
 
 from __future__ import annotations

@@ -106,11 +106,11 @@ class PassRunner(Protocol):
         """Return the clock once it has reached `until_ms` (nothing runs meanwhile)."""
         ...
 
-    def admit(self, request: int, slot: int) -> None:
+    def on_admit(self, request: int, slot: int) -> None:
         """Continuous: the request joins the running batch in this slot before the next pass."""
         ...
 
-    def retire(self, request: int) -> None:
+    def on_retire(self, request: int) -> None:
         """Continuous: the request finished in the pass just run; its slot and memory are free."""
         ...
 
@@ -141,10 +141,10 @@ class CostRunner:
         """Return `until_ms`: a simulated clock jumps."""
         return until_ms
 
-    def admit(self, request: int, slot: int) -> None:
+    def on_admit(self, request: int, slot: int) -> None:
         """Nothing to do: the cost model needs no state."""
 
-    def retire(self, request: int) -> None:
+    def on_retire(self, request: int) -> None:
         """Nothing to do: the cost model needs no state."""
 
     def run_pass(self, rows: int, prefill: int, context: int, began_ms: float) -> float:
@@ -202,7 +202,8 @@ def schedule_timed(
     Only a policy with its own timed loop (`Policy.fast_timed`) runs on a runner; the others are refused, naming those.
     """
     pol = get_policy(policy)
-    if pol.fast_timed is None:
+    loop = fast_loop_for(pol, None, None, timed=True)  # the one place that decides, here with nothing to refuse
+    if loop is None:
         able = ", ".join(name for name, p in REGISTRY.items() if p.fast_timed is not None)
         raise ValueError(f"a pass runner follows only {able}, not {pol.name}")
     if not isinstance(slots, (int, np.integer)) or not 1 <= slots <= MAX_SLOTS:
@@ -213,7 +214,7 @@ def schedule_timed(
     check_workload(len(requests), sum(r.output_tokens for r in requests))
     arrivals = [r.arrival for r in requests]
     order = sorted(range(len(requests)), key=arrivals.__getitem__)  # FCFS: a stable sort keeps trace order on ties
-    out = pol.fast_timed(requests, order, slots, runner, float(batch_timeout_ms))
+    out = loop(requests, order, slots, runner, float(batch_timeout_ms))
     slot, start, finish, release, starts, ends, rows, prefill, context = out
     as_int = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
     return TimedRun(
