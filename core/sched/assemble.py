@@ -93,11 +93,36 @@ def passes_of(e) -> tuple[np.ndarray, ...]:
         starts[opens] = begun[opens]
     return starts, ends, rows, col(2), col(3) + rows * age, col(6), col(7)
 
+def bare_passes(e, start: np.ndarray, finish: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Return what `passes_of` returns for a run whose loop recorded no pass: plain, on an unlimited pool, on steps.
+
+    Request k prefills in pass start[k] and decodes in each pass after it up to finish[k]; its context at pass q is
+    its prompt and the q - start[k] tokens it has. A pass begins a step after the one before, or where nothing ran
+    at the arrival of the latest it admits: t(q) = max(t(q-1) + 1, that arrival), a running maximum of t(q) - q
+    (the first pass admits somebody, so the maximum starts at an arrival).
+    """
+    passes, size = e.passes, e.passes + 1
+    prompt = np.array(e.P, dtype=np.int64)
+    rows = np.cumsum(np.bincount(start + 1, minlength=size) - np.bincount(finish, minlength=size))[:passes]
+    prefill = np.bincount(start, prompt, size)[:passes].astype(np.int64)  # float sums of integers: exact
+    own = (prompt - start).astype(float)  # a decoding request's context at pass q: own + q
+    context = np.cumsum(np.bincount(start + 1, own, size) - np.bincount(finish, own, size))[:passes].astype(np.int64)
+    q = np.arange(passes, dtype=np.int64)
+    latest = np.full(passes, -np.inf)
+    np.maximum.at(latest, start, np.array(e.A, dtype=float))
+    starts = q + np.maximum.accumulate(latest - q) if passes else np.zeros(0)
+    zeros = np.zeros(passes, dtype=np.int64)  # an unlimited pool: no blocks held, no free run (unlimited_blocks)
+    return starts, starts + 1.0, rows, prefill, context + rows * q, zeros, zeros.copy()
+
+
 def assemble(e) -> Schedule:
     """Return the engine's Schedule: its flat records turned into arrays, in the order the requests were given."""
     n, passes = len(e.A), e.passes
-    starts, ends, rows, prefill, context, blocks, largest = passes_of(e)
     start, finish, slot = (as_array(xs, np.int64) for xs in (e.start, e.finish, e.slot))  # FCFS order
+    if e.bare:
+        starts, ends, rows, prefill, context, blocks, largest = bare_passes(e, start, finish)
+    else:
+        starts, ends, rows, prefill, context, blocks, largest = passes_of(e)
     if e.plain:
         cells = plain_cells(e, start, finish, slot)
         first = start

@@ -71,6 +71,9 @@ class ContinuousLoop(BlockPhases, PromptPass):
         self.bs = pool.block_size
         self.track = e.record_pool  # block ids matter only for the recorded map
         self.quick = self.unit and not self.track  # a stretch is recorded inline, without a call
+        # Plain, unlimited and on steps: nothing of a pass is recorded, the assembly rebuilds every pass from the
+        # starts and finishes (assemble.bare_passes).
+        self.bare = e.bare = self.quick and e.plain and not e.limited
         self._requests_state(self.n)
         self._queues_state(e.slots)
         # What the hot phases read and never rebind, gathered once: one attribute load per call, not ten.
@@ -227,12 +230,15 @@ class ContinuousLoop(BlockPhases, PromptPass):
         cut = self.free and (self.cuts or not self.waiting) and nxt < self.n
         if cut and self.unit:
             L = min(L, max(1, math.ceil(self.A[nxt] - clock)))
-        used, largest = self.pool_fixed or self.pool_now()
-        ctx = self.ctx_base + self.count * p
-        if self.quick:
+        if self.bare:
             end = clock + L
-            self.record((L, self.count, 0, ctx, clock, end, used, largest))
+        elif self.quick:
+            end = clock + L
+            used, largest = self.pool_fixed or self.pool_now()
+            self.record((L, self.count, 0, self.ctx_base + self.count * p, clock, end, used, largest))
         else:
+            used, largest = self.pool_fixed or self.pool_now()
+            ctx = self.ctx_base + self.count * p
             end = self.stretch(L, self.count, 0, ctx, clock, used, largest)
             if cut and not self.unit and L > 1:
                 L, end = self.cut(L, self.A[nxt])

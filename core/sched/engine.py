@@ -153,6 +153,7 @@ class _Engine:
         self.events: list[Event] = []
         self.recomputed = 0
         self.maps: list[tuple[int, ...]] = []
+        self.bare = False  # the loop recorded no pass: the assembly rebuilds them (set by the continuous loop)
 
     def run(self) -> Schedule:
         """Run the policy's loop (static's batches, or the continuous loop's phases) and assemble its Schedule."""

@@ -197,14 +197,17 @@ class PromptPass:
         paused = self.pauses and count > 0
         if paused:
             self.pause_decoders(set() if self.chunked else set(plan.chunks))
-        used, largest = self.pool_fixed or self.pool_now()
-        rows_now = 0 if paused else count
-        ctx = plan.prefilled + (0 if paused else self.ctx_base + count * self.p)
-        if self.quick:
+        if self.bare:  # the assembly rebuilds the pass
             end = clock + 1
-            self.record((1, rows_now, plan.prefill, ctx, clock, end, used, largest))
         else:
-            end = self.stretch(1, rows_now, plan.prefill, ctx, clock, used, largest)
+            used, largest = self.pool_fixed or self.pool_now()
+            rows_now = 0 if paused else count
+            ctx = plan.prefilled + (0 if paused else self.ctx_base + count * self.p)
+            if self.quick:
+                end = clock + 1
+                self.record((1, rows_now, plan.prefill, ctx, clock, end, used, largest))
+            else:
+                end = self.stretch(1, rows_now, plan.prefill, ctx, clock, used, largest)
         p = self.p + 1
         self.clock, self.p, self.since, self.after_pause = end, p, 0, paused
         # The pass gave each prompt it finished its next token: from pass p that request decodes.
