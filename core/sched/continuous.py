@@ -78,13 +78,15 @@ class ContinuousLoop(BlockPhases, PromptPass):
         self._queues_state(e.slots)
         # What the hot phases read and never rebind, gathered once: one attribute load per call, not ten.
         self.fixed_admit = (self.P, self.g, self.pcap, self.chunked, self.cap, self.limited, self.start, self.running,
-                            self.slot, self.adm, self.cap_rows, self.stacks, self.ranks)  # fmt: skip
+                            self.slot, self.adm, self.cap_rows, self.stacks, self.ranks, self.prefilling,
+                            self.cell_state)  # fmt: skip
         self.record, self.stretch, self.cut = e.st.extend, e.stretch, e.cut
         # An unlimited pool is never asked to allocate here: what a stretch records of it never changes.
         self.pool_fixed = None if self.limited else self.pool_now()
         self.fixed_start = (self.g, self.base, self.P, self.OUT, self.gen, self.slot, self.fin, self.plain)
         self.shortens = self.gated or self.growth  # else a stretch runs to the next finish (or arrival)
-        self.fixed_retire = (self.gen, self.P, self.base, self.running, self.free, self.cell_from, self.finish)
+        self.fixed_retire = (self.gen, self.P, self.base, self.running, self.free, self.cell_from, self.finish,
+                             self.cell_state, self.cell_g, self.add_cell)  # fmt: skip
 
     def _victims_state(self, pol, queue) -> None:
         """Set up whom a block shortage preempts: each request's rank, and each class's admissions in order."""
@@ -166,7 +168,8 @@ class ContinuousLoop(BlockPhases, PromptPass):
                 continue
             if plan.chunks:
                 run_prompt_pass(plan)
-                plan.chunks, plan.prefill = [], 0  # spent
+                if not chunked:  # spent (plan_pass empties it for a budgeted pass)
+                    plan.chunks, plan.prefill = [], 0
                 if binds and self.prefilling:  # SGLang: the chunked request leaves the last batch, which
                     self.full = -1  # clears batch_is_full (get_next_batch_to_run)
             else:
@@ -184,7 +187,7 @@ class ContinuousLoop(BlockPhases, PromptPass):
     def retire(self) -> None:
         """Every request whose last token came out of the last pass leaves: its slot and blocks are free."""
         fin, p = self.fin, self.p
-        gen, P, base, running, free, cell_from, finish = self.fixed_retire
+        gen, P, base, running, free, cell_from, finish, cell_state, cell_g, add_cell = self.fixed_retire
         count, ctx_base, growth, limited, plain = self.count, self.ctx_base, self.growth, self.limited, self.plain
         while fin and fin[0][0] <= p:
             _, s, k, gn = heappop(fin)
@@ -201,7 +204,7 @@ class ContinuousLoop(BlockPhases, PromptPass):
                 self.releases += 1
             heappush(free, s)
             if not plain and p > cell_from[k]:
-                self.add_cell((k, s, cell_from[k], p, self.cell_state[k], self.cell_g[k]))
+                add_cell((k, s, cell_from[k], p, cell_state[k], cell_g[k]))
         self.count, self.ctx_base = count, ctx_base
 
     def pool_now(self) -> tuple[int, int]:

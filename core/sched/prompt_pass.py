@@ -62,10 +62,13 @@ class PromptPass:
 
     def plan_pass(self) -> Plan:
         """Return the pass's plan before admission: decoding rows first, then the prompts already prefilling."""
-        plan, chunks = self.plan, []  # the loop's one plan, emptied
+        plan, chunks, prefilling = self.plan, [], self.prefilling  # the loop's one plan, emptied
         plan.chunks, plan.preempted = chunks, False
         left = self.budget if self.pauses else self.budget - self.count  # a pausing pass holds no decoding row
-        cap, prefilling, per_chunk = self.cap, self.prefilling, self.per_chunk
+        if not prefilling:  # no prompt is part way: the pass is the decoding rows', and its budget left
+            plan.left, plan.prefill, plan.prefilled = left, 0, 0
+            return plan
+        cap, per_chunk = self.cap, self.per_chunk
         prefill = prefilled = 0
         # Per-chunk allocation may preempt a prefilling request for an older one's chunk: iterate over a copy.
         for k, (done, target) in list(prefilling.items()) if per_chunk else prefilling.items():
@@ -106,7 +109,8 @@ class PromptPass:
             fitting = gate_fitting(self, len(free))
             if not self.pol.admits_now(fitting, self.count, self.since, self.after_pause):
                 return
-        P, g, pcap, chunked, cap, limited, start, running, slot, adm, cap_rows, stacks, ranks = self.fixed_admit
+        (P, g, pcap, chunked, cap, limited, start, running, slot, adm, cap_rows, stacks, ranks, prefilling,
+         cell_state) = self.fixed_admit  # fmt: skip
         p, chunks, taken = self.p, plan.chunks, 0
         admissions, recomputed = self.admissions, self.recomputed  # counted here, written back once
         rows = cap_rows and self.count  # the decoding rows' tokens, where the cap counts them (admission adds none)
@@ -131,8 +135,8 @@ class PromptPass:
             recomputed += g[k]
             if chunked:
                 plan.left -= c
-                self.prefilling[k] = [0, target]
-                self.cell_state[k] = IDLE  # no cell open yet in this residency
+                prefilling[k] = [0, target]
+                cell_state[k] = IDLE  # no cell open yet in this residency
                 chunks.append((k, c))
                 plan.prefill += c
             else:
