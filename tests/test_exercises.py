@@ -266,6 +266,37 @@ def test_the_knee_page_says_where_the_queue_grows_as_the_runs_show_it():
     assert 'data-load="under"' in page and knee(list(cached_sweep(PAGE_RATE_PER_S, cost_model()))).batch < 512
 
 
+def test_past_every_batchs_capacity_a_queue_grows_only_where_requests_wait_for_a_slot():
+    """Where no size keeps up, a queue is said to grow only below the size from which every request gets a slot.
+
+    From there up the backlog is the batch's (rate 28 said "the queue grows without bound" beside "from batch 512 up
+    every request gets a slot as it arrives", issue 47). The knee's own verdict says it alike.
+    """
+    from app.exercises.knee_words import keeps_up_html, kept_full, load_html, offered_tokens_per_s
+
+    full, seen = dict(kept_full(cost_model())), set()
+    for rate in (*LOAD_RATES, 28.0, 50.0, 120.0):
+        points = tuple(cached_sweep(rate, cost_model()))
+        words = load_html(rate, cost_model(), points)
+        if 'data-load="over"' not in words:
+            continue
+        free = same_run_from(list(points))
+        if free is None:
+            assert "the queue grows without bound" in words, rate
+            assert all(p.peak_rows == p.batch for p in points[-1:]), rate  # the largest size fills: they queue
+        else:
+            assert "queue grows" not in words.replace("as a queue for a slot", ""), rate
+            assert f"from batch {free.batch} up, where every request gets a slot as it arrives" in words, rate
+            assert all(p.peak_rows < p.batch for p in points if p.batch >= free.batch), rate
+        for target in (20.0, 50.0, 200.0):
+            best = knee(retarget(list(points), target))
+            if best is not None:
+                said = keeps_up_html(best.batch, offered_tokens_per_s(rate), full, best.one_run)
+                assert ("its queue grows" in said) == (not best.one_run), (rate, target)
+        seen.add(free is None)
+    assert seen == {True, False}  # both sentences were reached
+
+
 @pytest.mark.parametrize("target", [20.0, 50.0, 120.0])
 def test_what_moves_the_knee_is_read_from_the_sweeps(target):
     """The rate's and the target's effect on the knee is stated from the sweeps, true at every rate offered."""

@@ -8,12 +8,14 @@ import pytest
 
 from app.memory.lesson import MAX_BLOCKS, MIN_BLOCKS, lesson_html
 from app.memory.view import BUDGETS, chunked_html
+from app.page.words import plural
 from app.simulator import chapter, story
 from app.simulator.state import SimState
 from core import TrafficConfig, compute_metrics, generate, simulate
 from core.chapter.chapter_traffic import chapter_traffic
 from core.chapter.worked_example import BATCH_TIMEOUT, SLOTS, worked_example, worked_figures
 from core.measure.losses import losses
+from core.sched.policies import get_policy
 
 from .test_memory_view import check_chunk_claims, check_memory_claims
 
@@ -249,6 +251,30 @@ def test_the_here_line_states_what_holds_on_every_view_of_the_grid(clock):
         assert f"{s.avg_latency_all:.1f} steps against {c.avg_latency_all:.1f}" in words
 
 
+def test_the_here_line_names_continuous_waits_for_blocks_on_a_pool():
+    """On a KV pool the line gives continuous's own empty slots and waits where it has any, from its losses.
+
+    A learner at `?kv_blocks=22` found only static's losses on the line, continuous's 74 empty slot-steps and 124
+    request-steps waiting only in the table (issue 47). Over pools, seeds and slots, paged and contiguous.
+    """
+    said = set()
+    for blocks, allocation in ((16, "paged"), (22, "paged"), (34, "paged"), (34, "contiguous"), (60, "contiguous")):
+        for seed in (0, 3, 7):
+            for slots in (2, 4, 8):
+                state = SimState(seed=seed, slots=slots, kv_blocks=blocks, allocation=allocation)
+                words, loss = _here_words(state), losses(state.runs["continuous"], state.window)
+                waits = bool(loss.idle_while_waiting or loss.boundary_wait)
+                assert ("continuous, short of KV blocks" in words) == waits, (blocks, allocation, seed, slots)
+                if waits:
+                    empty = plural(loss.idle_while_waiting, "slot-step")
+                    waiting = plural(loss.boundary_wait, "request-step")
+                    assert f"leaves {empty} empty that waiting requests could have taken" in words
+                    assert f"and keeps requests waiting {waiting}" in words
+                said.add(waits)
+    assert said == {True, False}
+    assert "continuous, short of KV blocks" not in _here_words(SimState(seed=3, slots=4))  # no pool: it never waits
+
+
 def test_the_reproductions_of_the_lesson_claims_read_true():
     """Items 4, 5 and 7 of the sentences-true issue, as the learner met them."""
     two = SimState(seed=0, slots=2, lengths="fixed", arrival_window=18)
@@ -290,9 +316,11 @@ def test_static_rows_reservation_is_said_one_way_and_is_what_the_engine_reserves
 def test_the_three_average_latencies_are_told_apart_with_the_figures_on_screen():
     """The note under the head-to-head quotes each mode's card at the window's last step and both latency rows.
 
-    The card shows whichever mode the learner picks, so the note speaks of both. Over seeds and every slot count
-    the page offers a lesson at: each card's figure is the oracle's playback card, the other two are the table's own
-    cells; where every request of a mode finishes inside the window the note says its three agree.
+    The card shows whichever mode the learner picks, so the note speaks of both runs of the pair on screen: static
+    and continuous, or shortest first and priority each beside continuous (a learner read continuous's 27.4 "on its
+    card" beside shortest first's card, issue 47). Over seeds and every slot count the page offers a lesson at:
+    each card's figure is the oracle's playback card, the other two are the table's own cells; where every request
+    of a mode finishes inside the window the note says its three agree.
     """
     from app.simulator.views import h2h_full
 
@@ -300,30 +328,38 @@ def test_the_three_average_latencies_are_told_apart_with_the_figures_on_screen()
 
     seen = set()
     for seed in range(0, 31, 3):
-        requests = generate(replace(_default_config(), seed=seed))
+        requests = generate(replace(_default_config(), seed=seed, high_priority_share=0.3))
         for slots in (1, 2, 3, 4, 5, 8):
-            static, continuous = simulate(requests, slots, "static"), simulate(requests, slots, "continuous")
-            view = h2h_full(static, continuous, WINDOW, None)
-            note = view["note"].split('class="bv-muted bv-averages"')[1]
-            rows = {row[0]: row for row in view["rows"]}
-            for column, run in ((2, static), (3, continuous)):
-                assert view["pair"][column - 2] == run.policy
-                said = re.search(rf'<span data-averages="(\w+)" data-policy="{run.policy}">(.*?)</span>', note)
-                card = re.search(r'data-stat="avg_latency">([^<]+)<', playback_texts(run, WINDOW)[WINDOW - 1])[1]
-                every = rows["avg_latency_all"][column]
-                done = re.search(r">([^<]+)</span>", rows[None][column])[1]
-                if said[1] == "agree":
-                    assert card == every == done and f"read the same: <b>{card}</b> steps" in said[2], (seed, slots)
-                    assert (run.finish <= WINDOW).all()  # finish is exclusive: 64 is done by step 63
-                else:
-                    assert re.findall(r"<b>([^<]+)</b>", said[2]) == [card, every, done], (seed, slots, run.policy)
-                    assert f"the last finishes at step {run.drain}" in said[2]
-                    # the card's reading is said at its step: played elsewhere, the card reads another (issue 47)
-                    assert f"on its card at step {WINDOW - 1}," in said[2]
-                    assert not (run.finish <= WINDOW).all()
-                seen.add((run.policy, said[1]))
-    # every sentence is reached on this grid, under both modes
-    assert seen == {(p, s) for p in ("static", "continuous") for s in ("agree", "three")}
+            runs = {mode: simulate(requests, slots, mode) for mode in ("static", "continuous", "sjf", "priority")}
+            for pair in (("static", "continuous"), ("continuous", "sjf"), ("continuous", "priority")):
+                seen |= _averages_said(h2h_full(runs[pair[0]], runs[pair[1]], WINDOW, None), runs, pair, playback_texts)
+    # every sentence is reached on this grid, under every mode
+    assert seen == {(p, s) for p in ("static", "continuous", "sjf", "priority") for s in ("agree", "three")}
+
+
+def _averages_said(view: dict, runs: dict, pair: tuple, playback_texts) -> set:
+    """Check the averages note of one full head-to-head against its cells and each run's card; return what it said."""
+    seen = set()
+    note = view["note"].split('class="bv-muted bv-averages"')[1]
+    rows = {row[0]: row for row in view["rows"]}
+    for column, run in ((2, runs[pair[0]]), (3, runs[pair[1]])):
+        assert view["pair"][column - 2] == run.policy
+        said = re.search(rf'<span data-averages="(\w+)" data-policy="{run.policy}">(.*?)</span>', note)
+        card = re.search(r'data-stat="avg_latency">([^<]+)<', playback_texts(run, WINDOW)[WINDOW - 1])[1]
+        every = rows["avg_latency_all"][column]
+        done = re.search(r">([^<]+)</span>", rows[None][column])[1]
+        if said[1] == "agree":
+            assert card == every == done and f"read the same: <b>{card}</b> steps" in said[2], pair
+            assert (run.finish <= WINDOW).all()  # finish is exclusive: 64 is done by step 63
+        else:
+            assert re.findall(r"<b>([^<]+)</b>", said[2]) == [card, every, done], (pair, run.policy)
+            assert f"the last finishes at step {run.drain}" in said[2]
+            # the card's reading is said at its step and for its mode: the card shows the mode picked (issue 47)
+            label = get_policy(run.policy).label
+            assert f"on the card with {label} picked, at step {WINDOW - 1};" in said[2]
+            assert not (run.finish <= WINDOW).all()
+        seen.add((run.policy, said[1]))
+    return seen
 
 
 def test_empty_slots_are_counted_only_as_many_as_requests_wait():

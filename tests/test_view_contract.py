@@ -70,6 +70,12 @@ def _check(view: dict) -> list[str]:
         errors.append("arrival_ms is not one time per request")
     if not set(view["h2h"]["pair"]) <= set(view["runs"]):
         errors.append("the head-to-head names a policy with no run")
+    for mode, run in view["runs"].items():  # each mode's full head-to-head is of the two runs it shows
+        versus = run["traits"]["versus"]
+        shown = [mode, versus] if run["traits"]["forms_batches"] else [versus, mode]
+        full = view["h2h"] if mode in ("static", "continuous") else view["h2h_by"].get(mode)
+        if full is None or full["pair"] != shown:
+            errors.append(f"the full head-to-head in mode {mode} is not of its two runs {shown}")
     return errors
 
 
@@ -96,6 +102,7 @@ BREAKS = [
     ("a per-step array past the window", lambda v: v["runs"]["static"].update(kv=[0] * (v["window"] + 1))),
     ("a decision record cut short", lambda v: v["runs"]["continuous"].update(log=[1, 2, 3])),
     ("a head-to-head row of three", lambda v: v["h2h"]["rows"][0].pop()),
+    ("shortest first's head-to-head of static and continuous", lambda v: v["h2h_by"].update(sjf=v["h2h"])),
     ("clock fields on the step axis", lambda v: v.update(end_ms=3.0)),
     ("a bad key", lambda v: v.update(key="not-a-fingerprint")),
 ]

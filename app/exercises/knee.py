@@ -300,10 +300,11 @@ class KneeView(LazyViewer):
         full = dict(kept_full(self.model))
         revealed = self.guess is not None
         self.charts.payload = knee_payload(points, self.itl_target_ms, revealed, self.measured)
-        keeps_up = "" if best is None else keeps_up_html(best.batch, offered_tokens_per_s(self.rate_per_s), full)
+        offered = offered_tokens_per_s(self.rate_per_s)
+        keeps_up = "" if best is None else keeps_up_html(best.batch, offered, full, best.one_run)
         self.verdict.object = verdict_html(best, decode_best, self.itl_target_ms, self.guess, keeps_up)
         self.table.object = (table_html(points, self.itl_target_ms) if revealed else "") + self._assumptions()
-        self.load.object = load_html(self.rate_per_s, self.model)
+        self.load.object = load_html(self.rate_per_s, self.model, points)
         self.motivation.object = motivation_html(self.model)
         # What moves the knee, once the learner has guessed: from this sweep and one at another rate (~0.6 s, cached).
         other = other_rate(self.rate_per_s)

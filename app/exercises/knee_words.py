@@ -35,11 +35,13 @@ def kept_full(model: CostModel) -> tuple[tuple[int, float], ...]:
     return tuple(capacities(model).items())
 
 
-def load_html(rate_per_s: float, model: CostModel) -> str:
+def load_html(rate_per_s: float, model: CostModel, points: tuple[SweepPoint, ...] = ()) -> str:
     """Return the offered load against what each batch size serves kept full, and where the queue grows without bound.
 
     A batch keeps up with Poisson arrivals when it serves more tokens/s kept full than they offer; a finite run's own
-    throughput cannot tell (it is at most the offered load, less its start and its drain).
+    throughput cannot tell (it is at most the offered load, less its start and its drain). Where no size keeps up
+    but the sweep's run (`points`) gives every request a slot from some size up, the backlog there is the batch's,
+    not a queue's (a learner read "the queue grows" beside "every request gets a slot", issue 47).
     """
     mean = round(mean_output_tokens(), 1)
     offered = offered_tokens_per_s(rate_per_s)
@@ -51,10 +53,18 @@ def load_html(rate_per_s: float, model: CostModel) -> str:
     first = first_keeping_up(offered, dict(full))
     if first is None:
         b, t = full[-1]
+        free = same_run_from(list(points))
+        grows = (
+            "the queue grows without bound for as long as they keep coming"
+            if free is None
+            else "the unfinished work grows for as long as they keep coming: below batch "
+            f"{free.batch} as a queue for a slot; from batch {free.batch} up, where every request gets a slot as it "
+            "arrives, as a batch that holds more rows, and so runs slower passes, the longer they keep coming"
+        )
         return (
             f'<p class="bv-load" data-load="over" data-first="none">{head} Kept full (a queue that never empties), '
             f"the largest batch, {b}, serves {t:,.0f} tokens/s. <b>The requests arrive faster than any batch size "
-            "serves them, so the queue grows without bound for as long as they keep coming</b>.</p>"
+            f"serves them, so {grows}</b>.</p>"
         )
     served = dict(full)[first]
     if first == full[0][0]:
@@ -82,20 +92,22 @@ def first_keeping_up(offered: float, full: dict[int, float]) -> int | None:
     return next((b for b, t in full.items() if t > offered), None)
 
 
-def keeps_up_html(batch: int, offered: float, full: dict[int, float]) -> str:
+def keeps_up_html(batch: int, offered: float, full: dict[int, float], slot_for_all: bool = False) -> str:
     """Return, for the knee's batch, that it does not keep up with the offered load; "" where it does.
 
     The knee is the largest batch meeting the per-token target; whether it serves the arrivals is another question,
     and where it cannot, the verdict says so beside the load sentence that already shows it (`load_html`).
+    `slot_for_all`: the sweep's run at this size gives every request a slot as it arrives (no queue forms).
     """
     served = full.get(batch)
     if served is None or served > offered:
         return ""
     first = first_keeping_up(offered, full)
     others = f"batch {first} is the first that does" if first is not None else "no batch size does"
+    grows = "the batch holds more rows" if slot_for_all else "its queue grows"
     return (
         f' <span data-keeps-up="no">At this load batch {batch} does not keep up: kept full it serves '
-        f"{served:,.0f} tokens/s against the {offered:,.0f} offered, so its queue grows for as long as the "
+        f"{served:,.0f} tokens/s against the {offered:,.0f} offered, so {grows} for as long as the "
         f"requests keep coming ({others}).</span>"
     )
 

@@ -237,7 +237,8 @@ class SpreadView(LazyViewer):
         return pn.Column(
             text_pane(
                 "<h3>Exercise 2: when continuous batching stops paying</h3><p>The same arrivals three times, with "
-                "heavy-tailed, uniform and fixed output lengths (the same intended mean, 64 tokens). Before you see "
+                "heavy-tailed, uniform and fixed output lengths, each drawn around a mean of 64 tokens (a heavy "
+                "tail's draw lands off it: the table gives each draw's own mean). Before you see "
                 "the ratios: <b>which of these lengths keeps the most of continuous batching's advantage</b> (how "
                 "many times sooner it drains the queue)?</p>"
             ),

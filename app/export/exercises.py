@@ -106,7 +106,7 @@ def knee_at(accelerator: str, model_shape: str, rate: float) -> dict:
     full, offered = dict(kept_full(model)), offered_tokens_per_s(rate)
     out = {
         "points": points_data(swept),
-        "load": load_html(rate, model),
+        "load": load_html(rate, model, tuple(swept)),
         "motivation": motivation_html(model),
         "assumptions": assumptions_html(rate, model),  # the table's last line, as served
         **{name: [] for name in ("best", "verdicts", "tables", "moves")},
@@ -115,7 +115,7 @@ def knee_at(accelerator: str, model_shape: str, rate: float) -> dict:
     for target in targets(target_slider):
         points = tuple(retarget(list(swept), target))
         best, decode = knee(list(points)), decode_knee(list(points))
-        keeps_up = "" if best is None else keeps_up_html(best.batch, offered, full)
+        keeps_up = "" if best is None else keeps_up_html(best.batch, offered, full, best.one_run)
         verdict, words = verdict_html(best, decode, target, 1, keeps_up), knee_guess_html(1, best)
         if not verdict.endswith(words + TAIL):
             raise RuntimeError("app/exercises/knee.py verdict_html no longer ends with the guess: update this split")

@@ -98,7 +98,7 @@ def shared_runs(
 
 def generated_label(requests: int, lengths: str, priority_share: int = 0) -> str:
     """Return the words naming generated traffic (its seed is the slider beside them)."""
-    classes = f", {priority_share}% high priority" if priority_share else ""
+    classes = f", each high priority with a {priority_share}% chance" if priority_share else ""
     return f"Traffic: generated, {requests} requests, {lengths} lengths{classes}"
 
 

@@ -129,7 +129,25 @@ def here_html(
     )
     latency = f"mean latency over every request {ms.avg_latency_all:.1f} steps against {mc.avg_latency_all:.1f}"
     return (
-        f'<p class="bv-here" data-here="steps"><b>Here</b> ({where}): static {_parts(items)}; {drains}; {latency}.</p>'
+        f'<p class="bv-here" data-here="steps"><b>Here</b> ({where}): static {_parts(items)}'
+        f"{_continuous_waits(continuous, window)}; {drains}; {latency}.</p>"
+    )
+
+
+def _continuous_waits(continuous: Run, window: int) -> str:
+    """Return continuous's own empty slots and waits, where a KV pool makes it have any ("" elsewhere).
+
+    Without a pool continuous never leaves a slot empty while a request waits; short of blocks it does, and the
+    line says so rather than list static's losses alone (a learner found them only in the table, issue 47).
+    """
+    from core.measure.losses import losses
+
+    loss = losses(continuous, window)
+    if not (loss.idle_while_waiting or loss.boundary_wait):
+        return ""
+    return (
+        f"; continuous, short of KV blocks, leaves {plural(loss.idle_while_waiting, 'slot-step')} empty that "
+        f"waiting requests could have taken and keeps requests waiting {plural(loss.boundary_wait, 'request-step')}"
     )
 
 

@@ -142,9 +142,9 @@ def averages_note(static: Run, continuous: Run, window: int) -> str:
         so_far = latency_so_far(run.arrival, run.finish, window)
         done = "–" if m.avg_latency is None else f"{m.avg_latency:.1f}"
         parts.append(
-            f' <span data-averages="three" {attrs}>Under {label}: <b>{so_far:.1f}</b> on its card at step '
-            f"{window - 1}, <b>{m.avg_latency_all:.1f}</b> to each finish (the last finishes at step {run.drain}), "
-            f"<b>{done}</b> over the {plural(m.completed, 'request')} finished inside the window.</span>"
+            f' <span data-averages="three" {attrs}>Under {label}: <b>{so_far:.1f}</b> on the card with {label} '
+            f"picked, at step {window - 1}; <b>{m.avg_latency_all:.1f}</b> to each finish (the last finishes at step "
+            f"{run.drain}), <b>{done}</b> over the {plural(m.completed, 'request')} finished inside the window.</span>"
         )
     return "".join(parts) + "</p>"
 
@@ -290,7 +290,7 @@ def h2h_full(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, T
         values = [[m.tokens_per_s, m.ttft_ms["p50"], m.e2e_ms["mean"]] for m in (ts, tc)]
         decimals = (0, 1, 1)
     else:
-        rows = h2h_rows(ms, mc, losses(static, window), losses(continuous, window))
+        rows = h2h_rows(ms, mc, losses(static, window), losses(continuous, window), (static.policy, continuous.policy))
         note, groups, decimals = LOSS_NOTE + averages_note(static, continuous, window), H2H_GROUPS, (0, 0, 1)
         values = [[m.completed, 100 * m.utilisation, m.avg_latency_all or 0.0] for m in (ms, mc)]
     pair = (static.policy, continuous.policy)

@@ -16,7 +16,7 @@ from app.simulator.story import loop_lines
 from core import Request, Run, TrafficConfig, compute_metrics
 from core.measure.losses import losses
 from core.measure.metrics import latency_by_class
-from core.sched.policies import REGISTRY, Policy, get_policy
+from core.sched.policies import CHAPTER_PAIR, REGISTRY, Policy, get_policy
 from core.sched.timed import TimedRun, timed_metrics
 from core.states import STATE_NUMBERS
 
@@ -200,7 +200,7 @@ def view_json(key: ViewKey) -> str:
         "pool_asked": key.kv_blocks or None,
         "block_size": continuous.schedule.memory.block_size,
         "allocation": key.allocation,
-        "traffic_label": key.traffic_label,
+        "traffic_label": key.traffic_label + drawn_classes(key.traffic, static.requests),
     }
     timed = None
     if key.clock == "ms":
@@ -218,21 +218,36 @@ def view_json(key: ViewKey) -> str:
         view["h2h_compact"] = {
             mode: h2h_compact(shown[a], shown[b], key.window, (timed[a], timed[b])) for mode, (a, b) in pairs.items()
         }
-    view.update(story_fields(key, static, continuous, timed))
+    view.update(story_fields(key, shown, timed))
     return json.dumps(view, separators=(",", ":"))
 
 
-def story_fields(key: ViewKey, static: Run, continuous: Run, timed: dict | None) -> dict:
+def drawn_classes(traffic, requests) -> str:
+    """Return how many requests the draw made high priority, where the generator draws classes by chance."""
+    if not isinstance(traffic, TrafficConfig) or not traffic.high_priority_share:
+        return ""
+    high = sum(r.priority == 0 for r in requests)
+    return f" ({high} of {len(requests)} drawn so here)"
+
+
+def story_fields(key: ViewKey, shown: dict, timed: dict | None) -> dict:
     """Return what the story around the widget shows for a view: the full head-to-head, what holds, the worked example.
 
-    The worked example's figures show on its own traffic and settings only. Computed once per view and shared by
-    every session, like the runs.
+    The full head-to-head of static and continuous (`h2h`), and of each other mode with the one it is compared with
+    (`h2h_by`: the two runs on screen in that mode). The worked example's figures show on its own traffic and
+    settings only. Computed once per view and shared by every session, like the runs.
     """
     from app.simulator.story import here_html, worked_html
     from app.simulator.views import h2h_full
     from core.chapter import worked_example as worked
 
+    static, continuous = shown["static"], shown["continuous"]
     pair = None if timed is None else (timed["static"], timed["continuous"])
+    others = {mode: compact_pair(shown, mode) for mode in shown if mode not in CHAPTER_PAIR}
+    by_mode = {
+        mode: h2h_full(shown[a], shown[b], key.window, None if timed is None else (timed[a], timed[b]))
+        for mode, (a, b) in others.items()
+    }
     is_worked = (
         isinstance(key.traffic, tuple)
         and key.slots == worked.SLOTS
@@ -241,6 +256,7 @@ def story_fields(key: ViewKey, static: Run, continuous: Run, timed: dict | None)
     )
     return {
         "h2h": h2h_full(static, continuous, key.window, pair),
+        "h2h_by": by_mode,
         "here": here_html(static, continuous, key.window, pair, limited=bool(key.kv_blocks)),
         "worked": worked_html(worked.worked_figures(static, continuous)) if is_worked else None,
     }

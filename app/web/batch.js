@@ -224,7 +224,8 @@ function _bContinuous(view, w, t) {
     `<div class="bv-subtitle">Block tables (KV blocks of ${cfg.block_size} tokens; a request only ever adds ` +
     `blocks; nobody else's blocks move)</div>${tables}` +
     `<div class="bv-subtitle">This view's own KV block pool: ${w.poolSize} blocks, enough for the ` +
-    `longest request in each of the ${plural(w.busySlots, "slot")} that can be busy at once (${free} free; the ` +
+    `longest request in ${w.busySlots === 1 ? "the one slot" : `each of the ${w.busySlots} slots`} that can be busy ` +
+    `at once (${free} free; the ` +
     "simulator's pool above is the KV strip's)</div>" +
     `<div class="bv-pool">${pool}</div></section>` + _bSource(cfg, t, notes);
 }
@@ -264,10 +265,10 @@ function _bStatic(view, cfg, t, r) {
     "one token per row";
   return `<section class="bv-batch" data-policy="${r.policy}" data-step="${t}" data-rows="${count}" ` +
     `data-useful-rows="${usefulRows}" data-computed="${computed}" data-useful="${useful}">` +
-    `<div class="bv-batch-title">${_bTitle(r)}, step ${t}: a padded rectangle of ${count} rows x ${width} (${what})</div>` +
-    `<div class="bv-rect">${rows}</div>` +
-    `<p class="bv-rect-sum">${usefulRows} of ${count} rows did useful work; ` +
-    `${computed} tokens computed, ${useful} useful.</p></section>`;
+    `<div class="bv-batch-title">${_bTitle(r)}, step ${t}: a padded rectangle of ${plural(count, "row")} x ${width} ` +
+    `(${what})</div><div class="bv-rect">${rows}</div>` +
+    `<p class="bv-rect-sum">${usefulRows} of ${plural(count, "row")} did useful work; ` +
+    `${plural(computed, "token")} computed, ${useful} useful.</p></section>`;
 }
 
 const _bWalkers = new WeakMap();  // a run -> its walker, so playback steps forward, not from 0

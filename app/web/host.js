@@ -27,6 +27,11 @@ export function h2hFullHtml(h2h) {
     `<tbody>${body}</tbody></table>${h2h.note}`;
 }
 
+/** Return the full head-to-head of the two runs `mode` shows: static and continuous, or the mode's own pair. */
+export function shownH2h(view, mode) {
+  return view.h2h_by?.[mode] ?? view.h2h;
+}
+
 /** Return the paired bars: each group's pair scaled to its larger value, labelled with the real numbers. */
 export function h2hBarsHtml(h2h, colours) {
   return h2h.bars.map(({ group, values, texts }, g) => {
@@ -258,11 +263,15 @@ export function hereHtml(view, mode) {
 function widgetHost(model, boxes, state) {
   // What follows the view but not the step: the full head-to-head, what holds here, the worked example's figures.
   const showView = (view, settings) => {
-    if (view.h2h) boxes.here.innerHTML = hereHtml(view, settings?.mode ?? "continuous");  // follows the mode too
-    if (view.key === state.shownKey || !view.h2h) return;
-    state.shownKey = view.key;
-    boxes.h2h.innerHTML = h2hFullHtml(view.h2h);
-    boxes.bars.innerHTML = h2hBarsHtml(view.h2h, model.config.colours.pair);
+    const mode = settings?.mode ?? "continuous";
+    if (view.h2h) boxes.here.innerHTML = hereHtml(view, mode);  // follows the mode too
+    if (!view.h2h) return;
+    const h2h = shownH2h(view, mode);  // the two runs on screen: the mode's pair
+    const shown = `${view.key}:${h2h.pair.join(",")}`;
+    if (shown === state.shownKey) return;
+    state.shownKey = shown;
+    boxes.h2h.innerHTML = h2hFullHtml(h2h);
+    boxes.bars.innerHTML = h2hBarsHtml(h2h, h2h.pair.map((p) => view.runs[p].traits.colour));
     boxes.worked.innerHTML = view.worked ?? "";
     boxes.worked.hidden = !view.worked;
   };

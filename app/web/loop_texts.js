@@ -35,7 +35,7 @@ export function loopHtml(view, policy, t) {
 export function clockLoopHtml(view, policy, k) {
   const r = view.runs[policy], t = timesOf(view, policy)[k], p = passAt(r, t);
   const title = p < 0 ? `The scheduling loop at ${thousands(t, 1)} ms, between passes` :
-    `The scheduling loop, pass ${p} (${thousands(r.pass_start_ms[p], 1)}-${thousands(r.pass_end_ms[p], 1)} ms)`;
+    `The scheduling loop, pass ${p + 1} (${thousands(r.pass_start_ms[p], 1)}-${thousands(r.pass_end_ms[p], 1)} ms)`;
   return loopAt(view.ids, r.loop, policy, r.start_pass, r.finish_pass, r.release_pass, p, k, title);
 }
 

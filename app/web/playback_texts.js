@@ -151,7 +151,8 @@ function clockLogHtml(r, t) {
   if (p < 0) return `${thousands(t, 1)} ms: no pass is running` + (t >= r.drain_ms ? ": all done" : "");
   const prefill = r.pass_prefill[p];
   const work = plural(r.pass_rows[p], "row") + (prefill ? `, ${thousands(prefill, 0)} prompt tokens prefilled` : "");
-  return escape(`pass ${p}, ${thousands(r.pass_start_ms[p], 1)}-${thousands(r.pass_end_ms[p], 1)} ms: ${work}`);
+  // Counted from 1, as "Forward passes done" counts them: after 44 are done, pass 45 runs.
+  return escape(`pass ${p + 1}, ${thousands(r.pass_start_ms[p], 1)}-${thousands(r.pass_end_ms[p], 1)} ms: ${work}`);
 }
 
 /** Return frame k's readout, stats, pass meter and the pass under the cursor, on a clock (all in ms). */
@@ -174,7 +175,7 @@ export function clockPlaybackHtml(view, policy, k) {
   // equals the head-to-head's tokens/s.
   const ran = Math.min(t, r.drain_ms) || t;
   const stats = clockStatsHtml(done, n, tokens, tokens / ran * 1e3, arrived && t > 0 ? latency / arrived : null);
-  const waste = `<span class="bv-waste">Forward passes so far: <b data-waste="passes">${donePasses}</b>; the GPU ` +
+  const waste = `<span class="bv-waste">Forward passes done: <b data-waste="passes">${donePasses}</b>; the GPU ` +
     `sat idle <b data-waste="idle_ms">${thousands(Math.max(t - busy, 0), 1)}</b> ms</span>`;
   return `<div class="bv-readout">${readout}</div>${stats}<div class="bv-waste-row">${waste}</div>` +
     `<div class="bv-log">${clockLogHtml(r, t)}</div>`;

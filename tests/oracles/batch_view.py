@@ -136,7 +136,7 @@ def continuous_html(run: Run, step: ContinuousStep) -> str:
         f'<div class="bv-subtitle">Block tables (KV blocks of {BLOCK_SIZE} tokens; a request only ever adds '
         f"blocks; nobody else's blocks move)</div>{''.join(tables)}"
         f'<div class="bv-subtitle">This view\'s own KV block pool: {len(step.block_owner)} blocks, enough for the '
-        f"longest request in each of the {plural(min(run.slots, max(len(run.requests), 1)), 'slot')} that can be "
+        f"longest request in {_busy(min(run.slots, max(len(run.requests), 1)))} that can be "
         f"busy at once ({free} free; the simulator's pool above is the KV strip's)</div>"
         f'<div class="bv-pool">{pool}</div></section>'
     )
@@ -146,6 +146,11 @@ def _compact_list(values: list[int], limit: int = LIST_LIMIT) -> str:
     if len(values) <= limit:
         return " ".join(map(str, values))
     return " ".join(map(str, values[:limit])) + f" … ({len(values) - limit} more)"
+
+
+def _busy(slots: int) -> str:
+    """Return the slots that can be busy at once, in words ("the one slot" where there is one)."""
+    return "the one slot" if slots == 1 else f"each of the {slots} slots"
 
 
 def static_html(run: Run, step: StaticStep) -> str:
@@ -181,11 +186,11 @@ def static_html(run: Run, step: StaticStep) -> str:
     return (
         f'<section class="bv-batch" data-policy="{run.policy}" data-step="{step.step}" data-rows="{count}" '
         f'data-useful-rows="{useful_rows}" data-computed="{step.computed_tokens}" data-useful="{step.useful_tokens}">'
-        f'<div class="bv-batch-title">{_title(run)}, step {step.step}: a padded rectangle of {count} rows x '
+        f'<div class="bv-batch-title">{_title(run)}, step {step.step}: a padded rectangle of {plural(count, "row")} x '
         f"{step.width} ({what})</div>"
         f'<div class="bv-rect">{"".join(rows)}</div>'
-        f'<p class="bv-rect-sum">{useful_rows} of {len(step.requests)} rows did useful work; '
-        f"{step.computed_tokens} tokens computed, {step.useful_tokens} useful.</p></section>"
+        f'<p class="bv-rect-sum">{useful_rows} of {plural(count, "row")} did useful work; '
+        f"{plural(step.computed_tokens, 'token')} computed, {step.useful_tokens} useful.</p></section>"
     )
 
 

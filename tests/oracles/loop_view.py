@@ -106,6 +106,6 @@ def clock_loop_texts(run: TimedRun, times: list[float]) -> tuple[str, ...]:
         if p < 0 or t > run.pass_end_ms[p]:  # between passes, or past this mode's drain: nothing runs at t
             title, p = f"The scheduling loop at {t:,.1f} ms, between passes", -1
         else:
-            title = f"The scheduling loop, pass {p} ({run.pass_start_ms[p]:,.1f}-{run.pass_end_ms[p]:,.1f} ms)"
+            title = f"The scheduling loop, pass {p + 1} ({run.pass_start_ms[p]:,.1f}-{run.pass_end_ms[p]:,.1f} ms)"
         texts.append(_loop_html(run, run.start_pass, run.finish_pass, run.release_pass, p, k, title))
     return tuple(texts)

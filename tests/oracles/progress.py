@@ -144,7 +144,7 @@ def describe_pass(run: TimedRun, p: int) -> str:
     """Return what pass p computed, e.g. 'pass 17, 812.0-826.3 ms: 4 rows, 64 prompt tokens prefilled'."""
     prefill = int(run.pass_prefill[p])
     work = plural(int(run.pass_rows[p]), "row") + (f", {prefill:,} prompt tokens prefilled" if prefill else "")
-    return f"pass {p}, {run.pass_start_ms[p]:,.1f}-{run.pass_end_ms[p]:,.1f} ms: {work}"
+    return f"pass {p + 1}, {run.pass_start_ms[p]:,.1f}-{run.pass_end_ms[p]:,.1f} ms: {work}"
 
 
 def clock_progress_table(run: TimedRun, times: list[float]) -> dict[str, list[str]]:
@@ -167,7 +167,7 @@ def clock_progress_table(run: TimedRun, times: list[float]) -> dict[str, list[st
         table["stats"].append(clock_stats_html(int(done.sum()), len(run.requests), tokens, tokens / ran * 1e3, avg))
         busy = float((np.minimum(run.pass_end_ms, t) - np.minimum(run.pass_start_ms, t)).sum())  # pass time by t
         table["waste"].append(
-            f'<span class="bv-waste">Forward passes so far: <b data-waste="passes">{done_passes}</b>; the GPU '
+            f'<span class="bv-waste">Forward passes done: <b data-waste="passes">{done_passes}</b>; the GPU '
             f'sat idle <b data-waste="idle_ms">{max(t - busy, 0.0):,.1f}</b> ms</span>'
         )
         p = int(np.searchsorted(run.pass_start_ms, t, side="left")) - 1  # the last pass begun before t
