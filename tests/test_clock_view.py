@@ -51,7 +51,7 @@ def test_the_loop_on_a_clock_lights_the_pass_under_the_cursor():
     lit = re.findall(r'bv-lit" data-line="(\w+)"', texts[-1])
     assert lit == ["head"] and "between passes" in texts[-1]
     first = clock_loop_texts(continuous, [float(continuous.pass_start_ms[0]) + 1e-6])[0]
-    assert "pass 0" in first and re.findall(r'bv-lit" data-line="(\w+)"', first)[-1] == "forward"
+    assert "pass 1 (" in first and re.findall(r'bv-lit" data-line="(\w+)"', first)[-1] == "forward"
 
 
 def test_the_head_to_head_on_a_clock_is_all_in_ms():
