@@ -195,6 +195,23 @@ class KVPool:
         """Return whether `count` running requests can each take one more block (paged)."""
         return self.size is None or (not self.contiguous and count <= self.size - self.used)
 
+    def try_grow(self, requests) -> bool:
+        """Give each of `requests` one more block if enough are free; return whether they did (paged).
+
+        `can_grow` then `grow` in one question, for the scheduling loop's growth at a boundary.
+        """
+        count = len(requests)
+        if self.size is not None and (self.contiguous or count > self.size - self.used):
+            return False
+        if self.track:
+            self.grow(requests)
+            return True
+        held = self.held
+        for request in requests:
+            held[request] += 1
+        self.used += count
+        return True
+
     def grow(self, requests) -> None:
         """Give each of `requests` one more block, in the order given (paged; block ids lowest first)."""
         if self.size is not None and (self.contiguous or len(requests) > self.size - self.used):

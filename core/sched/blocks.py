@@ -15,26 +15,29 @@ from core.sched.schedule_record import Event
 class BlockPhases:
     """The phase `grow_or_preempt` of the continuous loop, and the preemptions it and a chunk's blocks make."""
 
-    def grow_or_preempt(self) -> bool:
-        """Give each decoding request due a new block one; where none is free, preempt. Return whether anyone was."""
-        self.grown = ()
-        due = self.buckets[self.p % self.bs]
-        if due and self.ahead:
-            due = {k: None for k in due if k not in self.ahead}
-        if not due:
-            return False
+    def grow_or_preempt(self, due: dict[int, None]) -> bool:
+        """Give each decoding request due a new block one; where none is free, preempt. Return whether anyone was.
+
+        `due`: the requests whose next token starts a block at this pass (the loop's bucket for it).
+        """
+        if self.pauses:  # a pausing policy's rows that took their block ahead are not due again
+            self.grown = ()
+            if self.ahead:
+                due = {k: None for k in due if k not in self.ahead}
+                if not due:
+                    return False
         pool, running, preempted = self.pool, self.running, False
-        if not self.track and pool.can_grow(len(due)):
-            pool.grow(due)  # a block for each: nobody is preempted, so the order they are served in is moot
-        elif self.bulk:
-            preempted = self.retract(sorted(due, key=self.adm.__getitem__))
-        else:
+        # Enough free blocks and no ids to track: a block for each, nobody preempted, so their order is moot.
+        if self.track or not pool.try_grow(due):
             due = sorted(due, key=self.adm.__getitem__)  # oldest admitted first
-            served = min(len(due), pool.free)  # these take a free block each, as one by one they would
-            pool.grow(due[:served])
-            for k in due[served:]:
-                if k in running:
-                    preempted = self.preempt_for(k) or preempted
+            if self.bulk:
+                preempted = self.retract(due)
+            else:
+                served = min(len(due), pool.free)  # these take a free block each, as one by one they would
+                pool.grow(due[:served])
+                for k in due[served:]:
+                    if k in running:
+                        preempted = self.preempt_for(k) or preempted
         if self.pauses:
             self.grown = [k for k in due if k in running]
         return preempted

@@ -147,7 +147,8 @@ class ContinuousLoop(BlockPhases, PromptPass):
                 arrive()
             if fin and fin[0][0] <= p:
                 retire()
-            preempted = grows_first and bool(buckets[p % bs]) and grow_or_preempt()
+            due = buckets[p % bs] if grows_first else None  # whose next token starts a block at this pass
+            preempted = grow_or_preempt(due) if due else False
             if chunked:
                 plan = plan_pass()
                 preempted = preempted or plan.preempted  # a chunk's blocks preempted someone (per-chunk allocation)
@@ -156,7 +157,8 @@ class ContinuousLoop(BlockPhases, PromptPass):
             if not preempted and waiting and free:  # after a preemption, admission is tried at the next boundary
                 admit(plan)
             if prefill_first and not plan.chunks:  # a decode pass: now the rows ask for their blocks
-                preempted = bool(buckets[p % bs]) and grow_or_preempt()
+                due = buckets[p % bs]
+                preempted = grow_or_preempt(due) if due else False
             if not running:
                 if est is not None:
                     est.reset()  # SGLang's self_check_during_idle
