@@ -19,7 +19,7 @@ from app.page.upload import TraceUpload, decode_upload, read_upload
 from app.page.url import URL_KEYS, parse_query, parse_theme, query_choice, query_of, query_value, safe_location
 from app.quiz.view import Quiz
 from app.real_replay.view import ReplayView
-from app.schedulers.view import LineupView
+from app.schedulers.view import SchedulersView
 from app.simulator import chapter, memory_lesson, story
 from app.simulator.batch_data import INTRO as BATCH_INTRO
 from app.simulator.state import CHAPTER_NAME, GENERATOR_PARAMS, SimState
@@ -55,7 +55,7 @@ class App(pn.viewable.Viewer):
             TemperatureView(),
         )
         self.memory = MemoryView()
-        self.schedulers = LineupView(state=self.state)
+        self.schedulers = SchedulersView(state=self.state)
         if fresh and not any(key in (query or {}) for key in GENERATOR_URL_KEYS):
             self.use_chapter_traffic()  # the page opens on the chapter's own twelve requests
         if query:

@@ -196,10 +196,10 @@ def test_the_story_is_the_served_story(data):
 def test_the_exported_lineups_are_the_served_tabs_default_and_lessons():
     """Each lineup the page carries has the settings the served tab's default or lesson button loads."""
     from app.export.schedulers import lineup_keys
-    from app.schedulers.view import LineupView
+    from app.schedulers.view import SchedulersView
 
     keys = lineup_keys()
-    view = LineupView()
+    view = SchedulersView()
     view.__panel__()
     assert keys["default"][1] == view.key()
     for button, (name, (label, key)) in zip(view.lesson_buttons, list(keys.items())[1:]):

@@ -846,9 +846,9 @@ def test_a_schedulers_widget_value_out_of_range_is_one_line_and_kept(caplog, nam
     """
     import logging
 
-    from app.schedulers.view import LineupView
+    from app.schedulers.view import SchedulersView
 
-    view = LineupView()
+    view = SchedulersView()
     widget = _widget(view.__panel__(), label)
     kept = getattr(view, name)
     with caplog.at_level(logging.DEBUG):

@@ -16,13 +16,13 @@ import pytest
 from app.schedulers import command
 from app.schedulers.command import TRACE, command_html, command_text, knobs_html, trace_csv
 from app.schedulers.data import LineupKey, shared_lineup
-from app.schedulers.view import LineupView
+from app.schedulers.view import SchedulersView
 from app.simulator.state import requests_of
 from core.cli import commands, report
 from core.measure.lineup import parse_entries
 from core.workload.traffic import TrafficConfig
 
-DEFAULT = LineupView().key()  # the tab as it opens
+DEFAULT = SchedulersView().key()  # the tab as it opens
 OTHER = LineupKey(  # every setting changed: seed, rate, priority share, slots, a limited pool, a budget, settings
     parse_entries(
         "vllm:scheduling_policy=priority,tgi:prefill_chunking=0;waiting_served_ratio=1.2,sglang,trtllm-max-util"
@@ -132,7 +132,7 @@ def test_entry_settings_keep_every_digit():
 
 
 def test_the_tab_shows_the_command_under_the_table_and_what_slots_and_budget_stand_for():
-    view = LineupView()
+    view = SchedulersView()
     view.__panel__()
     assert view.command.object == ""  # with the table: after the guess
     view.guess = 0
@@ -154,7 +154,7 @@ def test_the_tab_shows_the_command_under_the_table_and_what_slots_and_budget_sta
 
 @pytest.mark.parametrize("budget, refused", [(0, False), (64, False), (10, True)])
 def test_the_budget_is_each_engines_default_or_at_least_64(budget, refused):
-    view = LineupView()
+    view = SchedulersView()
     view.__panel__()
     messages = view.apply_query({"s_budget": [str(budget)]})
     assert bool(messages) == refused, messages
@@ -164,7 +164,7 @@ def test_the_budget_is_each_engines_default_or_at_least_64(budget, refused):
 
 
 def test_a_policy_without_a_default_budget_asks_for_one():
-    view = LineupView()
+    view = SchedulersView()
     view.__panel__()
     messages = view.apply_query({"schedulers": ["continuous,chunked"]})
     assert "chunked prefill has no engine's default token budget: set the token budget" in " ".join(messages)

@@ -8,7 +8,7 @@ import pytest
 from app.page.words import times, value_range
 from app.schedulers.data import LineupKey, drawn_cells, shared_lineup
 from app.schedulers.intro import LESSONS
-from app.schedulers.view import DEFAULT_ENTRIES, LineupView
+from app.schedulers.view import DEFAULT_ENTRIES, SchedulersView
 from app.schedulers.words import QUESTIONS, ROWS, column_label, lessons_html, shown_best
 from app.shell import App
 from core.clock.hardware import cost_model
@@ -19,8 +19,8 @@ from core.workload.traffic import generate
 COST = cost_model()
 
 
-def _view(**values) -> LineupView:
-    view = LineupView(**values)
+def _view(**values) -> SchedulersView:
+    view = SchedulersView(**values)
     view.__panel__()
     return view
 
@@ -184,16 +184,16 @@ def test_a_link_round_trips_and_bad_values_are_named_and_kept_out():
     view.guess = 1
     query = {k: [v] for k, v in view.query().items()}
     assert query["schedulers"] == ["tgi:prefill_chunking=0;waiting_served_ratio=1.2,sglang:schedule_policy=lof"]
-    again = LineupView()
+    again = SchedulersView()
     assert again.apply_query(query) == []
     assert again.key() == view.key() and again.guess == 1
-    fresh = LineupView()
+    fresh = SchedulersView()
     messages = fresh.apply_query({"schedulers": ["tgi,nope"], "s_slots": ["2_0"], "s_kv": ["3"], "s_guess": ["7"]})
     assert any("schedulers='tgi,nope': policy must be one of" in m for m in messages)
     assert any("s_slots='2_0' is not a whole number" in m for m in messages)
     assert any(re.search(r"needs \d+ blocks", m) and "give the KV pool at least" in m for m in messages)
     assert any("s_guess is the index of a scheduler shown" in m for m in messages)
-    assert fresh.key() == LineupView().key()  # nothing refused got in
+    assert fresh.key() == SchedulersView().key()  # nothing refused got in
     assert all("--kv-blocks" not in m for m in messages)
 
 
@@ -271,7 +271,7 @@ def test_the_lineup_runs_on_the_simulators_traffic_and_follows_it():
     app.state.requests = 200
     assert len(view.key().arrivals()) == view.requests == 64
     assert app.exercise_query()["s_source"] == "page"
-    assert any("s_source='web' is not allowed" in m for m in LineupView().apply_query({"s_source": ["web"]}))
+    assert any("s_source='web' is not allowed" in m for m in SchedulersView().apply_query({"s_source": ["web"]}))
 
 
 def test_the_clock_is_any_accelerator_and_model_the_knee_offers():
@@ -283,7 +283,7 @@ def test_the_clock_is_any_accelerator_and_model_the_knee_offers():
     slow = shared_lineup(key)[0].run.drain_ms
     assert slow > shared_lineup(LineupKey(key.entries))[0].run.drain_ms  # a bigger model on a slower GPU
     assert view.query()["s_accel"] == "a100-80gb"
-    assert any("s_model='gpt5' is not allowed" in m for m in LineupView().apply_query({"s_model": ["gpt5"]}))
+    assert any("s_model='gpt5' is not allowed" in m for m in SchedulersView().apply_query({"s_model": ["gpt5"]}))
 
 
 def test_the_load_sentence_is_the_runs_own():
@@ -331,7 +331,7 @@ def test_each_lesson_asks_its_own_question_and_the_verdict_reads_the_table():
             shown = fmt.format(getattr(lines[lead].figures, field)) + unit
             assert f"{column_label(lines[lead])} has {words}, {shown} against" in verdict
     assert view.query()["s_question"] == "latency_p50"
-    assert any("s_question='mood' is not allowed" in m for m in LineupView().apply_query({"s_question": ["mood"]}))
+    assert any("s_question='mood' is not allowed" in m for m in SchedulersView().apply_query({"s_question": ["mood"]}))
 
 
 def test_entries_that_look_alike_are_named_with_their_largest_difference_and_where_they_part():
@@ -408,7 +408,7 @@ def test_a_link_the_core_refuses_keeps_the_page_and_the_last_lineup(caplog, open
 
 def test_a_link_whose_settings_the_core_refuses_keeps_its_schedulers():
     """A pool too small for the traffic: the settings are dropped, the link's schedulers kept, in one message."""
-    view = LineupView()
+    view = SchedulersView()
     messages = view.apply_query({"schedulers": ["continuous,sjf"], "s_kv": ["3"], "s_rate": ["20"]})
     assert view.entries == ["continuous", "sjf"] and view.kv_blocks == 0 and view.rate_per_s == KEY_RATE
     [message] = messages
@@ -423,7 +423,7 @@ def test_a_refusal_of_any_length_is_one_short_message():
     """A 30,000-character name or key, 500 unknown keys: one message, its echo cut short."""
     long = "x" * 30_000
     for text in (f"{long},vllm", f"tgi:{long}=1,vllm", "tgi:" + ";".join(f"k{i}=1" for i in range(500)) + ",vllm"):
-        view = LineupView()
+        view = SchedulersView()
         [message] = view.apply_query({"schedulers": [text]})
         assert len(message) < 400 and long[:41] not in message, message[:100]
         assert view.entries == list(DEFAULT_ENTRIES)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from app.schedulers.view import LineupView
+from app.schedulers.view import SchedulersView
 from core.cli.commands import main
 from core.measure.lineup import parse_entries, parse_entry
 from core.sched.policies import Policy, register, unregister
@@ -68,7 +68,7 @@ def test_a_link_entry_parses_it_by_its_declaration(patient):
 
 
 def test_the_schedulers_tab_offers_it_in_its_picker_and_says_it(patient):
-    view = LineupView(entries=["vllm", "patient:patience=5"])
+    view = SchedulersView(entries=["vllm", "patient:patience=5"])
     view.__panel__()
     options = view.pickers[0].options
     assert "patient" in options.values() and "patient:temper=cross" in options.values()  # a choice: offered at once

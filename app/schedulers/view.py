@@ -51,7 +51,7 @@ class LineupTimelines(JSComponent):
     _stylesheets = [CSS]
 
 
-class LineupView(LazyViewer):
+class SchedulersView(LazyViewer):
     """Pick two to four schedulers; guess which has the lowest p99 TTFT; then the table, the lessons, the runs."""
 
     entries = param.List(default=list(DEFAULT_ENTRIES), item_type=str, doc="The schedulers, as a link writes them")
