@@ -549,3 +549,28 @@ def test_the_spread_says_what_equal_lengths_leave_to_reclaim():
     assert fixed.padding_share == 0 and 1.0 < fixed.drain_ratio < 1.1
     assert "nothing to reclaim" not in WHY and "only saves the wait for a batch boundary" in WHY
     assert "its ratio stays close to 1" in WHY
+
+
+def test_a_guess_just_below_the_knee_with_the_knees_figures_is_told_so():
+    """At rate 14 and 100 ms, batch 64's row shows batch 128's figures: "one size below" says why (issue 47).
+
+    Over rates and targets: the remark stands exactly where a smaller guess's figures on the clock equal the knee's.
+    """
+    from app.exercises.knee import _shown, guess_html
+
+    said = set()
+    for rate in (2.0, 14.0, 28.0):
+        for target in (20.0, 50.0, 100.0):
+            points = tuple(retarget(list(cached_sweep(rate, cost_model())), target))
+            best = knee(list(points))
+            if best is None:
+                continue
+            for p in points:
+                if p.batch >= best.batch:
+                    continue
+                alike = _shown(p) == _shown(best)
+                assert ("data-guess-alike" in guess_html(p.batch, best, points)) == alike, (rate, target, p.batch)
+                said.add(alike)
+    assert said == {True, False}
+    points = tuple(retarget(list(cached_sweep(14.0, cost_model())), 100.0))
+    assert "data-guess-alike" in guess_html(64, knee(list(points)), points)

@@ -268,7 +268,7 @@ def test_the_here_line_names_continuous_waits_for_blocks_on_a_pool():
                 if waits:
                     empty = plural(loss.idle_while_waiting, "slot-step")
                     waiting = plural(loss.boundary_wait, "request-step")
-                    assert f"leaves {empty} empty that waiting requests could have taken" in words
+                    assert f"leaves {empty} empty while requests wait for blocks" in words
                     assert f"and keeps requests waiting {waiting}" in words
                 said.add(waits)
     assert said == {True, False}

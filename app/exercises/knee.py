@@ -111,8 +111,18 @@ def _sizes(n: int) -> str:
     return "one size" if n == 1 else f"{n} sizes"
 
 
-def guess_html(guess: int, best: SweepPoint | None) -> str:
-    """Return how the learner's guess compares with the knee on the clock, in batch sizes (each double the last)."""
+def _shown(p: SweepPoint) -> tuple[str, ...]:
+    """Return a size's figures on the clock as the table shows them."""
+    seconds = f"{p.p99_latency_ms / 1e3:.2f}", f"{p.p99_admitted_ms / 1e3:.2f}"
+    return f"{p.itl_p99_ms:.1f}", f"{p.tokens_per_s:.0f}", *seconds
+
+
+def guess_html(guess: int, best: SweepPoint | None, points: tuple[SweepPoint, ...] = ()) -> str:
+    """Return how the learner's guess compares with the knee on the clock, in batch sizes (each double the last).
+
+    `points`: the sweep, to say where a smaller guess's figures show the same as the knee's (issue 47: batch 64 was
+    "one size below" beside a row identical to batch 128's).
+    """
     if best is None:
         return f"You guessed batch {guess}; on the clock no batch size meets the target."
     steps = DEFAULT_BATCHES.index(guess) - DEFAULT_BATCHES.index(best.batch)
@@ -122,11 +132,24 @@ def guess_html(guess: int, best: SweepPoint | None) -> str:
         return f'You guessed batch {guess}: <b data-guess="right">right</b>, the same run as batch {best.batch}.'
 
     where = "above" if steps > 0 else "below"
-    return f'You guessed batch {guess}: <b data-guess="{where}">{_sizes(abs(steps))} {where}</b> the knee.'
+    said = f'You guessed batch {guess}: <b data-guess="{where}">{_sizes(abs(steps))} {where}</b> the knee.'
+    mine = next((p for p in points if p.batch == guess), None)
+    if steps < 0 and mine is not None and _shown(mine) == _shown(best):
+        said += (
+            f' <span data-guess-alike="{guess}">Its figures on the clock match the knee\'s to the digits shown: at '
+            f"batch {guess} the cap holds back so few passes that it does not show, and the knee is the largest size "
+            "meeting the target.</span>"
+        )
+    return said
 
 
 def verdict_html(
-    best: SweepPoint | None, decode_best: SweepPoint | None, target_ms: float, guess: int | None, keeps_up: str = ""
+    best: SweepPoint | None,
+    decode_best: SweepPoint | None,
+    target_ms: float,
+    guess: int | None,
+    keeps_up: str = "",
+    points: tuple[SweepPoint, ...] = (),
 ) -> str:
     """Return the readout: the question before the guess; after it, both knees with their numbers, and the guess."""
     if guess is None:
@@ -159,7 +182,7 @@ def verdict_html(
             if moved
             else ": at this load the prefill stalls do not move the knee."
         )
-    return f'<p class="bv-knee">{clock}{keeps_up} {decode} {guess_html(guess, best)}</p>'
+    return f'<p class="bv-knee">{clock}{keeps_up} {decode} {guess_html(guess, best, points)}</p>'
 
 
 def table_html(points: tuple[SweepPoint, ...], target_ms: float) -> str:
@@ -302,7 +325,7 @@ class KneeView(LazyViewer):
         self.charts.payload = knee_payload(points, self.itl_target_ms, revealed, self.measured)
         offered = offered_tokens_per_s(self.rate_per_s)
         keeps_up = "" if best is None else keeps_up_html(best.batch, offered, full, best.one_run)
-        self.verdict.object = verdict_html(best, decode_best, self.itl_target_ms, self.guess, keeps_up)
+        self.verdict.object = verdict_html(best, decode_best, self.itl_target_ms, self.guess, keeps_up, points)
         self.table.object = (table_html(points, self.itl_target_ms) if revealed else "") + self._assumptions()
         self.load.object = load_html(self.rate_per_s, self.model, points)
         self.motivation.object = motivation_html(self.model)

@@ -120,7 +120,7 @@ def knee_at(accelerator: str, model_shape: str, rate: float) -> dict:
         if not verdict.endswith(words + TAIL):
             raise RuntimeError("app/exercises/knee.py verdict_html no longer ends with the guess: update this split")
         key = str(best.batch if best else "none")
-        out["guesses"].setdefault(key, [knee_guess_html(b, best) for b in DEFAULT_BATCHES])
+        out["guesses"].setdefault(key, [knee_guess_html(b, best, points) for b in DEFAULT_BATCHES])
         out["best"].append(key)
         out["verdicts"].append(verdict.removesuffix(words + TAIL))
         out["tables"].append(table_html(points, target))

@@ -112,6 +112,8 @@ def here_html(
     loss = losses(static, window)
     # On a limited pool a slot also stands empty while its request waits for KV blocks, not only for a boundary.
     why = "for a batch boundary or for KV blocks" if limited else "for a batch boundary"
+    if static.batch_timeout:  # a batch also waits, up to its timeout, for more requests to fill it
+        why = why.replace("for a batch boundary", "for a batch to form or end")
     items = [
         f"pads {plural(loss.padding, 'slot-step')}" if loss.padding else "pads nothing",
         f"leaves {plural(loss.idle_while_waiting, 'slot-step')} empty that waiting requests could have taken"
@@ -146,8 +148,8 @@ def _continuous_waits(continuous: Run, window: int) -> str:
     if not (loss.idle_while_waiting or loss.boundary_wait):
         return ""
     return (
-        f"; continuous, short of KV blocks, leaves {plural(loss.idle_while_waiting, 'slot-step')} empty that "
-        f"waiting requests could have taken and keeps requests waiting {plural(loss.boundary_wait, 'request-step')}"
+        f"; continuous, short of KV blocks, leaves {plural(loss.idle_while_waiting, 'slot-step')} empty while "
+        f"requests wait for blocks and keeps requests waiting {plural(loss.boundary_wait, 'request-step')}"
     )
 
 
@@ -185,10 +187,10 @@ ONE_SLOT = (
 )
 # The served page draws a KV strip under each timeline (the exported page has none: memory needs the server).
 ONE_SLOT_KV = (
-    '<p><span data-claim="one-slot-kv">On the steps axis with the page\'s paged cache, the KV strips under the two '
-    f"timelines still differ: each static row reserves {STATIC_ROW} when its batch starts, while the paged cache "
-    "takes a block as the tokens need one, so static holds at least as many blocks at every step. That difference "
-    "is memory allocation, not scheduling.</span></p>"
+    '<p><span data-claim="one-slot-kv">With one slot, on the steps axis with the page\'s paged cache, the KV strips '
+    f"under the two timelines still differ: each static row reserves {STATIC_ROW} when its batch starts, while the "
+    "paged cache takes a block as the tokens need one, so static holds at least as many blocks at every step. That "
+    "difference is memory allocation, not scheduling.</span></p>"
 )
 
 NOT_FIXED = (

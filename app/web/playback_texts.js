@@ -175,8 +175,13 @@ export function clockPlaybackHtml(view, policy, k) {
   // equals the head-to-head's tokens/s.
   const ran = Math.min(t, r.drain_ms) || t;
   const stats = clockStatsHtml(done, n, tokens, tokens / ran * 1e3, arrived && t > 0 ? latency / arrived : null);
+  // The idle time after the run's last token is said apart (as the steps view says it): the axis runs on to the
+  // later drain of the pair, and a learner read it all as idle time during service (issue 47).
+  const after = Math.max(t - r.drain_ms, 0);
   const waste = `<span class="bv-waste">Forward passes done: <b data-waste="passes">${donePasses}</b>; the GPU ` +
-    `sat idle <b data-waste="idle_ms">${thousands(Math.max(t - busy, 0), 1)}</b> ms</span>`;
+    `sat idle <b data-waste="idle_ms">${thousands(Math.max(t - busy, 0), 1)}</b> ms` +
+    (after > 0 ? ` (${thousands(after, 1)} of them after its last token, at ${thousands(r.drain_ms, 1)} ms)` : "") +
+    "</span>";
   return `<div class="bv-readout">${readout}</div>${stats}<div class="bv-waste-row">${waste}</div>` +
     `<div class="bv-log">${clockLogHtml(r, t)}</div>`;
 }

@@ -48,6 +48,13 @@ def kv_html(run: Run, t: int, pool: int | None, held: int, peak: int, preemption
     )
 
 
+
+def _after(run, t: float) -> str:
+    """Return the idle time after the run's last token, said apart ("" before it)."""
+    after = max(t - float(run.drain_ms), 0.0)
+    return f" ({after:,.1f} of them after its last token, at {float(run.drain_ms):,.1f} ms)" if after > 0 else ""
+
+
 def progress_table(run: Run, window: int, pool: int | None = None) -> dict[str, list[str]]:
     """Return, for each step t = 0..window-1, the readout, live stats, waste meter, KV and decision-log texts.
 
@@ -168,7 +175,7 @@ def clock_progress_table(run: TimedRun, times: list[float]) -> dict[str, list[st
         busy = float((np.minimum(run.pass_end_ms, t) - np.minimum(run.pass_start_ms, t)).sum())  # pass time by t
         table["waste"].append(
             f'<span class="bv-waste">Forward passes done: <b data-waste="passes">{done_passes}</b>; the GPU '
-            f'sat idle <b data-waste="idle_ms">{max(t - busy, 0.0):,.1f}</b> ms</span>'
+            f'sat idle <b data-waste="idle_ms">{max(t - busy, 0.0):,.1f}</b> ms{_after(run, t)}</span>'
         )
         p = int(np.searchsorted(run.pass_start_ms, t, side="left")) - 1  # the last pass begun before t
         if p >= 0 and t <= run.pass_end_ms[p]:
