@@ -17,7 +17,13 @@ def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(prog="./dev bench memory", description=__doc__)
     p.add_argument("--repeats", type=int, default=3, help="best of this many runs per case (default 3)")
     p.add_argument("--slots", type=int, default=64, help="batch slots (default 64)")
+    p.add_argument("--baseline", metavar="REF", help="time the engine's cases under this git ref too, side by side")
     args = p.parse_args(argv)
+    if args.baseline:
+        from .memory_baseline import compare
+
+        compare(args.baseline, args.slots, args.repeats)
+        return
     requests = generate(replace(SYNTHETIC, high_priority_share=0.3))  # two classes: the same arrivals and lengths
     slots = args.slots
     # A tight pool: 8 blocks of 16 tokens per slot, where a running request holds about 6 on average, so admissions
