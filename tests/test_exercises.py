@@ -556,7 +556,7 @@ def test_a_guess_just_below_the_knee_with_the_knees_figures_is_told_so():
 
     Over rates and targets: the remark stands exactly where a smaller guess's figures on the clock equal the knee's.
     """
-    from app.exercises.knee import _shown, guess_html
+    from app.exercises.knee_words import _shown, guess_html
 
     said = set()
     for rate in (2.0, 14.0, 28.0):

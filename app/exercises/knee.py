@@ -14,6 +14,7 @@ import param
 from app.exercises.knee_plots import KneeCharts, knee_payload, points_data
 from app.exercises.knee_words import (
     PAGE_RATE_PER_S,
+    guess_html,
     keeps_up_html,
     kept_full,
     latency_html,
@@ -105,42 +106,6 @@ def assumptions_html(rate_per_s: float, m: CostModel) -> str:
 def cached_sweep(rate_per_s: float, model: CostModel) -> tuple[SweepPoint, ...]:
     """Return the sweep's points (judged at 50 ms; see `retarget`); shared by every session on the same settings."""
     return tuple(sweep(rate_per_s, DEFAULT_BATCHES, model))
-
-
-def _sizes(n: int) -> str:
-    return "one size" if n == 1 else f"{n} sizes"
-
-
-def _shown(p: SweepPoint) -> tuple[str, ...]:
-    """Return a size's figures on the clock as the table shows them."""
-    seconds = f"{p.p99_latency_ms / 1e3:.2f}", f"{p.p99_admitted_ms / 1e3:.2f}"
-    return f"{p.itl_p99_ms:.1f}", f"{p.tokens_per_s:.0f}", *seconds
-
-
-def guess_html(guess: int, best: SweepPoint | None, points: tuple[SweepPoint, ...] = ()) -> str:
-    """Return how the learner's guess compares with the knee on the clock, in batch sizes (each double the last).
-
-    `points`: the sweep, to say where a smaller guess's figures show the same as the knee's (issue 47: batch 64 was
-    "one size below" beside a row identical to batch 128's).
-    """
-    if best is None:
-        return f"You guessed batch {guess}; on the clock no batch size meets the target."
-    steps = DEFAULT_BATCHES.index(guess) - DEFAULT_BATCHES.index(best.batch)
-    if steps == 0:
-        return f'You guessed batch {guess}: <b data-guess="right">right</b>.'
-    if steps > 0 and best.one_run:  # a larger size running the knee's own run
-        return f'You guessed batch {guess}: <b data-guess="right">right</b>, the same run as batch {best.batch}.'
-
-    where = "above" if steps > 0 else "below"
-    said = f'You guessed batch {guess}: <b data-guess="{where}">{_sizes(abs(steps))} {where}</b> the knee.'
-    mine = next((p for p in points if p.batch == guess), None)
-    if steps < 0 and mine is not None and _shown(mine) == _shown(best):
-        said += (
-            f' <span data-guess-alike="{guess}">Its figures on the clock match the knee\'s to the digits shown: at '
-            f"batch {guess} the cap holds back so few passes that it does not show, and the knee is the largest size "
-            "meeting the target.</span>"
-        )
-    return said
 
 
 def verdict_html(

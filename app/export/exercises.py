@@ -24,7 +24,6 @@ from app.exercises.knee import (
     table_html,
     verdict_html,
 )
-from app.exercises.knee import guess_html as knee_guess_html
 from app.exercises.knee_plots import CHART_MODULES
 from app.exercises.knee_words import (
     PAGE_RATE_PER_S,
@@ -36,6 +35,7 @@ from app.exercises.knee_words import (
     moves_html,
     offered_tokens_per_s,
 )
+from app.exercises.knee_words import guess_html as knee_guess_html
 from app.exercises.spread import (
     GUESSES,
     SIGMAS,

@@ -5,8 +5,7 @@ import re
 import numpy as np
 from playwright.sync_api import expect
 
-from app.exercises.knee import guess_html
-from app.exercises.knee_words import PAGE_RATE_PER_S
+from app.exercises.knee_words import PAGE_RATE_PER_S, guess_html
 from app.exercises.spread import GUESSES, best_guess, guess_ratios
 from app.exercises.temperature import ASSERTIONS, catches_bug, run_assertion
 from core.chapter.spread import spread_study
