@@ -277,7 +277,6 @@ def renderer_config(theme: palette.Theme, interval_ms: int) -> dict:
             "recompute": palette.RECOMPUTE_COLOR,
             "paused": palette.PAUSED_COLOR,
             "memory": palette.MEMORY_COLOR,  # on the idle grey strip, in both themes
-            "pair": [palette.STATIC_COLOR, palette.CONTINUOUS_COLOR],  # the head-to-head's bars, in its order
         },
         "modes": [[mode, get_policy(mode).label] for mode in MODE_ORDER],  # the mode buttons, in the page's order
         "captions": {name: policy_words.words(p).caption for name, p in REGISTRY.items()},  # each policy's own words
