@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 import core.sched.continuous as continuous
+import core.sched.engine as engine
+from core.measure.lineup import parse_entry
 from core.sched.engine import schedule
 from core.workload.request import Request
 
@@ -48,3 +50,32 @@ def test_rebuilt_passes_equal_the_recorded_ones(policy, monkeypatch):
         for field in FIELDS:
             a, b = getattr(fast, field), getattr(slow, field)
             assert a.dtype == b.dtype and np.array_equal(a, b), (field, slots, reqs)
+
+
+@pytest.mark.parametrize(  # fmt: skip
+    "policy",
+    ["chunked", "vllm", "vllm:scheduling_policy=priority;long_prefill_token_threshold=8", "tgi",
+     "sglang"],
+)
+def test_drawn_cells_equal_the_recorded_ones(policy, monkeypatch):
+    """Nobody preempted (an unlimited pool): the cells the assembly draws equal the ones the loop would record.
+
+    Prefill cells of prompts spread over passes and all, in the loop's order; so do the first passes.
+    """
+    policy = parse_entry(policy).policy()  # a preset with its settings (a priority queue admits out of arrival order)
+    rng = random.Random(11)
+    cases = [(_traffic(rng), rng.randint(1, 8), rng.choice([8, 16, 64, 512])) for _ in range(120)]
+    drawn = [schedule(reqs, slots, policy, token_budget=budget) for reqs, slots, budget in cases]
+    assert any(len(s.cells) > len(s.requests) for s in drawn), "no prompt was spread over passes"
+    init = engine._Engine.__init__
+
+    def recording(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.plain = False
+
+    monkeypatch.setattr(engine._Engine, "__init__", recording)
+    for (reqs, slots, budget), fast in zip(cases, drawn):
+        slow = schedule(reqs, slots, policy, token_budget=budget)
+        for field in FIELDS:
+            a, b = getattr(fast, field), getattr(slow, field)
+            assert a.dtype == b.dtype and np.array_equal(a, b), (field, slots, budget, reqs)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from core.chapter.memory_example import SLOTS, memory_requests, memory_runs
 from core.clock.hardware import cost_model
-from core.kv.memory import KVPool, MemoryConfig, pool_for
+from core.kv.memory import KVPool, MemoryConfig, longest_free_run, pool_for
 from core.limits import LimitError
 from core.sched.engine import as_run, schedule
 from core.sched.fits import check_fits
@@ -256,13 +256,22 @@ def test_simulate_json_reports_what_memory_decided(capsys):
 @settings(max_examples=100, deadline=None)
 @given(memory_traffic, st.integers(1, 5), st.sampled_from(["paged", "contiguous"]), st.integers(0, 4))
 def test_no_block_is_owned_twice_and_the_map_matches_the_counts(reqs, slots, allocation, extra):
-    """At every pass the recorded pool map holds each running request's blocks once, and as many as counted."""
+    """At every pass the recorded pool map holds each running request's blocks once, and as many as counted.
+
+    Its longest free run (paged: all its free blocks) is the one the pass records, with or without the map
+    recorded (a paged pool's is left to the assembly, a contiguous pool's is asked of the pool).
+    """
     memory = _pool_for(reqs, allocation, extra, 4)
     s = schedule(reqs, slots, "continuous", memory, record_pool=True)
+    unrecorded = schedule(reqs, slots, "continuous", memory)
+    assert np.array_equal(unrecorded.pass_largest_free, s.pass_largest_free)
+    assert np.array_equal(unrecorded.pass_blocks, s.pass_blocks)
     assert len(s.pool_maps) == s.passes
     for p, owners in enumerate(s.pool_maps):
         assert len(owners) == memory.kv_blocks
         assert sum(1 for o in owners if o >= 0) == s.pass_blocks[p]
+        free_run = longest_free_run(owners) if allocation == "contiguous" else memory.kv_blocks - s.pass_blocks[p]
+        assert s.pass_largest_free[p] == free_run  # paged: any free blocks serve a request, in any order
         if allocation == "contiguous":  # each owner's blocks are one run
             for o in set(owners) - {-1}:
                 where = [b for b, x in enumerate(owners) if x == o]

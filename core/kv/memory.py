@@ -8,7 +8,7 @@ consecutive blocks at admission (first fit), and leaves a hole of that size when
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass
 from operator import itemgetter
@@ -138,20 +138,27 @@ class KVPool:
         ):
             raise RuntimeError(f"cannot allocate {need} blocks for request {request}")
         if self.contiguous and size is not None:
-            runs = self.free_runs
-            k = 0
-            while runs[k][1] < need:  # first fit (can_allocate saw a run long enough)
-                k += 1
-            start, length = runs[k]
-            if length == need:
-                del runs[k]
-            else:
-                runs[k] = (start + need, length - need)
-            self.run_start[request] = start
-            if length == self._largest:  # only cutting a longest run can shorten the longest run
-                self._largest = None
-        elif self.track:
+            self._place_run(request, need)
+            return
+        if self.track:
             self.blocks[request] = [self._take() for _ in range(need)]
+        self.held[request] = need
+        self.used += need
+
+    def _place_run(self, request: int, need: int) -> None:
+        """Give a request `need` blocks in one run, the first free run long enough (a contiguous pool that has one)."""
+        runs = self.free_runs
+        k = 0
+        while runs[k][1] < need:  # first fit
+            k += 1
+        start, length = runs[k]
+        if length == need:
+            del runs[k]
+        else:
+            runs[k] = (start + need, length - need)
+        self.run_start[request] = start
+        if length == self._largest:  # only cutting a longest run can shorten the longest run
+            self._largest = None
         self.held[request] = need
         self.used += need
 
@@ -166,6 +173,12 @@ class KVPool:
                 return False
             self.held[request] = need
             self.used += need
+            return True
+        if self.contiguous and self.size is not None:  # the longest run, kept or found again after a cut
+            need = -(-tokens // self.block_size)
+            if need > (self._largest if self._largest is not None else self.largest_free_run()):
+                return False
+            self._place_run(request, need)
             return True
         if not self.can_allocate(request, tokens):
             return False
@@ -229,14 +242,18 @@ class KVPool:
         blocks = self.held.pop(request)
         self.used -= blocks
         if self.contiguous and self.size is not None:
-            start = self.run_start.pop(request)
-            k = bisect_left(self.free_runs, (start, 0))
+            runs, start = self.free_runs, self.run_start.pop(request)
+            k = bisect_left(runs, (start, 0))
             end = start + blocks
-            if k < len(self.free_runs) and self.free_runs[k][0] == end:  # merge with the run after
-                end += self.free_runs.pop(k)[1]
-            if k and sum(self.free_runs[k - 1]) == start:  # and with the run before
-                start = self.free_runs.pop(k - 1)[0]
-            insort(self.free_runs, (start, end - start))
+            if k < len(runs) and runs[k][0] == end:  # merge with the run after
+                end += runs.pop(k)[1]
+            if k:  # and with the run before
+                before, length = runs[k - 1]
+                if before + length == start:
+                    start = before
+                    del runs[k - 1]
+                    k -= 1
+            runs.insert(k, (start, end - start))  # where the hole was: the runs stay sorted by start
             if self._largest is not None and end - start > self._largest:
                 self._largest = end - start  # a merged hole can only lengthen the longest run
         elif self.track:

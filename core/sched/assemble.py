@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.sched.schedule_record import Schedule
-from core.states import GENERATING, PADDING, PAUSED
+from core.states import GENERATING, PADDING, PAUSED, PREFILL
 
 # A stretch of passes, as the loop records it (flat, STRETCH_FIELDS numbers each): its passes, their decoding rows
 # (their context grows by that many tokens a pass), prefill tokens, the first pass's context, the clock at its start
@@ -22,17 +22,26 @@ def as_array(values: list, dtype) -> np.ndarray:
     return np.fromiter(values, dtype=dtype, count=len(values))
 
 
-def plain_cells(e, start: np.ndarray, finish: np.ndarray, slot: np.ndarray) -> np.ndarray:
-    """Return the cells of a schedule where nobody is preempted or chunked, in the order the loop closes them.
+def plain_cells(e, start: np.ndarray, first: np.ndarray, finish: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    """Return the cells of a schedule where nobody is preempted or paused, in the order the loop closes them.
 
-    Each request (in FCFS order) generates in one cell from its start to its finish; cells close as requests
-    retire, at each boundary in slot order (the finish heap's order).
+    Each request (in FCFS order) generates in one cell from its first token's pass to its finish; a prompt that a
+    token budget spread over passes prefills in a cell before it, from its start. At each boundary the loop closes
+    the cells of the requests retiring, in slot order (the finish heap's), then the prefill cells of the prompts the
+    boundary's pass completes, in admission order.
     """
-    order = np.lexsort((slot, finish))
+    n = len(start)
+    spread = np.flatnonzero(first > start)
+    who = np.concatenate((np.arange(n), spread))
+    lo, hi = np.concatenate((first, start[spread])), np.concatenate((finish, first[spread]))
+    prefills = np.arange(len(who)) >= n
+    tie = np.concatenate((slot, np.array(e.adm, dtype=np.int64)[spread])) if len(spread) else slot
+    order = np.lexsort((tie, prefills, hi))
     cells = np.zeros((len(order), 6), dtype=np.int64)
-    cells[:, 0], cells[:, 1], cells[:, 2], cells[:, 3] = order, slot[order], start[order], finish[order]
-    cells[:, 4] = GENERATING
+    cells[:, 0], cells[:, 1], cells[:, 2], cells[:, 3] = who[order], slot[who[order]], lo[order], hi[order]
+    cells[:, 4] = np.where(prefills[order], PREFILL, GENERATING)
     return cells
+
 
 def unlimited_blocks(e, cells: np.ndarray, passes: int) -> np.ndarray:
     """Return the blocks an unlimited pool holds at each pass: what each running request was given at admission.
@@ -91,7 +100,10 @@ def passes_of(e) -> tuple[np.ndarray, ...]:
         starts = np.concatenate(([0.0], ends[:-1])) if passes else np.zeros(0)
         opens = age == 0  # a stretch's first pass starts where the clock stood (after an idle jump, say)
         starts[opens] = begun[opens]
-    return starts, ends, rows, col(2), col(3) + rows * age, col(6), col(7)
+    blocks = col(6)
+    # A paged pool's longest free run is all its free blocks: the loop leaves it here (a contiguous pool's: its own).
+    largest = e.memory.kv_blocks - blocks if e.limited and not e.pool.contiguous else col(7)
+    return starts, ends, rows, col(2), col(3) + rows * age, blocks, largest
 
 def bare_passes(e, start: np.ndarray, finish: np.ndarray) -> tuple[np.ndarray, ...]:
     """Return what `passes_of` returns for a run whose loop recorded no pass: plain, on an unlimited pool, on steps.
@@ -123,12 +135,11 @@ def assemble(e) -> Schedule:
         starts, ends, rows, prefill, context, blocks, largest = bare_passes(e, start, finish)
     else:
         starts, ends, rows, prefill, context, blocks, largest = passes_of(e)
+    first = as_array(e.first, np.int64) if e.pol.has_token_budget or not e.plain else start
     if e.plain:
-        cells = plain_cells(e, start, finish, slot)
-        first = start
+        cells = plain_cells(e, start, first, finish, slot)
     else:
         cells = as_array(e.cells, np.int64).reshape(-1, 6)
-        first = as_array(e.first, np.int64)
     if not e.limited and not e.pol.forms_batches and len(cells):
         blocks = unlimited_blocks(e, cells, passes)
     token_blocks = filled_blocks(e, cells, passes) if e.limited else np.zeros(passes, dtype=np.int64)

@@ -73,17 +73,17 @@ class ContinuousLoop(BlockPhases, PromptPass):
         self.quick = self.unit and not self.track  # a stretch is recorded inline, without a call
         # Plain, unlimited and on steps: nothing of a pass is recorded, the assembly rebuilds every pass from the
         # starts and finishes (assemble.bare_passes).
-        self.bare = e.bare = self.quick and e.plain and not e.limited
+        self.bare = e.bare = self.quick and e.plain and not e.limited and not self.chunked
         self._requests_state(self.n)
+        e.adm = self.adm  # a plain run's prefill cells close in admission order (assemble.plain_cells)
         self._queues_state(e.slots)
         # What the hot phases read and never rebind, gathered once: one attribute load per call, not ten.
         self.fixed_admit = (self.P, self.g, self.pcap, self.chunked, self.cap, self.limited, self.start, self.running,
                             self.slot, self.adm, self.cap_rows, self.stacks, self.ranks, self.prefilling,
                             self.cell_state)  # fmt: skip
         self.record, self.stretch, self.cut = e.st.extend, e.stretch, e.cut
-        # An unlimited pool is never asked to allocate here: what a stretch records of it never changes.
-        self.pool_fixed = None if self.limited else self.pool_now()
-        self.fixed_start = (self.g, self.base, self.P, self.OUT, self.gen, self.slot, self.fin, self.plain)
+        self.fixed_start = (self.g, self.base, self.P, self.OUT, self.gen, self.slot, self.plain, self.first,
+                            self.add_cell)  # fmt: skip
         self.shortens = self.gated or self.growth  # else a stretch runs to the next finish (or arrival)
         self.fixed_retire = (self.gen, self.P, self.base, self.running, self.free, self.cell_from, self.finish,
                              self.cell_state, self.cell_g, self.add_cell)  # fmt: skip
@@ -140,7 +140,7 @@ class ContinuousLoop(BlockPhases, PromptPass):
         # Growth is asked only at a boundary where somebody's next token starts a block (without growth nobody is
         # preempted); `buckets` is one list throughout, turned in place when a prompt pass pauses the rows.
         grows_first, buckets, bs = self.growth and not prefill_first, self.buckets, self.bs
-        spare = self.plan  # every boundary plans in this one: emptied after a prompt pass, or by plan_pass
+        plan, prefilling = self.plan, self.prefilling  # every boundary plans in this one, emptied by a prompt pass
         while True:
             nxt, p = self.nxt, self.p
             if nxt < n and A[nxt] <= self.clock:  # the phases' own first test, here: most boundaries skip them
@@ -149,11 +149,9 @@ class ContinuousLoop(BlockPhases, PromptPass):
                 retire()
             due = buckets[p % bs] if grows_first else None  # whose next token starts a block at this pass
             preempted = grow_or_preempt(due) if due else False
-            if chunked:
-                plan = plan_pass()
+            if chunked and prefilling:  # the prompts part way take their chunks first
+                plan_pass(plan)
                 preempted = preempted or plan.preempted  # a chunk's blocks preempted someone (per-chunk allocation)
-            else:
-                plan = spare
             if not preempted and waiting and free:  # after a preemption, admission is tried at the next boundary
                 admit(plan)
             if prefill_first and not plan.chunks:  # a decode pass: now the rows ask for their blocks
@@ -170,9 +168,7 @@ class ContinuousLoop(BlockPhases, PromptPass):
                 continue
             if plan.chunks:
                 run_prompt_pass(plan)
-                if not chunked:  # spent (plan_pass empties it for a budgeted pass)
-                    plan.chunks, plan.prefill = [], 0
-                if binds and self.prefilling:  # SGLang: the chunked request leaves the last batch, which
+                if binds and prefilling:  # SGLang: the chunked request leaves the last batch, which
                     self.full = -1  # clears batch_is_full (get_next_batch_to_run)
             else:
                 jump(preempted)
@@ -190,7 +186,8 @@ class ContinuousLoop(BlockPhases, PromptPass):
         """Every request whose last token came out of the last pass leaves: its slot and blocks are free."""
         fin, p = self.fin, self.p
         gen, P, base, running, free, cell_from, finish, cell_state, cell_g, add_cell = self.fixed_retire
-        count, ctx_base, growth, limited, plain = self.count, self.ctx_base, self.growth, self.limited, self.plain
+        count, ctx_base, growth, plain = self.count, self.ctx_base, self.growth, self.plain
+        release, left = self.pool.release if self.limited else None, count
         while fin and fin[0][0] <= p:
             _, s, k, gn = heappop(fin)
             if gn != gen[k]:  # an entry from before a preemption (a finished request has no other live entry)
@@ -201,21 +198,14 @@ class ContinuousLoop(BlockPhases, PromptPass):
             if growth:
                 del self.buckets[self.phase[k]][k]
             del running[k]
-            if limited:
-                self.pool.release(k)
-                self.releases += 1
+            if release:
+                release(k)
             heappush(free, s)
             if not plain and p > cell_from[k]:
                 add_cell((k, s, cell_from[k], p, cell_state[k], cell_g[k]))
+        if release:
+            self.releases += left - count  # one a leaver
         self.count, self.ctx_base = count, ctx_base
-
-    def pool_now(self) -> tuple[int, int]:
-        """Return the blocks in use and the longest free run (what the stretch records of the pool)."""
-        pool = self.pool
-        used = pool.used
-        if self.paged_limited:
-            return used, pool.size - used
-        return used, (pool.largest_free_run() if self.contiguous else 0)
 
     def jump(self, preempted: bool) -> None:
         """Run the stretch of decode-only passes up to the next event (a finish, a block, a gate, an arrival)."""
@@ -237,16 +227,16 @@ class ContinuousLoop(BlockPhases, PromptPass):
             L = min(L, max(1, math.ceil(self.A[nxt] - clock)))
         if self.bare:
             end = clock + L
-        elif self.quick:
-            end = clock + L
-            used, largest = self.pool_fixed or self.pool_now()
-            self.record((L, self.count, 0, self.ctx_base + self.count * p, clock, end, used, largest))
-        else:
-            used, largest = self.pool_fixed or self.pool_now()
-            ctx = self.ctx_base + self.count * p
-            end = self.stretch(L, self.count, 0, ctx, clock, used, largest)
-            if cut and not self.unit and L > 1:
-                L, end = self.cut(L, self.A[nxt])
+        else:  # a paged pool's longest free run is its free blocks: the assembly's (passes_of), not a call each
+            pool = self.pool
+            used, largest = pool.used, (pool.largest_free_run() if self.contiguous else 0)
+            if self.quick:
+                end = clock + L
+                self.record((L, self.count, 0, self.ctx_base + self.count * p, clock, end, used, largest))
+            else:
+                end = self.stretch(L, self.count, 0, self.ctx_base + self.count * p, clock, used, largest)
+                if cut and not self.unit and L > 1:
+                    L, end = self.cut(L, self.A[nxt])
         self.clock = end
         self.p = p + L
         if self.gated:  # only a gate reads the decode passes since the last prompt pass

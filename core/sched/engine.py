@@ -137,10 +137,10 @@ class _Engine:
         self.pool = KVPool(memory, track_blocks=record_pool)  # block ids only where the views draw the map
         self.limited = not memory.unlimited  # an unlimited pool refuses nothing: the loop asks it nothing
         self.paged_growth = self.limited and not pol.reserves_whole_life(memory.allocation)
-        # Without growth nobody is preempted, and without a budget every prompt fits its first pass: each request is
-        # then one generating cell from its start to its finish, closed as it retires, which the assembly draws itself.
-        # A policy that pauses the decoding rows for a prompt pass splits their cells too.
-        self.plain = not (pol.forms_batches or pol.has_token_budget or self.paged_growth or pol.pauses_decoders)
+        # Without growth nobody is preempted: each request is then one generating cell from its first token to its
+        # finish, after a prefill cell where a token budget spread its prompt over passes, which the assembly draws
+        # itself. A policy that pauses the decoding rows for a prompt pass splits their cells too.
+        self.plain = not (pol.forms_batches or self.paged_growth or pol.pauses_decoders)
         self.slot = [0] * n
         self.start = [-1] * n
         self.first = [-1] * n

@@ -17,13 +17,15 @@ from core.states import GENERATING, IDLE, PAUSED, PREFILL, RECOMPUTE
 
 
 class Plan:
-    """A pass's plan: what it holds beside the decoding rows (prompt chunks or admissions), and its budget left."""
+    """A pass's plan: what it holds beside the decoding rows (prompt chunks or admissions) and their tokens.
 
-    __slots__ = ("chunks", "left", "prefill", "prefilled", "preempted")
+    Under a token budget the pass's budget left is the budget less its decoding rows (unless they pause) and `prefill`.
+    """
+
+    __slots__ = ("chunks", "prefill", "prefilled", "preempted")
 
     def __init__(self):
         self.chunks: list = []  # chunked: (request, tokens this pass); otherwise the requests admitted
-        self.left = 0  # chunked: the pass's token budget still free
         self.prefill = 0  # prompt tokens in this pass
         self.prefilled = 0  # their cached prompt before it (context the pass reads)
         self.preempted = False  # a chunk's blocks preempted someone (per-chunk allocation)
@@ -60,15 +62,14 @@ def gate_fitting(loop, free_slots: int) -> int:
 class PromptPass:
     """The phases `plan_pass`, `admit` and `run_prompt_pass` of the continuous loop, and the steps they take."""
 
-    def plan_pass(self) -> Plan:
-        """Return the pass's plan before admission: decoding rows first, then the prompts already prefilling."""
-        plan, chunks, prefilling = self.plan, [], self.prefilling  # the loop's one plan, emptied
-        plan.chunks, plan.preempted = chunks, False
+    def plan_pass(self, plan: Plan) -> None:
+        """Put the prompts already prefilling in the empty plan, each its chunk of what the budget leaves the rows.
+
+        `run` asks it only where a prompt is part way; a chunk may preempt others for its blocks (vLLM).
+        """
+        chunks, prefilling, per_chunk, cap = plan.chunks, self.prefilling, self.per_chunk, self.cap
+        plan.preempted = False
         left = self.budget if self.pauses else self.budget - self.count  # a pausing pass holds no decoding row
-        if not prefilling:  # no prompt is part way: the pass is the decoding rows', and its budget left
-            plan.left, plan.prefill, plan.prefilled = left, 0, 0
-            return plan
-        cap, per_chunk = self.cap, self.per_chunk
         prefill = prefilled = 0
         # Per-chunk allocation may preempt a prefilling request for an older one's chunk: iterate over a copy.
         for k, (done, target) in list(prefilling.items()) if per_chunk else prefilling.items():
@@ -85,8 +86,7 @@ class PromptPass:
             chunks.append((k, c))
             prefill += c
             prefilled += done
-        plan.left, plan.prefill, plan.prefilled = left, prefill, prefilled
-        return plan
+        plan.prefill, plan.prefilled = prefill, prefilled
 
     def admit(self, plan: Plan) -> None:
         """Admit the waiting, head first, into the lowest free slots while the head fits the pool and the pass.
@@ -114,12 +114,13 @@ class PromptPass:
         p, chunks, taken = self.p, plan.chunks, 0
         admissions, recomputed = self.admissions, self.recomputed  # counted here, written back once
         rows = cap_rows and self.count  # the decoding rows' tokens, where the cap counts them (admission adds none)
-        while waiting and free and (not chunked or plan.left > 0):
+        left = (self.budget if self.pauses else self.budget - self.count) - plan.prefill if chunked else 0
+        while waiting and free and (not chunked or left > 0):
             k = waiting[0]
             if pcap and (taken or rows) and plan.prefill + P[k] + g[k] + rows > pcap:
                 break  # the pass's tokens are spent (check_prompt_cap: a first prompt fits an empty pass)
             target = P[k] + g[k]
-            c = min(target, plan.left, cap) if chunked else target
+            c = min(target, left, cap) if chunked else target
             if limited and not self.takes_blocks(k, c, target, plan):
                 break
             waiting.popleft()
@@ -134,7 +135,7 @@ class PromptPass:
                 start[k] = p
             recomputed += g[k]
             if chunked:
-                plan.left -= c
+                left -= c
                 prefilling[k] = [0, target]
                 cell_state[k] = IDLE  # no cell open yet in this residency
                 chunks.append((k, c))
@@ -204,7 +205,8 @@ class PromptPass:
         if self.bare:  # the assembly rebuilds the pass
             end = clock + 1
         else:
-            used, largest = self.pool_fixed or self.pool_now()
+            pool = self.pool  # a paged pool's longest free run is the assembly's (passes_of)
+            used, largest = pool.used, (pool.largest_free_run() if self.contiguous else 0)
             rows_now = 0 if paused else count
             ctx = plan.prefilled + (0 if paused else self.ctx_base + count * self.p)
             if self.quick:
@@ -214,18 +216,8 @@ class PromptPass:
                 end = self.stretch(1, rows_now, plan.prefill, ctx, clock, used, largest)
         p = self.p + 1
         self.clock, self.p, self.since, self.after_pause = end, p, 0, paused
-        # The pass gave each prompt it finished its next token: from pass p that request decodes.
-        g, base, P, OUT, gen, slot, fin, plain = self.fixed_start
-        ctx_base = self.ctx_base
-        started = self.chunks_done(plan.chunks) if self.chunked else plan.chunks
-        for k in started:
-            b = base[k] = g[k] + 1 - p
-            count += 1
-            ctx_base += P[k] + b
-            heappush(fin, (OUT[k] - b, slot[k], k, gen[k]))
-        self.count, self.ctx_base = count, ctx_base
-        if not plain:  # else each one's first pass is its start, its cell the assembly's
-            self.start_cells(started)
+        self.start_decoding(self.chunks_done(plan.chunks) if self.chunked else plan.chunks)
+        plan.chunks, plan.prefill, plan.prefilled = [], 0, 0  # spent: the next boundary plans in it afresh
 
     def pause_decoders(self, new: set) -> None:
         """A pausing policy's prompt pass: every decoding row emits nothing, so each finishes a pass later."""
@@ -260,20 +252,29 @@ class PromptPass:
                 continue
             del self.prefilling[k]
             done.append(k)
+            if self.first[k] < 0:  # the pass of its last chunk gave its first token
+                self.first[k] = self.p - 1
         return done
 
-    def start_cells(self, started: list[int]) -> None:
-        """The requests whose prompt the last pass finished decode from now on: their cells and next blocks say so."""
-        p, g, slot, add_cell, first, base = self.p, self.g, self.slot, self.add_cell, self.first, self.base
+    def start_decoding(self, started: list[int]) -> None:
+        """The last pass gave each of `started` its next token: from now on each decodes (its finish, cells, block)."""
+        p, ctx_base, count, fin = self.p, self.ctx_base, self.count, self.fin
+        g, base, P, OUT, gen, slot, plain, first, add_cell = self.fixed_start
         state, cell_from, cell_g = self.cell_state, self.cell_from, self.cell_g
         growth, chunked, bs = self.growth, self.chunked, self.bs
         for k in started:
             gk, s = g[k], slot[k]
+            b = base[k] = gk + 1 - p
+            count += 1
+            ctx_base += P[k] + b
+            heappush(fin, (OUT[k] - b, s, k, gen[k]))
+            if plain:  # its cells are the assembly's (plain_cells), its first pass its start's or chunks_done's
+                continue
             if first[k] < 0:
                 first[k] = p - 1
             g[k] = gk + 1
             if growth:
-                ph = self.phase[k] = (self.pool.held[k] * bs - self.P[k] - base[k]) % bs
+                ph = self.phase[k] = (self.pool.held[k] * bs - P[k] - b) % bs
                 self.buckets[ph][k] = None
             if chunked and state[k] == PREFILL and p - 1 > cell_from[k]:  # its earlier chunks' cell
                 add_cell((k, s, cell_from[k], p - 1, PREFILL, cell_g[k]))
@@ -282,3 +283,4 @@ class PromptPass:
                 state[k], cell_from[k], cell_g[k] = GENERATING, p, gk + 1
             else:
                 state[k], cell_from[k], cell_g[k] = GENERATING, p - 1, 0
+        self.count, self.ctx_base = count, ctx_base
