@@ -414,7 +414,7 @@ def test_an_unlimited_pool_counts_what_each_admission_was_given(reqs, slots, pol
 @given(
     memory_traffic,
     st.integers(1, 5),
-    st.sampled_from(["continuous", "static", "chunked"]),
+    st.sampled_from(["continuous", "static", "chunked", "sjf", "priority"]),
     st.sampled_from(["paged", "contiguous"]),
     st.integers(0, 4),
     st.sampled_from([1, 2, 4, 16]),
@@ -435,7 +435,7 @@ def test_token_blocks_are_each_cells_tokens_pass_by_pass(reqs, slots, policy, al
         for q in range(lo, hi):
             expected[q] += memory.blocks_for(max(1, reqs[request].prompt_tokens) + emitted + (q - lo) + 1)
     assert s.pass_token_blocks.tolist() == expected
-    if policy == "continuous" and allocation == "paged":
+    if policy in ("continuous", "sjf", "priority") and allocation == "paged":
         assert s.pass_blocks.tolist() == s.pass_token_blocks.tolist()  # paged holds exactly the blocks with tokens
 
 

@@ -394,3 +394,30 @@ def test_the_long_prefill_threshold_caps_one_prompt_per_pass(capsys):
     assert capped.pass_prefill[:7].tolist() == [16, 16, 16, 16, 16, 16, 4]
     assert main(["simulate", "--policy", "chunked", "--token-budget", "64", "--scheduling-policy", "priority"]) == 2
     assert "--scheduling-policy applies to a policy with that setting (vllm) only" in capsys.readouterr().err
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 5), max_size=30), st.lists(st.booleans(), max_size=60), st.booleans())
+def test_a_keyed_queue_answers_as_a_sorted_list_would(keys, ops, insertion):
+    """Arrivals, rejoins and pops in any order: the head, the length, truth and the order shown are the sorted ones.
+
+    Ties go by request number (KeyedQueue) or by insertion (SGLang's InsertionQueue, a stable sort).
+    """
+    from core.engines.sglang import InsertionQueue
+    from core.sched.policies import KeyedQueue
+
+    queue = (InsertionQueue if insertion else KeyedQueue)(keys)
+    model, inserted, arrivals = [], 0, iter(range(len(keys)))
+    for push in ops:
+        k = next(arrivals, None) if push else None
+        if k is not None:
+            (queue.appendleft if k % 2 else queue.append)(k)  # a rejoin goes by its key, like an arrival
+            model.append((keys[k], inserted if insertion else k, k))
+            inserted += 1
+        elif model:
+            model.sort()
+            assert queue[0] == model[0][2]
+            assert queue.popleft() == model.pop(0)[2]
+        model.sort()
+        assert len(queue) == len(model) and bool(queue) == bool(model)
+        assert list(queue) == [k for *_, k in model]

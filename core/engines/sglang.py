@@ -34,19 +34,14 @@ class InsertionQueue(KeyedQueue):
 
     def append(self, k: int) -> None:
         """Add request k behind the waiting of its key."""
-        heapq.heappush(self.heap, (self.keys[k], self.inserted, k))
+        heapq.heappush(self, (self.keys[k], self.inserted, k))
         self.inserted += 1
 
     appendleft = append
 
     def popleft(self) -> int:
         """Remove and return the head."""
-        return heapq.heappop(self.heap)[2]
-
-    def __getitem__(self, i: int) -> int:
-        if i != 0:
-            raise IndexError("a keyed queue shows only its head")
-        return self.heap[0][2]
+        return heapq.heappop(self)[2]
 
 
 class NewTokenEstimate:

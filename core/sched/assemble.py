@@ -142,7 +142,12 @@ def assemble(e) -> Schedule:
         cells = as_array(e.cells, np.int64).reshape(-1, 6)
     if not e.limited and not e.pol.forms_batches and len(cells):
         blocks = unlimited_blocks(e, cells, passes)
-    token_blocks = filled_blocks(e, cells, passes) if e.limited else np.zeros(passes, dtype=np.int64)
+    if not e.limited:
+        token_blocks = np.zeros(passes, dtype=np.int64)
+    elif e.paged_growth and not (e.pol.pauses_decoders or e.pol.has_token_budget):
+        token_blocks = blocks.copy()  # each row's blocks grew one by one as its tokens filled them: no more, no fewer
+    else:
+        token_blocks = filled_blocks(e, cells, passes)
     release = as_array(e.release, np.int64) if e.pol.forms_batches else finish
     out_cells = cells[:, :5].copy()
     if e.in_order:  # the requests were given in FCFS order: the records are already in theirs

@@ -16,33 +16,35 @@ from core.sched.settings import Setting
 from core.workload.request import Request
 
 
-class KeyedQueue:
+class KeyedQueue(list):
     """A waiting queue ordered by a key per request (smallest first); a preempted request rejoins by its key.
 
-    The same interface as the `deque` a first-come-first-served queue is, so the loop asks both alike.
+    The same interface as the `deque` a first-come-first-served queue is, so the loop asks both alike. The queue is
+    its own heap of (key, request) pairs: `bool` and `len`, asked at every boundary, are the list's own.
     """
 
     def __init__(self, keys: Sequence):
+        super().__init__()
         self.keys = keys  # keys[k] for request k (requests numbered in first-come-first-served order)
-        self.heap: list = []
 
     def append(self, k: int) -> None:
         """Add request k (an arrival)."""
-        heapq.heappush(self.heap, (self.keys[k], k))
+        heapq.heappush(self, (self.keys[k], k))
 
     appendleft = append  # a preempted request rejoins by its key, not at the front
 
     def popleft(self) -> int:
         """Remove and return the head."""
-        return heapq.heappop(self.heap)[1]
+        return heapq.heappop(self)[1]
 
     def __getitem__(self, i: int) -> int:
         if i != 0:
             raise IndexError("a keyed queue shows only its head")
-        return self.heap[0][1]
+        return list.__getitem__(self, 0)[-1]
 
-    def __len__(self) -> int:
-        return len(self.heap)
+    def __iter__(self):
+        """Yield the waiting requests in the queue's order."""
+        return (entry[-1] for entry in sorted(list.__iter__(self)))
 
 
 # What a run tells the app, the replay and the renderer of its policy (`Policy.traits`), in the order they are sent.

@@ -262,6 +262,7 @@ class PromptPass:
         g, base, P, OUT, gen, slot, plain, first, add_cell = self.fixed_start
         state, cell_from, cell_g = self.cell_state, self.cell_from, self.cell_g
         growth, chunked, bs = self.growth, self.chunked, self.bs
+        phase, buckets, held = self.phase, self.buckets, self.pool.held
         for k in started:
             gk, s = g[k], slot[k]
             b = base[k] = gk + 1 - p
@@ -274,8 +275,8 @@ class PromptPass:
                 first[k] = p - 1
             g[k] = gk + 1
             if growth:
-                ph = self.phase[k] = (self.pool.held[k] * bs - P[k] - b) % bs
-                self.buckets[ph][k] = None
+                ph = phase[k] = (held[k] * bs - P[k] - b) % bs
+                buckets[ph][k] = None
             if chunked and state[k] == PREFILL and p - 1 > cell_from[k]:  # its earlier chunks' cell
                 add_cell((k, s, cell_from[k], p - 1, PREFILL, cell_g[k]))
             if gk:  # a readmission's first pass recomputes; the cell that follows generates
