@@ -132,6 +132,9 @@ def check_prefill_passes(prompts: Sequence[int], budget: int, cap: int = 0, slot
     total = sum(prompts)
     by_budget = -(-total // budget)
     per_prompt = min(cap or budget, budget)
+    # A prompt's chunks are at most its tokens over the chunk, plus one: counted one by one only near the limit.
+    if max(by_budget, -(-(total // per_prompt + len(prompts)) // slots)) <= MAX_PREFILL_PASSES:
+        return
     by_chunks = -(-sum(-(-p // per_prompt) for p in prompts) // slots)
     passes = max(by_budget, by_chunks)
     if passes <= MAX_PREFILL_PASSES:

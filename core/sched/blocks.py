@@ -36,7 +36,11 @@ class BlockPhases:
                 served = min(len(due), pool.free)  # these take a free block each, as one by one they would
                 pool.grow(due[:served])
                 for k in due[served:]:
-                    if k in running:
+                    if k not in running:  # a victim already
+                        continue
+                    if pool.can_grow(1):  # a victim's blocks came free
+                        pool.grow((k,))
+                    else:
                         preempted = self.preempt_for(k) or preempted
         if self.pauses:
             self.grown = [k for k in due if k in running]

@@ -186,7 +186,7 @@ class ContinuousLoop(BlockPhases, PromptPass):
         """Every request whose last token came out of the last pass leaves: its slot and blocks are free."""
         fin, p = self.fin, self.p
         gen, P, base, running, free, cell_from, finish, cell_state, cell_g, add_cell = self.fixed_retire
-        count, ctx_base, growth, plain = self.count, self.ctx_base, self.growth, self.plain
+        count, ctx_base, plain, buckets, phase = self.count, self.ctx_base, self.plain, self.buckets, self.phase
         release, left = self.pool.release if self.limited else None, count
         while fin and fin[0][0] <= p:
             _, s, k, gn = heappop(fin)
@@ -195,8 +195,8 @@ class ContinuousLoop(BlockPhases, PromptPass):
             finish[k] = p  # and its release: a continuous slot frees as its request finishes
             count -= 1
             ctx_base -= P[k] + base[k]
-            if growth:
-                del self.buckets[self.phase[k]][k]
+            if buckets:  # growth's (else none)
+                del buckets[phase[k]][k]
             del running[k]
             if release:
                 release(k)
