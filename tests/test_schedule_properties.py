@@ -1,14 +1,11 @@
 """Scheduler invariants over random traffic (hypothesis), and agreement with the per-step reference loop."""
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core import GENERATING, IDLE, PADDING, TrafficConfig, generate, simulate
 from core.chapter.reference import simulate_per_step
-from core.sched.engine import schedule
-from core.workload.request import Request
 
 from .helpers import requests_strategy
 
@@ -100,36 +97,3 @@ def test_same_seed_same_run(seed, lengths, arrivals):
     assert a.requests == b.requests
     assert a.timeline.tobytes() == b.timeline.tobytes()
 
-
-def test_the_loop_leaves_the_cyclic_collector_as_it_found_it(monkeypatch):
-    """The loop pauses the collector while it runs; after it, even after a failure inside it, it is as it was."""
-    import gc
-
-    import core.sched.continuous as continuous
-
-    reqs = [Request("a", 0, 3, 2), Request("b", 1, 2, 5)]
-    seen = []
-    run = continuous.ContinuousLoop.run
-
-    def watched(self):
-        seen.append(gc.isenabled())
-        run(self)
-
-    monkeypatch.setattr(continuous.ContinuousLoop, "run", watched)
-    assert gc.isenabled()
-    schedule(reqs, 2)
-    assert gc.isenabled() and seen == [False]
-    gc.disable()
-    try:
-        schedule(reqs, 2)
-        assert not gc.isenabled()  # the caller's choice stands
-    finally:
-        gc.enable()
-
-    def broken(self):
-        raise RuntimeError("inside the loop")
-
-    monkeypatch.setattr(continuous.ContinuousLoop, "run", broken)
-    with pytest.raises(RuntimeError, match="inside the loop"):
-        schedule(reqs, 2)
-    assert gc.isenabled()

@@ -10,7 +10,6 @@ one or the policy's own fast loop, is decided in one place: `fast_loop_for` (cor
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Sequence
 from itertools import islice
 from operator import attrgetter, le
@@ -158,18 +157,10 @@ class _Engine:
 
     def run(self) -> Schedule:
         """Run the policy's loop (static's batches, or the continuous loop's phases) and assemble its Schedule."""
-        # The loop makes a few hundred thousand small tuples and no reference cycle: the cyclic collector would only
-        # walk them again and again (about 4% of a run on a tight pool). It is back on as the loop ends, as it was.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            if self.pol.forms_batches:
-                self._static()
-            else:
-                ContinuousLoop(self).run()
-        finally:
-            if collecting:
-                gc.enable()
+        if self.pol.forms_batches:
+            self._static()
+        else:
+            ContinuousLoop(self).run()
         return assemble(self)
 
     def stretch(self, L, rows, prefill, ctx0, clock, used, largest, priced_rows=None):
