@@ -20,29 +20,33 @@ class BlockPhases:
 
         `due`: the requests whose next token starts a block at this pass (the loop's bucket for it).
         """
-        if self.pauses:  # a pausing policy's rows that took their block ahead are not due again
+        pool, pauses = self.pool, self.pauses
+        if pauses:  # a pausing policy's rows that took their block ahead are not due again
             self.grown = ()
             if self.ahead:
                 due = {k: None for k in due if k not in self.ahead}
                 if not due:
                     return False
-        pool, running, preempted = self.pool, self.running, False
         # Enough free blocks and no ids to track: a block for each, nobody preempted, so their order is moot.
-        if self.track or not pool.try_grow(due):
-            due = sorted(due, key=self.adm.__getitem__)  # oldest admitted first
-            if self.bulk:
-                preempted = self.retract(due)
-            else:
-                served = min(len(due), pool.free)  # these take a free block each, as one by one they would
-                pool.grow(due[:served])
-                for k in due[served:]:
-                    if k not in running:  # a victim already
-                        continue
-                    if pool.can_grow(1):  # a victim's blocks came free
-                        pool.grow((k,))
-                    else:
-                        preempted = self.preempt_for(k) or preempted
-        if self.pauses:
+        if not self.track and pool.try_grow(due):
+            if pauses:
+                self.grown = list(due)  # (the due are all running)
+            return False
+        running, preempted = self.running, False
+        due = sorted(due, key=self.adm.__getitem__)  # oldest admitted first
+        if self.bulk:
+            preempted = self.retract(due)
+        else:
+            served = min(len(due), pool.free)  # these take a free block each, as one by one they would
+            pool.grow(due[:served])
+            for k in due[served:]:
+                if k not in running:  # a victim already
+                    continue
+                if pool.can_grow(1):  # a victim's blocks came free
+                    pool.grow((k,))
+                else:
+                    preempted = self.preempt_for(k) or preempted
+        if pauses:
             self.grown = [k for k in due if k in running]
         return preempted
 
@@ -96,6 +100,8 @@ class BlockPhases:
         if self.by_arrival:  # vLLM's priority victim: the latest arrival of the least wanted class
             ranks = self.ranks  # requests are numbered in arrival order
             return max(running, key=lambda j: (ranks[j], j))
+        if self.stacks is None:  # one class: the last key of `running` is its most recent admission
+            return next(reversed(running))
         # Within a class, the last admission still running: every admission after its own belongs to a request no
         # longer running (else that one would be more recent), so those are popped, each once.
         for rank in self.rank_desc:

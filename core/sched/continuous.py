@@ -96,8 +96,10 @@ class ContinuousLoop(BlockPhases, PromptPass):
         # By arrival (vLLM's priority victim: max(running, key=(priority, arrival_time))), else by admission.
         self.by_arrival = pol.victim_by_arrival
         # Victims by admission: each class's requests in admission order, readmissions included (victim pops those
-        # that left as it meets them); `victim` asks the least wanted class (the largest rank) first.
-        self.stacks = {r: [] for r in set(self.ranks)} if self.growth and not self.by_arrival else None
+        # that left as it meets them); `victim` asks the least wanted class (the largest rank) first. With one class
+        # the running requests' own order (admission) is enough.
+        ranked = self.growth and not self.by_arrival and not unranked
+        self.stacks = {r: [] for r in set(self.ranks)} if ranked else None
         self.rank_desc = sorted(self.stacks or (), reverse=True)
 
     def _requests_state(self, n: int) -> None:
