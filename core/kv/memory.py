@@ -106,6 +106,7 @@ class KVPool:
         self._largest: int | None = self.size  # the longest free run, None once a change makes it stale
         # Paged: which blocks each request holds, taken lowest-numbered first from a heap of free block ids.
         self.track = track_blocks and self.size is not None and not self.contiguous
+        self.counts = self.size is not None and not self.contiguous and not self.track  # paged, counts only
         self.blocks: dict[int, list[int]] = {}
         # Free block ids: a heap, the lowest taken first; or with reuse="fifo" a queue, blocks taken in the order they
         # were freed (nano-vllm's free list, which the replay's and the batch view's block tables follow).
@@ -167,7 +168,7 @@ class KVPool:
 
         `can_allocate` then `allocate` in one question, for the scheduling loop's admission (paged or contiguous).
         """
-        if self.size is not None and not self.contiguous and not self.track:  # the loop's case: counts only
+        if self.counts:  # the loop's case
             need = -(-tokens // self.block_size)
             if need > self.size - self.used:
                 return False
