@@ -135,7 +135,7 @@ def assemble(e) -> Schedule:
         starts, ends, rows, prefill, context, blocks, largest = bare_passes(e, start, finish)
     else:
         starts, ends, rows, prefill, context, blocks, largest = passes_of(e)
-    first = as_array(e.first, np.int64) if e.pol.has_token_budget or not e.plain else start
+    first = as_array(e.first, np.int64) if e.pol.has_token_budget else start  # a whole prompt's pass gives a token
     if e.plain:
         cells = plain_cells(e, start, first, finish, slot)
     else:

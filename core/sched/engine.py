@@ -143,7 +143,7 @@ class _Engine:
         self.plain = not (pol.forms_batches or self.paged_growth or pol.pauses_decoders)
         self.slot = [0] * n
         self.start = [-1] * n
-        self.first = [-1] * n
+        self.first = [-1] * n  # under a token budget only (chunks_done): elsewhere a prompt's first pass gives a token
         self.finish = [0] * n
         self.release = [0] * n  # static only: a continuous slot frees as its request finishes
         # Flat lists, turned into arrays once at the end: no per-cell or per-pass Python objects survive the loop.
@@ -221,7 +221,7 @@ class _Engine:
             width = max(P[j] for j in members)
             length = max(OUT[j] for j in members)
             for row, j in enumerate(members):
-                self.slot[j], self.start[j], self.first[j] = row, p, p
+                self.slot[j], self.start[j] = row, p
                 self.finish[j], self.release[j] = p + OUT[j], p + length
                 self.cells.extend((j, row, p, p + OUT[j], GENERATING, 0))
                 if OUT[j] < length:

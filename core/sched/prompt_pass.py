@@ -252,14 +252,14 @@ class PromptPass:
                 continue
             del self.prefilling[k]
             done.append(k)
-            if self.first[k] < 0:  # the pass of its last chunk gave its first token
+            if self.first[k] < 0:  # the pass of its last chunk gave its first token (else its start pass did)
                 self.first[k] = self.p - 1
         return done
 
     def start_decoding(self, started: list[int]) -> None:
         """The last pass gave each of `started` its next token: from now on each decodes (its finish, cells, block)."""
         p, ctx_base, count, fin = self.p, self.ctx_base, self.count, self.fin
-        g, base, P, OUT, gen, slot, plain, first, add_cell = self.fixed_start
+        g, base, P, OUT, gen, slot, plain, add_cell = self.fixed_start
         state, cell_from, cell_g = self.cell_state, self.cell_from, self.cell_g
         growth, chunked, bs = self.growth, self.chunked, self.bs
         phase, buckets, held = self.phase, self.buckets, self.pool.held
@@ -269,10 +269,8 @@ class PromptPass:
             count += 1
             ctx_base += P[k] + b
             heappush(fin, (OUT[k] - b, s, k, gen[k]))
-            if plain:  # its cells are the assembly's (plain_cells), its first pass its start's or chunks_done's
+            if plain:  # its cells are the assembly's (plain_cells)
                 continue
-            if first[k] < 0:
-                first[k] = p - 1
             g[k] = gk + 1
             if growth:
                 ph = phase[k] = (held[k] * bs - P[k] - b) % bs
