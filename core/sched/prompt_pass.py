@@ -100,8 +100,9 @@ class PromptPass:
         if binds and self.full == releases:
             return  # SGLang's batch_is_full: after a refusal nobody is admitted until a request leaves
         refused = self.refused
-        if refused[0] == releases and refused[1] == waiting[0] and not self.per_chunk:
-            # The head, refused since the last release, needs the same blocks: only a release frees any.
+        if refused[1] == waiting[0] and not self.per_chunk and (
+            refused[0] == releases or not self.pool.can_allocate(refused[1], refused[2])
+        ):  # The head was refused and needs the same blocks: none came free since, or too few for it.
             if binds:
                 self.full = releases  # as its refusal says (a prompt pass may have cleared it since)
             return
@@ -172,6 +173,8 @@ class PromptPass:
             return False
         if self.noted:
             self.noted.discard(k)
+            if self.refused[1] == k:  # its refusal is spent: readmitted later, it is refused anew
+                self.refused = (-1, -1, -1)
         return True
 
     def room(self, plan: Plan) -> float:
