@@ -103,7 +103,9 @@ class KVPool:
         # Contiguous: where each request's run starts, and the free runs as sorted (start, length) pairs.
         self.run_start: dict[int, int] = {}
         self.free_runs: list[tuple[int, int]] = [(0, self.size)] if self.size is not None else []
-        self._largest: int | None = self.size  # the longest free run, None once a change makes it stale
+        # Contiguous: the longest free run, kept current (the loop reads it at every boundary, so a lazy one would be
+        # found again as often).
+        self.longest_run = self.size or 0
         # Paged: which blocks each request holds, taken lowest-numbered first from a heap of free block ids.
         self.track = track_blocks and self.size is not None and not self.contiguous
         self.counts = self.size is not None and not self.contiguous and not self.track  # paged, counts only
@@ -127,7 +129,7 @@ class KVPool:
             return True
         need = -(-tokens // self.block_size)  # blocks_for, inlined: it runs once per admission
         if self.contiguous:
-            return need <= (self._largest if self._largest is not None else self.largest_free_run())
+            return need <= self.longest_run
         return need <= self.size - self.used
 
     def allocate(self, request: int, tokens: int) -> None:
@@ -158,8 +160,8 @@ class KVPool:
         else:
             runs[k] = (start + need, length - need)
         self.run_start[request] = start
-        if length == self._largest:  # only cutting a longest run can shorten the longest run
-            self._largest = None
+        if length == self.longest_run:  # only cutting a longest run can shorten the longest run
+            self.longest_run = max(map(_length, runs), default=0)  # the runs are few (one per hole)
         self.held[request] = need
         self.used += need
 
@@ -177,7 +179,7 @@ class KVPool:
             return True
         if self.contiguous and self.size is not None:  # the longest run, kept or found again after a cut
             need = -(-tokens // self.block_size)
-            if need > (self._largest if self._largest is not None else self.largest_free_run()):
+            if need > self.longest_run:
                 return False
             self._place_run(request, need)
             return True
@@ -255,8 +257,8 @@ class KVPool:
                     del runs[k - 1]
                     k -= 1
             runs.insert(k, (start, end - start))  # where the hole was: the runs stay sorted by start
-            if self._largest is not None and end - start > self._largest:
-                self._largest = end - start  # a merged hole can only lengthen the longest run
+            if end - start > self.longest_run:
+                self.longest_run = end - start  # a merged hole can only lengthen the longest run
         elif self.track:
             free_ids = self.free_ids
             if self.fifo:
@@ -287,9 +289,7 @@ class KVPool:
             return 0
         if not self.contiguous:
             return self.size - self.used
-        if self._largest is None:  # stale after an allocation: the runs are few (one per hole), so a scan is cheap
-            self._largest = max(map(_length, self.free_runs), default=0)
-        return self._largest
+        return self.longest_run
 
     def owners(self) -> list[int]:
         """Return the owner of every block, -1 when free: the pool as it lies, holes and all."""

@@ -230,7 +230,7 @@ class ContinuousLoop(BlockPhases, PromptPass):
             end = clock + L
         else:  # a paged pool's longest free run is its free blocks: the assembly's (passes_of), not a call each
             pool = self.pool
-            used, largest = pool.used, (pool.largest_free_run() if self.contiguous else 0)
+            used, largest = pool.used, (pool.longest_run if self.contiguous else 0)
             if self.quick:
                 end = clock + L
                 self.record((L, self.count, 0, self.ctx_base + self.count * p, clock, end, used, largest))

@@ -209,7 +209,7 @@ class PromptPass:
             end = clock + 1
         else:
             pool = self.pool  # a paged pool's longest free run is the assembly's (passes_of)
-            used, largest = pool.used, (pool.largest_free_run() if self.contiguous else 0)
+            used, largest = pool.used, (pool.longest_run if self.contiguous else 0)
             rows_now = 0 if paused else count
             ctx = plan.prefilled + (0 if paused else self.ctx_base + count * self.p)
             if self.quick:
