@@ -96,4 +96,3 @@ def test_same_seed_same_run(seed, lengths, arrivals):
     a, b = simulate(generate(config), 4, "static"), simulate(generate(config), 4, "static")
     assert a.requests == b.requests
     assert a.timeline.tobytes() == b.timeline.tobytes()
-

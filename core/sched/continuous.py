@@ -58,7 +58,6 @@ class ContinuousLoop(BlockPhases, PromptPass):
         self.reserving = pol.reserves_whole_life(e.memory.allocation)  # prompt + the output cap, held to the end
         # A prompt takes its blocks chunk by chunk, as each is scheduled (vLLM's allocate_slots), not all at admission.
         self.per_chunk = pol.allocates_per_chunk and self.chunked and self.growth
-        self.paged_limited = self.limited and not self.contiguous
         self.plain = e.plain
         # A pass with a prompt pauses the decoding rows (TGI); a gate decides when the waiting join the running.
         self.pauses, self.gated = pol.pauses_decoders, pol.gates_admission

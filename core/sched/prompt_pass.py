@@ -100,7 +100,7 @@ class PromptPass:
         if binds and self.full == releases:
             return  # SGLang's batch_is_full: after a refusal nobody is admitted until a request leaves
         refused = self.refused
-        if refused[1] == waiting[0] and not self.per_chunk and (
+        if refused[1] >= 0 and refused[1] == waiting[0] and not self.per_chunk and (
             refused[0] == releases or not self.pool.can_allocate(refused[1], refused[2])
         ):  # The head was refused and needs the same blocks: none came free since, or too few for it.
             if binds:
