@@ -81,7 +81,8 @@ class ContinuousLoop(BlockPhases, PromptPass):
                             self.slot, self.adm, self.cap_rows, self.stacks, self.ranks, self.prefilling,
                             self.cell_state)  # fmt: skip
         self.record, self.stretch, self.cut = e.st.extend, e.stretch, e.cut
-        self.fixed_start = (self.g, self.base, self.P, self.OUT, self.gen, self.slot, self.plain, self.add_cell)
+        self.fixed_finish = (self.g, self.base, self.P, self.OUT, self.gen, self.slot, self.fin)
+        self.fixed_start = (self.g, self.base, self.P, self.OUT, self.gen, self.slot, self.add_cell)
         self.shortens = self.gated or self.growth  # else a stretch runs to the next finish (or arrival)
         self.fixed_retire = (self.gen, self.P, self.base, self.running, self.free, self.cell_from, self.finish,
                              self.cell_state, self.cell_g, self.add_cell)  # fmt: skip

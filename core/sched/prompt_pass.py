@@ -219,8 +219,21 @@ class PromptPass:
                 end = self.stretch(1, rows_now, plan.prefill, ctx, clock, used, largest)
         p = self.p + 1
         self.clock, self.p, self.since, self.after_pause = end, p, 0, paused
-        self.start_decoding(self.chunks_done(plan.chunks) if self.chunked else plan.chunks)
+        started = self.chunks_done(plan.chunks) if self.chunked else plan.chunks
         plan.chunks, plan.prefill, plan.prefilled = [], 0, 0  # spent: the next boundary plans in it afresh
+        if not self.plain:
+            self.start_decoding(started)
+            return
+        # Plain: no cell or block to note, only each one's finish (start_decoding's first lines; inline, the most
+        # common case).
+        g, base, P, OUT, gen, slot, fin = self.fixed_finish
+        count, ctx_base = self.count, self.ctx_base
+        for k in started:
+            b = base[k] = g[k] + 1 - p
+            count += 1
+            ctx_base += P[k] + b
+            heappush(fin, (OUT[k] - b, slot[k], k, gen[k]))
+        self.count, self.ctx_base = count, ctx_base
 
     def pause_decoders(self, new: set) -> None:
         """A pausing policy's prompt pass: every decoding row emits nothing, so each finishes a pass later."""
@@ -260,9 +273,12 @@ class PromptPass:
         return done
 
     def start_decoding(self, started: list[int]) -> None:
-        """The last pass gave each of `started` its next token: from now on each decodes (its finish, cells, block)."""
+        """The last pass gave each of `started` its next token: from now on each decodes (its finish, cells, block).
+
+        Not asked in a plain run, whose cells are the assembly's (plain_cells): `run_prompt_pass` notes their finishes.
+        """
         p, ctx_base, count, fin = self.p, self.ctx_base, self.count, self.fin
-        g, base, P, OUT, gen, slot, plain, add_cell = self.fixed_start
+        g, base, P, OUT, gen, slot, add_cell = self.fixed_start
         state, cell_from, cell_g = self.cell_state, self.cell_from, self.cell_g
         growth, chunked, bs = self.growth, self.chunked, self.bs
         phase, buckets, held = self.phase, self.buckets, self.pool.held
@@ -272,8 +288,6 @@ class PromptPass:
             count += 1
             ctx_base += P[k] + b
             heappush(fin, (OUT[k] - b, s, k, gen[k]))
-            if plain:  # its cells are the assembly's (plain_cells)
-                continue
             g[k] = gk + 1
             if growth:
                 ph = phase[k] = (held[k] * bs - P[k] - b) % bs
