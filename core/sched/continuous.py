@@ -82,7 +82,9 @@ class ContinuousLoop(BlockPhases, PromptPass):
                             self.cell_state)  # fmt: skip
         self.record, self.stretch, self.cut = e.st.extend, e.stretch, e.cut
         self.fixed_finish = (self.g, self.base, self.P, self.OUT, self.gen, self.slot, self.fin)
-        self.fixed_start = (self.g, self.base, self.P, self.OUT, self.gen, self.slot, self.add_cell)
+        self.fixed_start = (self.g, self.base, self.P, self.OUT, self.gen, self.slot, self.add_cell, self.cell_state,
+                            self.cell_from, self.cell_g, self.growth, self.chunked, self.bs, self.phase, self.buckets,
+                            self.pool.held)  # fmt: skip
         self.shortens = self.gated or self.growth  # else a stretch runs to the next finish (or arrival)
         self.fixed_retire = (self.gen, self.P, self.base, self.running, self.free, self.cell_from, self.finish,
                              self.cell_state, self.cell_g, self.add_cell)  # fmt: skip
@@ -141,6 +143,9 @@ class ContinuousLoop(BlockPhases, PromptPass):
         # Growth is asked only at a boundary where somebody's next token starts a block (without growth nobody is
         # preempted); `buckets` is one list throughout, turned in place when a prompt pass pauses the rows.
         grows_first, buckets, bs = self.growth and not prefill_first, self.buckets, self.bs
+        # Mostly every row due takes a free block and nobody is preempted: the pool answers that in one question, and
+        # the phase is asked only where it does not (or where rows pause, or block ids are kept).
+        grows = self.pool.try_grow if not (self.pauses or self.track) else None
         plan, prefilling = self.plan, self.prefilling  # every boundary plans in this one, emptied by a prompt pass
         while True:
             nxt, p = self.nxt, self.p
@@ -149,7 +154,7 @@ class ContinuousLoop(BlockPhases, PromptPass):
             if fin and fin[0][0] <= p:
                 retire()
             due = buckets[p % bs] if grows_first else None  # whose next token starts a block at this pass
-            preempted = grow_or_preempt(due) if due else False
+            preempted = False if not due or (grows and grows(due)) else grow_or_preempt(due)
             if chunked and prefilling:  # the prompts part way take their chunks first
                 plan_pass(plan)
                 preempted = preempted or plan.preempted  # a chunk's blocks preempted someone (per-chunk allocation)

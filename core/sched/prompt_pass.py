@@ -278,10 +278,9 @@ class PromptPass:
         Not asked in a plain run, whose cells are the assembly's (plain_cells): `run_prompt_pass` notes their finishes.
         """
         p, ctx_base, count, fin = self.p, self.ctx_base, self.count, self.fin
-        g, base, P, OUT, gen, slot, add_cell = self.fixed_start
-        state, cell_from, cell_g = self.cell_state, self.cell_from, self.cell_g
-        growth, chunked, bs = self.growth, self.chunked, self.bs
-        phase, buckets, held = self.phase, self.buckets, self.pool.held
+        g, base, P, OUT, gen, slot, add_cell, state, cell_from, cell_g, growth, chunked, bs, phase, buckets, held = (
+            self.fixed_start
+        )
         for k in started:
             gk, s = g[k], slot[k]
             b = base[k] = gk + 1 - p
