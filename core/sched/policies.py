@@ -7,13 +7,15 @@ a pass holds a token budget. Everything else reads a policy's traits (`traits()`
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 from collections.abc import Iterable, Sequence
+from heapq import heappop, heappush
 
 from core.sched import fast_loops
 from core.sched.settings import Setting
 from core.workload.request import Request
+
+_entry = list.__getitem__  # a keyed queue's own heap entry (its __getitem__ shows requests)
 
 
 class KeyedQueue(list):
@@ -29,18 +31,18 @@ class KeyedQueue(list):
 
     def append(self, k: int) -> None:
         """Add request k (an arrival)."""
-        heapq.heappush(self, (self.keys[k], k))
+        heappush(self, (self.keys[k], k))
 
     appendleft = append  # a preempted request rejoins by its key, not at the front
 
     def popleft(self) -> int:
         """Remove and return the head."""
-        return heapq.heappop(self)[1]
+        return heappop(self)[1]
 
     def __getitem__(self, i: int) -> int:
-        if i != 0:
+        if i:
             raise IndexError("a keyed queue shows only its head")
-        return list.__getitem__(self, 0)[-1]
+        return _entry(self, 0)[-1]
 
     def __iter__(self):
         """Yield the waiting requests in the queue's order."""
