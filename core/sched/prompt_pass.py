@@ -258,18 +258,19 @@ class PromptPass:
 
     def chunks_done(self, chunks: list) -> list[int]:
         """Return the requests whose last prompt chunk was in the pass; the others wait for their next chunk."""
-        done = []
+        done, prefilling, first, p = [], self.prefilling, self.first, self.p
+        cell_state = None if self.plain else self.cell_state  # a plain run's prefill cells are the assembly's
         for k, c in chunks:
-            state = self.prefilling[k]
+            state = prefilling[k]
             state[0] += c
             if state[0] < state[1]:
-                if self.cell_state[k] != PREFILL:
-                    self.cell_state[k], self.cell_from[k], self.cell_g[k] = PREFILL, self.p - 1, self.g[k]
+                if cell_state is not None and cell_state[k] != PREFILL:
+                    cell_state[k], self.cell_from[k], self.cell_g[k] = PREFILL, p - 1, self.g[k]
                 continue
-            del self.prefilling[k]
+            del prefilling[k]
             done.append(k)
-            if self.first[k] < 0:  # the pass of its last chunk gave its first token (else its start pass did)
-                self.first[k] = self.p - 1
+            if first[k] < 0:  # the pass of its last chunk gave its first token (else its start pass did)
+                first[k] = p - 1
         return done
 
     def start_decoding(self, started: list[int]) -> None:
