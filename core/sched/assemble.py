@@ -31,11 +31,17 @@ def plain_cells(e, start: np.ndarray, first: np.ndarray, finish: np.ndarray, slo
     boundary's pass completes, in admission order.
     """
     n = len(start)
-    spread = np.flatnonzero(first > start)
+    spread = np.flatnonzero(first > start) if first is not start else ()
+    if not len(spread):  # every prompt in one pass: a generating cell each, closed by finish, then slot
+        order = np.lexsort((slot, finish))
+        cells = np.zeros((n, 6), dtype=np.int64)
+        cells[:, 0], cells[:, 1], cells[:, 2], cells[:, 3] = order, slot[order], start[order], finish[order]
+        cells[:, 4] = GENERATING
+        return cells
     who = np.concatenate((np.arange(n), spread))
     lo, hi = np.concatenate((first, start[spread])), np.concatenate((finish, first[spread]))
     prefills = np.arange(len(who)) >= n
-    tie = np.concatenate((slot, np.array(e.adm, dtype=np.int64)[spread])) if len(spread) else slot
+    tie = np.concatenate((slot, np.array(e.adm, dtype=np.int64)[spread]))
     order = np.lexsort((tie, prefills, hi))
     cells = np.zeros((len(order), 6), dtype=np.int64)
     cells[:, 0], cells[:, 1], cells[:, 2], cells[:, 3] = who[order], slot[who[order]], lo[order], hi[order]
