@@ -227,7 +227,7 @@ class PromptPass:
         # Plain: no cell or block to note, only each one's finish (start_decoding's first lines; inline, the most
         # common case).
         g, base, P, OUT, gen, slot, fin = self.fixed_finish
-        count, ctx_base = self.count, self.ctx_base
+        ctx_base = self.ctx_base  # (count: as the pass found it; a pause changes the context only)
         for k in started:
             b = base[k] = g[k] + 1 - p
             count += 1
