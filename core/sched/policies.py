@@ -85,8 +85,7 @@ class Policy:
     orders_by_class = False  # its order reads each request's priority class (a page shows each class's latency)
     victim_words = "the last admitted"  # whom a block shortage preempts (at most 24 characters: a loop line)
     # Its rules again as a loop over heaps, for an unlimited pool (3x the engine's speed); None: the engine only.
-    fast_steps = None
-    fast_timed = None
+    fast_steps = fast_timed = None
 
     def __init__(self, *args, **values):
         """Take each of its engine settings, in order or by name (else its default), checked as it is declared."""
@@ -130,8 +129,7 @@ class Policy:
     victim_by_arrival = False  # ties of victim_rank go to the latest arrival, not the latest admission
     # SGLang's (core/engines/sglang.py): a pass that can take a prompt does, and only a decode pass asks for the
     # decoding rows' next blocks; a shortage there retracts `retraction_victims` at once, to the back of the queue.
-    prefill_first = False
-    retracts_in_bulk = False
+    prefill_first = retracts_in_bulk = False
 
     def retraction_victims(self, running: Sequence[tuple[int, int, int]], fits) -> list[int]:
         """Bulk retracters: return whom a decode pass's block shortage retracts, in order.
