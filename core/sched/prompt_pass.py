@@ -201,34 +201,37 @@ class PromptPass:
 
     def run_prompt_pass(self, plan: Plan) -> None:
         """Run one pass that holds a prompt: a pausing policy's decoding rows wait; finished prompts then decode."""
-        count, clock = self.count, self.clock
+        count, clock, end, chunks = self.count, self.clock, self.clock + 1, plan.chunks
         paused = self.pauses and count > 0
         if paused:
-            self.pause_decoders(set() if self.chunked else set(plan.chunks))
-        if self.bare:  # the assembly rebuilds the pass
-            end = clock + 1
-        else:
-            pool = self.pool  # a paged pool's longest free run is the assembly's (passes_of)
+            self.pause_decoders(set() if self.chunked else set(chunks))
+        if not self.bare:  # else the assembly rebuilds the pass; a paged pool's longest free run is the assembly's
+            pool, rows_now = self.pool, 0 if paused else count
             used, largest = pool.used, (pool.longest_run if self.contiguous else 0)
-            rows_now = 0 if paused else count
             ctx = plan.prefilled + (0 if paused else self.ctx_base + count * self.p)
             if self.quick:
-                end = clock + 1
                 self.record((1, rows_now, plan.prefill, ctx, clock, end, used, largest))
             else:
                 end = self.stretch(1, rows_now, plan.prefill, ctx, clock, used, largest)
         p = self.p + 1
         self.clock, self.p, self.since, self.after_pause = end, p, 0, paused
-        started = self.chunks_done(plan.chunks) if self.chunked else plan.chunks
         plan.chunks, plan.prefill, plan.prefilled = [], 0, 0  # spent: the next boundary plans in it afresh
         if not self.plain:
-            self.start_decoding(started)
+            self.start_decoding(self.chunks_done(chunks) if self.chunked else chunks)
             return
-        # Plain: no cell or block to note, only each one's finish (start_decoding's first lines; inline, the most
-        # common case).
+        # Plain, the common case, inline: no cell or block to note, only each finished prompt's finish
+        # (start_decoding's first lines), a chunked one's after its last chunk (chunks_done's).
         g, base, P, OUT, gen, slot, fin = self.fixed_finish
-        ctx_base = self.ctx_base  # (count: as the pass found it; a pause changes the context only)
-        for k in started:
+        chunked, prefilling, first, ctx_base = self.chunked, self.prefilling, self.first, self.ctx_base
+        for k in chunks:
+            if chunked:
+                k, c = k
+                done = prefilling[k]
+                done[0] += c
+                if done[0] < done[1]:
+                    continue
+                del prefilling[k]
+                first[k] = p - 1
             b = base[k] = g[k] + 1 - p
             count += 1
             ctx_base += P[k] + b
