@@ -108,7 +108,6 @@ class KVPool:
         self.longest_run = self.size or 0
         # Paged: which blocks each request holds, taken lowest-numbered first from a heap of free block ids.
         self.track = track_blocks and self.size is not None and not self.contiguous
-        self.counts = self.size is not None and not self.contiguous and not self.track  # paged, counts only
         self.blocks: dict[int, list[int]] = {}
         # Free block ids: a heap, the lowest taken first; or with reuse="fifo" a queue, blocks taken in the order they
         # were freed (nano-vllm's free list, which the replay's and the batch view's block tables follow).
@@ -134,58 +133,36 @@ class KVPool:
 
     def allocate(self, request: int, tokens: int) -> None:
         """Give a request that holds nothing the blocks for `tokens` tokens (contiguous: one run, first fit)."""
-        need = -(-tokens // self.block_size)
-        size = self.size
-        if request in self.held or (
-            size is not None and need > (self.largest_free_run() if self.contiguous else size - self.used)
-        ):
-            raise RuntimeError(f"cannot allocate {need} blocks for request {request}")
-        if self.contiguous and size is not None:
-            self._place_run(request, need)
-            return
-        if self.track:
-            self.blocks[request] = [self._take() for _ in range(need)]
-        self.held[request] = need
-        self.used += need
-
-    def _place_run(self, request: int, need: int) -> None:
-        """Give a request `need` blocks in one run, the first free run long enough (a contiguous pool that has one)."""
-        runs = self.free_runs
-        k = 0
-        while runs[k][1] < need:  # first fit
-            k += 1
-        start, length = runs[k]
-        if length == need:
-            del runs[k]
-        else:
-            runs[k] = (start + need, length - need)
-        self.run_start[request] = start
-        if length == self.longest_run:  # only cutting a longest run can shorten the longest run
-            self.longest_run = max(map(_length, runs), default=0)  # the runs are few (one per hole)
-        self.held[request] = need
-        self.used += need
+        if request in self.held or not self.take(request, tokens):
+            raise RuntimeError(f"cannot allocate {-(-tokens // self.block_size)} blocks for request {request}")
 
     def take(self, request: int, tokens: int) -> bool:
         """Give a request that holds nothing the blocks for `tokens` tokens if they fit; return whether they did.
 
-        `can_allocate` then `allocate` in one question, for the scheduling loop's admission (paged or contiguous).
+        `can_allocate` then `allocate` in one question, for the scheduling loop's admission.
         """
-        if self.counts:  # the loop's case
-            need = -(-tokens // self.block_size)
-            if need > self.size - self.used:
-                return False
-            self.held[request] = need
-            self.used += need
-            return True
-        if self.contiguous and self.size is not None:  # the longest run, kept or found again after a cut
-            need = -(-tokens // self.block_size)
+        need, size = -(-tokens // self.block_size), self.size
+        if self.contiguous and size is not None:
             if need > self.longest_run:
                 return False
-            self._place_run(request, need)
-            return True
-        if not self.can_allocate(request, tokens):
+            runs = self.free_runs
+            k = 0
+            while runs[k][1] < need:  # first fit
+                k += 1
+            start, length = runs[k]
+            if length == need:
+                del runs[k]
+            else:
+                runs[k] = (start + need, length - need)
+            self.run_start[request] = start
+            if length == self.longest_run:  # only cutting a longest run can shorten the longest run
+                self.longest_run = max(map(_length, runs), default=0)  # the runs are few (one per hole)
+        elif size is not None and need > size - self.used:
             return False
-        self.allocate(request, tokens)
+        elif self.track:
+            self.blocks[request] = [self._take() for _ in range(need)]
+        self.held[request] = need
+        self.used += need
         return True
 
     def can_append(self, request: int, tokens: int) -> bool:
