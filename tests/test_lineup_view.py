@@ -256,7 +256,7 @@ def test_the_lineup_runs_on_the_simulators_traffic_and_follows_it():
     The chapter's twelve requests (arrivals turned to ms as the clock view turns them), then a new seed's; the first
     `requests` of a longer traffic; the link keeps the choice.
     """
-    from app.simulator.state import arrival_step_ms
+    from app.page.runs import arrival_step_ms
 
     app = App({"tab": ["schedulers"], "s_source": ["page"]})
     view = app.schedulers

@@ -14,8 +14,9 @@ import shlex
 from dataclasses import fields
 from urllib.parse import quote
 
+from app.page.runs import arrival_step_ms
 from app.schedulers.data import BLOCK_SIZE, LineupKey, budget_of
-from app.simulator.state import arrival_step_ms, requests_of
+from app.simulator.state import requests_of
 from core.cli.args import GENERATOR_FLAGS
 from core.cli.parsers import COMPARE_TRAFFIC
 from core.measure.lineup import Entry

@@ -7,11 +7,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from app.page.runs import MIN_LABEL_CELLS, arrival_step_ms, policy_fields
 from app.schedulers.words import column_label
 from app.server.byte_cache import byte_cache
-from app.simulator.plots import MIN_LABEL_CELLS
-from app.simulator.state import arrival_step_ms, requests_of
-from app.simulator.widget_data import policy_fields
+from app.simulator.state import requests_of
 from core.clock.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, cost_model
 from core.kv.memory import MemoryConfig
 from core.limits import LimitError

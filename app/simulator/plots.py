@@ -22,10 +22,10 @@ from bokeh.models import (
 from bokeh.plotting import figure
 
 from app.page import palette
+from app.page.runs import MIN_LABEL_CELLS
 from core import Run
 
 ROW_PX = 30
-MIN_LABEL_CELLS = 2
 
 
 def timeline_data(run: Run, window: int) -> dict[str, dict[str, list]]:

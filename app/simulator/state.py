@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import param
 
+from app.page.runs import arrival_step_ms
 from app.server.byte_cache import byte_cache
 from core import Request, Run, TrafficConfig, generate
 from core.batch.step_batch import BLOCK_SIZE as STEP_BLOCK_SIZE
@@ -42,7 +43,7 @@ def _generated(config: TrafficConfig) -> tuple[Request, ...]:
 
 
 def requests_of(traffic: TrafficConfig | tuple[Request, ...]) -> tuple[Request, ...]:
-    """Return the requests of a generator config (cached) or of a tuple of requests."""
+    """Return the requests of a generator config (cached, shared by sessions) or of a tuple of requests."""
     return _generated(traffic) if isinstance(traffic, TrafficConfig) else traffic
 
 
@@ -102,20 +103,12 @@ def generated_label(requests: int, lengths: str, priority_share: int = 0) -> str
     return f"Traffic: generated, {requests} requests, {lengths} lengths{classes}"
 
 
-def arrival_step_ms(accelerator: str, model: str) -> float:
-    """Return how long one arrival step lasts on a clock: a one-row decode pass on the preset (~5 ms on an H100).
-
-    So the traffic keeps the load it has in steps: requests arrive about as fast, per pass, as in the chapter's view.
-    """
-    return float(cost_model(accelerator, model).pass_ms(1, 0, 0))
-
-
 @byte_cache(share=0.25)
 def shared_timed_runs(
     traffic: TrafficConfig | tuple[Request, ...], slots: int, timeout: int, accelerator: str, model: str
 ) -> dict[str, TimedRun]:
     """Return each mode's run on a clock under a roofline preset (policy -> TimedRun), arrivals as `arrival_step_ms`."""
-    requests = _generated(traffic) if isinstance(traffic, TrafficConfig) else traffic
+    requests = requests_of(traffic)
     step = arrival_step_ms(accelerator, model)
     timed = [replace(r, arrival=round(r.arrival * step)) for r in requests]
     cost = cost_model(accelerator, model)

@@ -6,7 +6,7 @@ import numpy as np
 
 from app.page.words import plural
 from core import Run
-from core.sched.policies import STATIC_ROW, get_policy
+from core.sched.policies import STATIC_ROW
 from core.sched.timed import TimedRun
 
 WHY = (
@@ -204,68 +204,3 @@ NOT_FIXED = (
     "Choosing the batch size, the largest one whose step time still meets the latency target, is the next "
     'problem: <a href="?tab=knee">Exercise 1, find the knee</a>.</p>'
 )
-
-
-def _code(statement: str, comment: str = "") -> str:
-    return f"    {statement:<38}# {comment}" if comment else f"    {statement}"
-
-
-LOOPS = {
-    "continuous": (
-        ("head", "while serving:"),
-        ("retire", _code("retire the finished", "their slots and KV blocks are free now")),
-        ("admit", _code("admit waiting into free slots", "a newcomer's prompt joins as prefill")),
-        ("build", _code("batch = build_batch(running)", "ragged: only each row's new tokens")),
-        ("forward", _code("forward(batch)", "one new token for every row")),
-    ),
-    "static": (
-        ("head", "while serving:"),
-        ("retire", _code("if every member finished: retire all", "the whole batch leaves at once")),
-        ("admit", _code("if every slot is free: admit a batch", "up to one waiting request per slot")),
-        ("build", _code("batch = pad(members)", "finished members stay as padding")),
-        ("forward", _code("forward(batch)", "one token per row, padding included")),
-    ),
-}
-
-
-# On a limited KV pool memory decides too: admission waits for the head's KV, and a row short of a block preempts.
-ADMIT_WHILE_FITS = (
-    "admit",
-    _code("admit waiting while their KV fits", "in arrival order: a head that does not fit waits"),
-)
-LOOPS_MEMORY = {  # keyed by policy, and "contiguous" for continuous batching's contiguous reservations
-    "continuous": (
-        LOOPS["continuous"][0],
-        LOOPS["continuous"][1],
-        ("preempt", _code("preempt the last admitted", "when a row needs a block and none is free")),
-        ADMIT_WHILE_FITS,
-        *LOOPS["continuous"][3:],
-    ),
-    "contiguous": (*LOOPS["continuous"][:2], ADMIT_WHILE_FITS, *LOOPS["continuous"][3:]),  # reserved: no growth
-    "static": (
-        *LOOPS["static"][:2],
-        ("admit", _code("if every slot is free: admit a batch", "as many rows as whole rectangles fit")),
-        *LOOPS["static"][3:],
-    ),
-}
-
-
-def loop_lines(policy: str, allocation: str | None = None) -> tuple:
-    """Return the loop a policy follows, from its traits and words; `allocation` given: with memory's lines.
-
-    A batch policy runs static's loop; the others continuous's, admitting in their own order, preempting whom they
-    preempt when blocks grow one by one, and without the preempt line when a request reserves its whole life.
-    """
-    rules = get_policy(policy)
-    if rules.forms_batches:
-        return LOOPS_MEMORY["static"] if allocation else LOOPS["static"]
-    head, retire, admit, *rest = LOOPS["continuous"]
-    if rules.ordered:
-        admit = ("admit", _code("admit waiting into free slots", f"{rules.queue_words}; prompts join as prefill"))
-    if allocation is None:
-        return (head, retire, admit, *rest)
-    fits = ("admit", _code("admit waiting while their KV fits", f"{rules.queue_words}: a head that does not fit waits"))
-    if rules.reserves_whole_life(allocation):
-        return (head, retire, fits, *rest)  # reserved: nobody grows, nobody is preempted
-    preempt = ("preempt", _code(f"preempt {rules.victim_words}", "when a row needs a block and none is free"))
-    return (head, retire, preempt, fits, *rest)

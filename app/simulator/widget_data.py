@@ -7,18 +7,16 @@ import json
 from dataclasses import dataclass
 
 from app.page import palette, policy_words
+from app.page.runs import MIN_LABEL_CELLS, policy_fields
 from app.server.byte_cache import byte_cache
 from app.simulator.batch_data import batch_config
-from app.simulator.plots import MIN_LABEL_CELLS
 from app.simulator.pool_at import owners_by_step
 from app.simulator.state import MODE_ORDER, shared_runs, shared_timed_runs
-from app.simulator.story import loop_lines
 from core import Request, Run, TrafficConfig, compute_metrics
 from core.measure.losses import losses
 from core.measure.metrics import latency_by_class
-from core.sched.policies import CHAPTER_PAIR, REGISTRY, Policy, get_policy
+from core.sched.policies import CHAPTER_PAIR, REGISTRY, get_policy
 from core.sched.timed import TimedRun, timed_metrics
-from core.states import STATE_NUMBERS
 
 # Playback's paces, slowest last: one step a frame, a learner's pace (the default), slow enough to follow one request.
 SPEEDS = (("1 step/frame", 16), ("120 ms/step", 120), ("400 ms/step", 400))
@@ -53,21 +51,6 @@ class ViewKey:
 
 
 LOG_KINDS = ("finish", "release", "preempt", "admit", "wait")  # the log's kind numbers (app/web/playback_texts.js)
-
-
-def policy_fields(policy: Policy, allocation: str) -> dict:
-    """Return what the renderer reads about a run's policy (the object the run carries) instead of its name.
-
-    Its traits, whether a request reserves its whole life, and the keys of its loop's lines (without memory, with).
-    """
-    return {
-        "policy": policy.name,
-        "traits": policy_words.page_traits(policy),  # the core's traits, and the page's colour after the label
-        "reserves": policy.reserves_whole_life(allocation),
-        "loop": [list(line) for line in loop_lines(policy)],
-        "loop_memory": [list(line) for line in loop_lines(policy, allocation)],
-        "states": STATE_NUMBERS,  # the cell states, defined once (core/states.py)
-    }
 
 
 def run_arrays(run: Run, limited: bool = False, window: int | None = None) -> dict:

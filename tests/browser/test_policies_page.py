@@ -57,7 +57,8 @@ def test_an_ordered_mode_gets_its_own_pairs_axis_and_kv_scale(page, page_errors,
     """
     from dataclasses import replace
 
-    from app.simulator.state import arrival_step_ms, shared_runs
+    from app.page.runs import arrival_step_ms
+    from app.simulator.state import shared_runs
     from core.clock.hardware import DEFAULT_ACCELERATOR, DEFAULT_MODEL_SHAPE, cost_model
 
     requests = generate(TrafficConfig(seed=4))

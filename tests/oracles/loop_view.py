@@ -11,8 +11,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from app.page.runs import loop_lines
 from app.page.words import plural
-from app.simulator.story import loop_lines
 from core import Run
 from core.sched.timed import TimedRun
 
