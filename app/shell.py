@@ -15,6 +15,7 @@ from app.page.frame import CHAPTER_BUTTON, GENERATED_NOTE, HEADER, SETTINGS_TITL
 from app.page.page_agent import PageAgent
 from app.page.palette import THEMES, css_variables
 from app.page.stores import Measurements
+from app.page.tabs import Messages
 from app.page.upload import TraceUpload, decode_upload, read_upload
 from app.page.url import URL_KEYS, parse_query, parse_theme, query_choice, query_of, query_value, safe_location
 from app.quiz.view import Quiz
@@ -23,7 +24,7 @@ from app.schedulers.view import SchedulersView
 from app.simulator import chapter, memory_lesson, story
 from app.simulator.batch_data import INTRO as BATCH_INTRO
 from app.simulator.state import CHAPTER_NAME, GENERATOR_PARAMS, SimState
-from app.simulator.views import Controls, Messages, fit_card
+from app.simulator.views import Controls, fit_card
 from app.simulator.widget import ChapterWidget
 from app.web.style import CSS
 from core.chapter import worked_example as worked

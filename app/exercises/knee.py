@@ -24,10 +24,9 @@ from app.exercises.knee_words import (
     offered_tokens_per_s,
 )
 from app.page.stores import Measurements
-from app.page.tabs import LazyViewer, query_number, text_pane
+from app.page.tabs import LazyViewer, Messages, query_number, text_pane
 from app.server.loop import on_document
 from app.server.server_log import follow_widget
-from app.simulator.views import Messages
 from core.clock.cost import ROOFLINE_FIELDS, ROOFLINE_RANGES
 from core.clock.hardware import (
     ACCELERATOR_OPTIONS,

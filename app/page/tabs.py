@@ -1,8 +1,11 @@
-"""What the exercise views share: building a view when first opened, number parsing for deep links, the text pane."""
+"""What the tabs' views share: building a view when first opened, deep links' numbers, the text pane, messages."""
 
 from __future__ import annotations
 
+import html
+
 import panel as pn
+import param
 
 from app.page.url import query_value
 from app.web.style import CSS
@@ -66,3 +69,20 @@ def query_number(
 def plain_number(value: float) -> str:
     """Return a number as an address writes it back: whole numbers as integers, others to every digit they have."""
     return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+class Messages(pn.viewable.Viewer):
+    """One visible place for input problems (URL values, uploaded files); the app keeps working."""
+
+    text = param.String(default="")
+
+    def __panel__(self):
+        box = pn.pane.HTML(visible=False, sizing_mode="stretch_width", stylesheets=[CSS])
+
+        def show(event=None):
+            box.object = f'<div class="bv-message" role="alert">{html.escape(self.text)}</div>'
+            box.visible = bool(self.text)
+
+        self.param.watch(show, "text")
+        show()
+        return box

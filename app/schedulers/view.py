@@ -9,7 +9,7 @@ import param
 from panel.custom import JSComponent
 
 from app.page import palette
-from app.page.tabs import LazyViewer, plain_number, query_number, text_pane
+from app.page.tabs import LazyViewer, Messages, plain_number, query_number, text_pane
 from app.page.url import query_choice, query_value
 from app.schedulers.command import command_html, knobs_html
 from app.schedulers.data import MAX_BUDGET, LineupKey, budget_of, lineup_json, shared_lineup
@@ -31,7 +31,6 @@ from app.schedulers.words import QUESTIONS, guess_html, lessons_html, load_html,
 from app.server.loop import on_document
 from app.server.server_log import follow_widget
 from app.simulator.state import SimState
-from app.simulator.views import Messages
 from app.web.bundle import bundle
 from app.web.style import CSS
 from core.clock.hardware import ACCELERATORS, MODEL_SHAPES, cost_model

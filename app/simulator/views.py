@@ -309,20 +309,3 @@ def h2h_full(static: Run, continuous: Run, window: int, timed: tuple[TimedRun, T
             for g, group in enumerate(groups)
         ],
     }
-
-
-class Messages(pn.viewable.Viewer):
-    """One visible place for input problems (URL values, uploaded files); the app keeps working."""
-
-    text = param.String(default="")
-
-    def __panel__(self):
-        box = pn.pane.HTML(visible=False, sizing_mode="stretch_width", stylesheets=[CSS])
-
-        def show(event=None):
-            box.object = f'<div class="bv-message" role="alert">{html.escape(self.text)}</div>'
-            box.visible = bool(self.text)
-
-        self.param.watch(show, "text")
-        show()
-        return box
