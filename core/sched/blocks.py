@@ -27,8 +27,9 @@ class BlockPhases:
                 due = {k: None for k in due if k not in self.ahead}
                 if not due:
                     return False
-        # Enough free blocks and no ids to track: a block for each, nobody preempted, so their order is moot.
-        if not self.track and pool.try_grow(due):
+        # Enough free blocks and no ids to track: a block for each, nobody preempted, so their order is moot. (The loop
+        # asks the pool that itself before it asks this phase, except where rows pause.)
+        if pauses and not self.track and pool.try_grow(due):
             if pauses:
                 self.grown = list(due)  # (the due are all running)
             return False
